@@ -1,0 +1,363 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// State is where an App is in its life.
+type State int32
+
+const (
+	Created State = iota
+	Starting
+	Rebalancing
+	Running
+	Closing
+	Stopped
+	Failed
+)
+
+func (s State) String() string {
+	return [...]string{"created", "starting", "rebalancing", "running", "closing", "stopped", "failed"}[s]
+}
+
+// App runs a Topology against a Kafka cluster: its units join the consumer
+// group named by the app id, own the tasks of the partitions they are
+// assigned, and process, punctuate and commit until Run's context ends.
+// Start more instances of the same app (same AppID) to spread the tasks.
+type App struct {
+	topo *Topology
+	cfg  config
+
+	state atomic.Int32
+	busy  atomic.Int32 // units inside a rebalance or restoring
+
+	adm        *kadm.Client
+	admClient  *kgo.Client
+	partitions map[string]int32 // every topic the app reads or writes
+	topicSub   map[string]int   // source topic -> sub-topology
+
+	statsMu sync.Mutex
+	units   []*unit
+}
+
+// New checks the topology and the options. It does not connect: Run does.
+func New(t *Topology, opts ...Option) (*App, error) {
+	if t == nil {
+		return nil, errors.New("new app: nil topology")
+	}
+	cfg := defaultConfig()
+	explicitCommit := false
+	for _, o := range opts {
+		before := cfg.commitInterval
+		o(&cfg)
+		if cfg.commitInterval != before {
+			explicitCommit = true
+		}
+	}
+	var errs []error
+	if err := t.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(cfg.brokers) == 0 {
+		errs = append(errs, errors.New("no brokers: use stream.Brokers"))
+	}
+	if cfg.appID == "" {
+		errs = append(errs, errors.New("no application id: use stream.AppID"))
+	} else if strings.ContainsAny(cfg.appID, "/\\ ") {
+		errs = append(errs, fmt.Errorf("application id %q: must not contain slashes or spaces", cfg.appID))
+	}
+	if cfg.guarantee == ExactlyOnce {
+		errs = append(errs, errors.New("exactly-once is not available yet: use AtLeastOnce"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if cfg.instanceID == "" {
+		host, _ := os.Hostname()
+		cfg.instanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	_ = explicitCommit
+	a := &App{topo: t, cfg: cfg, topicSub: map[string]int{}}
+	for _, s := range t.subs {
+		for _, topic := range s.topics {
+			a.topicSub[topic] = s.id
+		}
+	}
+	return a, nil
+}
+
+// State returns the current state.
+func (a *App) State() State { return State(a.state.Load()) }
+
+func (a *App) setState(s State) {
+	old := State(a.state.Swap(int32(s)))
+	if old != s {
+		a.cfg.logger.Info("state change", "app", a.cfg.appID, "from", old.String(), "to", s.String())
+		if a.cfg.onStateChange != nil {
+			a.cfg.onStateChange(old, s)
+		}
+	}
+}
+
+func (a *App) markBusy(delta int32) {
+	n := a.busy.Add(delta)
+	switch st := a.State(); {
+	case n > 0 && st == Running:
+		a.setState(Rebalancing)
+	case n == 0 && (st == Rebalancing || st == Starting):
+		a.setState(Running)
+	}
+}
+
+// Run connects, processes until ctx ends or a unit fails, then closes
+// cleanly: commits, flushes, closes stores and leaves the group. It returns
+// nil after a clean stop.
+func (a *App) Run(ctx context.Context) (err error) {
+	if !a.state.CompareAndSwap(int32(Created), int32(Starting)) {
+		return errors.New("run: an App runs once")
+	}
+	defer func() {
+		if err != nil {
+			a.setState(Failed)
+		} else {
+			a.setState(Stopped)
+		}
+	}()
+	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...)}, a.cfg.clientOpts...)...)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
+	}
+	defer a.admClient.Close()
+	a.adm = kadm.NewClient(a.admClient)
+	if err := a.prepareTopics(ctx); err != nil {
+		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
+	}
+	var ends kadm.ListedOffsets
+	if a.cfg.exitCaughtUp {
+		if ends, err = a.adm.ListEndOffsets(ctx, a.topo.SourceTopics()...); err != nil {
+			return fmt.Errorf("run %s: list end offsets: %w", a.cfg.appID, err)
+		}
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	a.units = make([]*unit, a.cfg.parallelism)
+	for i := range a.units {
+		if a.units[i], err = newUnit(a, i); err != nil {
+			for _, u := range a.units[:i] {
+				u.cl.Close()
+			}
+			return fmt.Errorf("run %s: %w", a.cfg.appID, err)
+		}
+	}
+	errs := make([]error, len(a.units))
+	var wg sync.WaitGroup
+	for i, u := range a.units {
+		wg.Go(func() {
+			if errs[i] = u.run(runCtx); errs[i] != nil {
+				cancel(errs[i])
+			}
+		})
+	}
+	if a.cfg.exitCaughtUp {
+		wg.Go(func() { a.watchCaughtUp(runCtx, cancel, ends) })
+	}
+	if a.busy.Load() == 0 {
+		a.setState(Running)
+	}
+	wg.Wait()
+	a.setState(Closing)
+	return errors.Join(errs...)
+}
+
+// prepareTopics checks that source and sink topics exist, that the sources
+// of each sub-topology are co-partitioned, and creates (or checks) the
+// changelog topics.
+func (a *App) prepareTopics(ctx context.Context) error {
+	var topics []string
+	topics = append(topics, a.topo.SourceTopics()...)
+	topics = append(topics, a.topo.SinkTopics()...)
+	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError} {
+		if p.action == actionDeadLetter {
+			topics = append(topics, p.topic)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	details, err := a.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describe topics: %w", err)
+	}
+	a.partitions = map[string]int32{}
+	var errs []error
+	for _, topic := range topics {
+		d, ok := details[topic]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			errs = append(errs, fmt.Errorf("topic %q does not exist", topic))
+			continue
+		}
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("topic %q: %w", topic, d.Err))
+			continue
+		}
+		a.partitions[topic] = int32(len(d.Partitions))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, s := range a.topo.subs {
+		var counts []string
+		n := a.partitions[s.topics[0]]
+		same := true
+		for _, topic := range s.topics {
+			counts = append(counts, fmt.Sprintf("%s=%d", topic, a.partitions[topic]))
+			same = same && a.partitions[topic] == n
+		}
+		if !same {
+			errs = append(errs, fmt.Errorf("sub-topology %d reads co-partitioned topics with different partition counts: %s", s.id, strings.Join(counts, ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return a.prepareChangelogs(ctx)
+}
+
+func (a *App) prepareChangelogs(ctx context.Context) error {
+	want := map[string]int32{}
+	for _, s := range a.topo.subs {
+		for _, st := range s.stores {
+			if st.opts.Changelog {
+				want[changelogTopic(a.cfg.appID, st.name)] = a.partitions[s.topics[0]]
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	details, err := a.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("describe changelog topics: %w", err)
+	}
+	compact := "compact"
+	var errs []error
+	for _, name := range names {
+		if d, ok := details[name]; ok && d.Err == nil {
+			if got := int32(len(d.Partitions)); got != want[name] {
+				errs = append(errs, fmt.Errorf("changelog topic %q has %d partitions, the sources have %d", name, got, want[name]))
+			}
+			a.partitions[name] = want[name]
+			continue
+		}
+		resp, err := a.adm.CreateTopic(ctx, want[name], -1, map[string]*string{"cleanup.policy": &compact}, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create changelog topic %q: %w", name, err))
+			continue
+		}
+		a.cfg.logger.Info("created changelog topic", "topic", name, "partitions", want[name])
+		a.partitions[name] = want[name]
+	}
+	return errors.Join(errs...)
+}
+
+// watchCaughtUp ends the run once the group's committed offsets reach the
+// end offsets the sources had at start.
+func (a *App) watchCaughtUp(ctx context.Context, cancel context.CancelCauseFunc, ends kadm.ListedOffsets) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		committed, err := a.adm.FetchOffsets(ctx, a.cfg.appID)
+		if err != nil {
+			continue
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Offset <= 0 {
+				return
+			}
+			c, ok := committed.Lookup(o.Topic, o.Partition)
+			if !ok || c.Err != nil || c.At < o.Offset {
+				done = false
+			}
+		})
+		if done {
+			a.cfg.logger.Info("caught up with the end offsets seen at start; stopping", "app", a.cfg.appID)
+			cancel(nil)
+			return
+		}
+	}
+}
+
+// Stats is a snapshot of an App's counters.
+type Stats struct {
+	Processed     uint64 // records taken off input buffers and processed
+	Skipped       uint64 // records that failed and were skipped by LogAndContinue
+	DeadLettered  uint64 // records sent to a dead-letter topic
+	Punctuations  uint64
+	Commits       uint64
+	CommitTime    time.Duration // total time spent committing
+	Restored      uint64        // changelog records applied while restoring
+	EnforcedSteps uint64        // records processed while an input was empty past its grace
+	Tasks         map[TaskID]TaskStats
+}
+
+// TaskStats is one task's share of Stats.
+type TaskStats struct {
+	Processed      uint64
+	Lag            int64             // records known to exist past what was processed
+	ProcessorCount map[string]uint64 // records each processor handled
+	Restoring      bool
+}
+
+// Stats returns the current counters. Per-task figures are as of each
+// unit's last loop iteration.
+func (a *App) Stats() Stats {
+	s := Stats{Tasks: map[TaskID]TaskStats{}}
+	for _, u := range a.units {
+		if u == nil {
+			continue
+		}
+		u.statsMu.Lock()
+		us := u.published
+		for id, ts := range us.Tasks {
+			s.Tasks[id] = ts
+		}
+		u.statsMu.Unlock()
+		s.Processed += us.Processed
+		s.Skipped += us.Skipped
+		s.DeadLettered += us.DeadLettered
+		s.Punctuations += us.Punctuations
+		s.Commits += us.Commits
+		s.CommitTime += us.CommitTime
+		s.Restored += us.Restored
+		s.EnforcedSteps += us.EnforcedSteps
+	}
+	return s
+}

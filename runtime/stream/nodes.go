@@ -1,0 +1,215 @@
+package stream
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// input is one source topic-partition of a task: the buffered raw records of
+// that partition and the node that decodes them.
+type input interface {
+	topic() string
+	// push appends fetched records, in offset order.
+	push(recs []*kgo.Record)
+	buffered() int
+	// peek decodes the head record if needed and returns its timestamp in
+	// epoch milliseconds. ok is false when nothing is buffered.
+	peek() (ts int64, ok bool, err error)
+	head() *kgo.Record
+	// forwardHead hands the decoded head to the source's children.
+	forwardHead()
+	// pop drops the head.
+	pop()
+	state() *inputState
+}
+
+// inputState is the bookkeeping of one input partition that does not
+// depend on types.
+type inputState struct {
+	partition int32
+	next      int64 // offset after the last record taken off the buffer; -1 before the first
+	committed int64 // next as of the last commit
+	hwm       int64 // high watermark from the last fetch; -1 while unknown
+	fetchedTo int64 // offset after the last record fetched
+	epoch     int32 // leader epoch of the last record taken
+	paused    bool
+}
+
+type sourceNode[K, V any] struct {
+	name      string
+	topicName string
+	kd        serde.Deserializer[K]
+	vd        serde.Deserializer[V]
+	timestamp func(K, V, time.Time) time.Time
+	t         *task
+	children  []receiver[K, V]
+
+	buf     []*kgo.Record
+	first   int // index of the head in buf
+	decoded bool
+	rec     Record[K, V]
+	ts      int64
+	st      inputState
+}
+
+func (s *sourceNode[K, V]) topic() string      { return s.topicName }
+func (s *sourceNode[K, V]) state() *inputState { return &s.st }
+func (s *sourceNode[K, V]) buffered() int      { return len(s.buf) - s.first }
+func (s *sourceNode[K, V]) head() *kgo.Record  { return s.buf[s.first] }
+
+func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
+	if s.first > 0 && s.first >= len(s.buf)/2 {
+		n := copy(s.buf, s.buf[s.first:])
+		clear(s.buf[n:])
+		s.buf = s.buf[:n]
+		s.first = 0
+	}
+	s.buf = append(s.buf, recs...)
+	if n := len(recs); n > 0 {
+		s.st.fetchedTo = recs[n-1].Offset + 1
+	}
+}
+
+func (s *sourceNode[K, V]) peek() (int64, bool, error) {
+	if s.first >= len(s.buf) {
+		return 0, false, nil
+	}
+	if s.decoded {
+		return s.ts, true, nil
+	}
+	raw := s.buf[s.first]
+	k, err := s.kd.Deserialize(raw.Key)
+	if err != nil {
+		return 0, true, fmt.Errorf("key: %w", err)
+	}
+	v, err := s.vd.Deserialize(raw.Value)
+	if err != nil {
+		return 0, true, fmt.Errorf("value: %w", err)
+	}
+	ts := raw.Timestamp
+	if s.timestamp != nil {
+		if et := s.timestamp(k, v, ts); !et.IsZero() {
+			ts = et
+		}
+	}
+	s.rec = Record[K, V]{Key: k, Value: v, Timestamp: ts, Headers: raw.Headers}
+	s.ts = ts.UnixMilli()
+	s.decoded = true
+	return s.ts, true, nil
+}
+
+func (s *sourceNode[K, V]) forwardHead() {
+	for _, c := range s.children {
+		if s.t.err != nil {
+			return
+		}
+		c.receive(s.rec)
+	}
+}
+
+func (s *sourceNode[K, V]) pop() {
+	raw := s.buf[s.first]
+	s.st.next = raw.Offset + 1
+	s.st.epoch = raw.LeaderEpoch
+	s.buf[s.first] = nil
+	s.first++
+	if s.first == len(s.buf) {
+		s.buf = s.buf[:0]
+		s.first = 0
+	}
+	s.decoded = false
+	var zero Record[K, V]
+	s.rec = zero
+}
+
+type sinkNode[K, V any] struct {
+	name        string
+	topic       string
+	ks          serde.Serializer[K]
+	vs          serde.Serializer[V]
+	partitioner func(K, V, []byte, int32) int32
+	t           *task
+	partitions  int32
+	roundRobin  int32
+}
+
+func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
+	t := s.t
+	if t.err != nil {
+		return
+	}
+	kb, err := s.ks.Serialize(rec.Key)
+	if err != nil {
+		t.fail(s.name, fmt.Errorf("serialize key for topic %q: %w", s.topic, err))
+		return
+	}
+	vb, err := s.vs.Serialize(rec.Value)
+	if err != nil {
+		t.fail(s.name, fmt.Errorf("serialize value for topic %q: %w", s.topic, err))
+		return
+	}
+	n := s.partitions
+	var p int32
+	switch {
+	case s.partitioner != nil:
+		p = s.partitioner(rec.Key, rec.Value, kb, n)
+		if p < 0 || p >= n {
+			t.fail(s.name, fmt.Errorf("partitioner chose partition %d of topic %q, which has %d", p, s.topic, n))
+			return
+		}
+	case kb == nil:
+		p = s.roundRobin % n
+		s.roundRobin++
+	default:
+		p = KafkaPartition(kb, n)
+	}
+	ts := rec.Timestamp
+	if ts.IsZero() {
+		ts = fromMillis(t.currentTime)
+	}
+	t.produce(&kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts})
+}
+
+// KafkaPartition is the partition Apache Kafka's Java producer picks for a
+// serialized key: murmur2 of the key, made positive, modulo the count.
+func KafkaPartition(key []byte, partitions int32) int32 {
+	return int32(murmur2(key)&0x7fffffff) % partitions
+}
+
+// murmur2 is the 32-bit MurmurHash2 variant with the seed Kafka uses.
+func murmur2(data []byte) uint32 {
+	const (
+		seed = 0x9747b28c
+		m    = 0x5bd1e995
+		r    = 24
+	)
+	h := uint32(seed) ^ uint32(len(data))
+	for len(data) >= 4 {
+		k := binary.LittleEndian.Uint32(data)
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+		data = data[4:]
+	}
+	switch len(data) {
+	case 3:
+		h ^= uint32(data[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}

@@ -1,0 +1,160 @@
+package stream
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Option configures an App.
+type Option func(*config)
+
+type config struct {
+	brokers        []string
+	appID          string
+	instanceID     string
+	stateDir       string
+	parallelism    int
+	commitInterval time.Duration
+	maxTaskIdle    time.Duration
+	fetchGrace     time.Duration
+	bufferRecords  int
+	logger         *slog.Logger
+	clientOpts     []kgo.Opt
+	guarantee      GuaranteeKind
+	exitCaughtUp   bool
+	onStateChange  func(from, to State)
+	now            func() time.Time
+
+	onProcessError     ErrorPolicy
+	onDeserializeError ErrorPolicy
+}
+
+func (c *config) clock() time.Time { return c.now() }
+
+func defaultConfig() config {
+	return config{
+		stateDir:       filepath.Join(os.TempDir(), "kgen-state"),
+		parallelism:    runtime.NumCPU(),
+		commitInterval: 30 * time.Second,
+		fetchGrace:     500 * time.Millisecond,
+		bufferRecords:  1000,
+		logger:         slog.Default(),
+		now:            time.Now,
+	}
+}
+
+// Brokers sets the seed brokers. Required.
+func Brokers(addrs ...string) Option { return func(c *config) { c.brokers = addrs } }
+
+// AppID sets the application id: the consumer group, and the prefix of the
+// changelog topics and state directories. Required.
+func AppID(id string) Option { return func(c *config) { c.appID = id } }
+
+// InstanceID names this instance among the app's instances; it appears in
+// client ids. Default: the host name and process id.
+func InstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
+
+// StateDir is where persistent stores live, under StateDir/AppID/TaskID.
+// Default: kgen-state in the system's temporary directory.
+func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
+
+// Parallelism is the number of processing units (each a goroutine with its
+// own group member, running a share of the tasks). Default: the CPU count.
+func Parallelism(n int) Option { return func(c *config) { c.parallelism = max(n, 1) } }
+
+// CommitInterval is how often progress is committed. Default 30 s (100 ms
+// under exactly-once).
+func CommitInterval(d time.Duration) Option { return func(c *config) { c.commitInterval = d } }
+
+// MaxTaskIdle is how long a task with several inputs waits for an empty
+// input before processing the others out of timestamp order. Default 0:
+// wait only while the empty input is known to have data not fetched yet
+// (at most FetchGrace). Negative: never wait.
+func MaxTaskIdle(d time.Duration) Option { return func(c *config) { c.maxTaskIdle = d } }
+
+// FetchGrace bounds how long a task waits for an input that has data not
+// fetched yet, or whose first fetch has not arrived. Default 500 ms.
+func FetchGrace(d time.Duration) Option { return func(c *config) { c.fetchGrace = d } }
+
+// BufferRecords bounds the records buffered per input partition; past it,
+// fetching that partition pauses until half is processed. Default 1000.
+func BufferRecords(n int) Option { return func(c *config) { c.bufferRecords = max(n, 1) } }
+
+// Logger sets the structured logger. Default: slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// ClientOpts passes extra options (TLS, SASL, tuning) to every franz-go
+// client the app creates. They apply after kgen's own.
+func ClientOpts(opts ...kgo.Opt) Option {
+	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
+}
+
+// GuaranteeKind is a processing guarantee.
+type GuaranteeKind int
+
+const (
+	// AtLeastOnce commits offsets after outputs are acknowledged: nothing is
+	// lost, and a crash may repeat work since the last commit.
+	AtLeastOnce GuaranteeKind = iota
+	// ExactlyOnce commits outputs, changelogs and offsets in Kafka
+	// transactions.
+	ExactlyOnce
+)
+
+func (g GuaranteeKind) String() string {
+	if g == ExactlyOnce {
+		return "exactly-once"
+	}
+	return "at-least-once"
+}
+
+// Guarantee sets the processing guarantee. Default AtLeastOnce.
+func Guarantee(g GuaranteeKind) Option { return func(c *config) { c.guarantee = g } }
+
+// ExitWhenCaughtUp makes Run return nil once every input partition has been
+// processed and committed up to the end offsets it had when Run started: for
+// batch jobs, demos and tests.
+func ExitWhenCaughtUp() Option { return func(c *config) { c.exitCaughtUp = true } }
+
+// OnStateChange calls fn on every state transition, from the goroutine
+// that made it; fn must not block.
+func OnStateChange(fn func(from, to State)) Option { return func(c *config) { c.onStateChange = fn } }
+
+type errorAction int
+
+const (
+	actionFail errorAction = iota
+	actionContinue
+	actionDeadLetter
+)
+
+// ErrorPolicy says what happens to a record that fails.
+type ErrorPolicy struct {
+	action errorAction
+	topic  string
+}
+
+// Fail stops the app with an error naming the record's topic, partition and
+// offset. The default.
+func Fail() ErrorPolicy { return ErrorPolicy{action: actionFail} }
+
+// LogAndContinue logs the failure, counts the record as skipped and goes on.
+func LogAndContinue() ErrorPolicy { return ErrorPolicy{action: actionContinue} }
+
+// DeadLetter sends the raw record to topic, with headers kgen.error,
+// kgen.error.node, kgen.source.topic, kgen.source.partition and
+// kgen.source.offset, counts it and goes on.
+func DeadLetter(topic string) ErrorPolicy { return ErrorPolicy{action: actionDeadLetter, topic: topic} }
+
+// OnProcessError sets the policy for records whose processing returns an
+// error or panics. Default Fail.
+func OnProcessError(p ErrorPolicy) Option { return func(c *config) { c.onProcessError = p } }
+
+// OnDeserializeError sets the policy for records whose key or value cannot
+// be decoded. Default Fail.
+func OnDeserializeError(p ErrorPolicy) Option { return func(c *config) { c.onDeserializeError = p } }

@@ -1,0 +1,375 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// task runs one sub-topology over one partition number. All its fields are
+// owned by the goroutine of the unit that holds the task.
+type task struct {
+	id   TaskID
+	topo *Topology
+	sub  *subtopology
+	env  taskEnv
+
+	inputs []input // one per source topic, sorted by topic
+	procs  []lifecycle
+	stores map[string]*taskStore
+	dir    string
+	unlock func() error
+
+	schedules []*schedule
+
+	streamTime  int64 // largest timestamp processed, -1 before the first record
+	current     *kgo.Record
+	currentTime int64
+	err         error // first failure while processing the current record
+	errNode     string
+
+	commitRequested bool
+	waitingSince    time.Time // when the partition group last started holding back
+	restoring       bool
+
+	processed     uint64
+	skipped       uint64
+	deadLettered  uint64
+	punctuations  uint64
+	enforcedSteps uint64
+}
+
+// taskEnv is what a task needs from the unit that runs it.
+type taskEnv interface {
+	produce(r *kgo.Record)
+	partitions(topic string) int32
+	config() *config
+	logChange(s *taskStore, key, value []byte)
+}
+
+type taskStore struct {
+	def       *storeDef
+	backend   state.Backend
+	typed     any
+	changelog string // topic; empty when not logged
+	partition int32
+	// restoredTo is the changelog offset the store holds data up to.
+	restoredTo int64
+	restoreEnd int64
+	// produced is one past the largest changelog offset acknowledged.
+	produced offsetMax
+	ack      func(*kgo.Record, error)
+	t        *task
+}
+
+// LogChange implements state.ChangeLogger.
+func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
+
+type schedule struct {
+	node      string
+	interval  int64
+	typ       PunctuationType
+	fn        func(time.Time) error
+	next      int64 // -1: set from the first stream time seen
+	cancelled bool
+}
+
+func (t *task) schedule(node string, interval time.Duration, typ PunctuationType, fn func(time.Time) error) *schedule {
+	ms := interval.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	s := &schedule{node: node, interval: ms, typ: typ, fn: fn, next: -1}
+	switch {
+	case typ == WallClock:
+		s.next = t.env.config().clock().UnixMilli() + ms
+	case t.streamTime >= 0:
+		s.next = t.streamTime + ms
+	}
+	t.schedules = append(t.schedules, s)
+	return s
+}
+
+// fail records the first error of the current record.
+func (t *task) fail(node string, err error) {
+	if t.err == nil {
+		t.err, t.errNode = err, node
+	}
+}
+
+func (t *task) produce(r *kgo.Record) { t.env.produce(r) }
+
+// RecordError is a record that could not be processed, with its coordinates.
+type RecordError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Node is the topology node that failed: the source for a record that
+	// did not deserialize.
+	Node string
+	// Deserialize is true when the key or value could not be decoded.
+	Deserialize bool
+	Err         error
+}
+
+func (e *RecordError) Error() string {
+	what := "process"
+	if e.Deserialize {
+		what = "deserialize"
+	}
+	return fmt.Sprintf("%s record %s/%d@%d at node %q: %v", what, e.Topic, e.Partition, e.Offset, e.Node, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// panicError is a panic in user code, turned into an error.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// next picks the input whose head is processed next: the buffered head with
+// the smallest timestamp. It returns nil when the task has nothing to do or
+// must wait for an empty input that may still deliver an earlier record.
+func (t *task) next(now time.Time) (input, error) {
+	var best input
+	var bestTS int64
+	holdBack := false
+	cfg := t.env.config()
+	for _, in := range t.inputs {
+		ts, ok, err := in.peek()
+		if err != nil {
+			if herr := t.handle(in, in.head(), in.topic(), true, err); herr != nil {
+				return nil, herr
+			}
+			in.pop()
+			return t.next(now)
+		}
+		if !ok {
+			if t.holdsBack(in, now, cfg) {
+				holdBack = true
+			}
+			continue
+		}
+		if best == nil || ts < bestTS {
+			best, bestTS = in, ts
+		}
+	}
+	if best == nil {
+		t.waitingSince = time.Time{}
+		return nil, nil
+	}
+	if holdBack {
+		if t.waitingSince.IsZero() {
+			t.waitingSince = now
+		}
+		return nil, nil
+	}
+	if !t.waitingSince.IsZero() {
+		t.waitingSince = time.Time{}
+	}
+	return best, nil
+}
+
+// holdsBack says whether an empty input keeps the task from processing the
+// others, so that records stay in timestamp order across inputs.
+func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
+	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 {
+		return false
+	}
+	st := in.state()
+	waited := time.Duration(0)
+	if !t.waitingSince.IsZero() {
+		waited = now.Sub(t.waitingSince)
+	}
+	caughtUp := st.hwm >= 0 && st.fetchedTo >= st.hwm
+	switch {
+	case caughtUp:
+		// Nothing more is known to exist: only an explicit idle time waits.
+		return waited < cfg.maxTaskIdle
+	case st.hwm < 0:
+		// Not fetched yet: give the first fetch a chance.
+		return waited < max(cfg.maxTaskIdle, cfg.fetchGrace)
+	default:
+		// Data exists but is not here yet.
+		if waited >= max(cfg.maxTaskIdle, cfg.fetchGrace) {
+			t.enforcedSteps++
+			return false
+		}
+		return true
+	}
+}
+
+// process runs up to max records, in timestamp order, with stream-time
+// punctuation after each. It returns how many it took off the buffers.
+func (t *task) process(max int, now time.Time) (int, error) {
+	n := 0
+	for n < max {
+		in, err := t.next(now)
+		if err != nil {
+			return n, err
+		}
+		if in == nil {
+			break
+		}
+		if err := t.processHead(in); err != nil {
+			return n, err
+		}
+		n++
+		if err := t.punctuate(StreamTime, t.streamTime); err != nil {
+			return n, err
+		}
+		if t.commitRequested {
+			break
+		}
+	}
+	return n, nil
+}
+
+func (t *task) processHead(in input) error {
+	raw := in.head()
+	ts, _, _ := in.peek()
+	if ts > t.streamTime {
+		t.streamTime = ts
+	}
+	t.current, t.currentTime = raw, ts
+	t.err, t.errNode = nil, ""
+	t.guard(in.forwardHead)
+	in.pop()
+	t.current = nil
+	t.processed++
+	if t.err == nil {
+		return nil
+	}
+	err := t.err
+	t.err = nil
+	return t.handle(in, raw, t.errNode, false, err)
+}
+
+// guard runs user code, turning a panic into the task's error.
+func (t *task) guard(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.fail(t.errNodeOr("?"), &panicError{value: v, stack: debug.Stack()})
+		}
+	}()
+	fn()
+}
+
+func (t *task) errNodeOr(s string) string {
+	if t.errNode != "" {
+		return t.errNode
+	}
+	return s
+}
+
+// handle applies the configured error policy to a failed record.
+func (t *task) handle(in input, raw *kgo.Record, node string, deser bool, err error) error {
+	if deser {
+		node = t.sub.sources[in.topic()].name
+	}
+	rerr := &RecordError{Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset, Node: node, Deserialize: deser, Err: err}
+	cfg := t.env.config()
+	policy := cfg.onProcessError
+	if deser {
+		policy = cfg.onDeserializeError
+	}
+	log := cfg.logger.With("task", t.id.String(), "topic", raw.Topic, "partition", raw.Partition, "offset", raw.Offset, "node", node)
+	var pe *panicError
+	if errors.As(err, &pe) {
+		log.Error("panic in processor", "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+	}
+	switch policy.action {
+	case actionContinue:
+		log.Warn("skipping record", "error", err)
+		t.skipped++
+		if deser {
+			// A record that never reached Process still counts as taken.
+			in.state().next = raw.Offset + 1
+		}
+		return nil
+	case actionDeadLetter:
+		log.Warn("dead-lettering record", "error", err, "dead_letter_topic", policy.topic)
+		t.deadLettered++
+		hdrs := append(append([]kgo.RecordHeader(nil), raw.Headers...),
+			kgo.RecordHeader{Key: "kgen.error", Value: []byte(err.Error())},
+			kgo.RecordHeader{Key: "kgen.error.node", Value: []byte(node)},
+			kgo.RecordHeader{Key: "kgen.source.topic", Value: []byte(raw.Topic)},
+			kgo.RecordHeader{Key: "kgen.source.partition", Value: fmt.Appendf(nil, "%d", raw.Partition)},
+			kgo.RecordHeader{Key: "kgen.source.offset", Value: fmt.Appendf(nil, "%d", raw.Offset)},
+		)
+		p := int32(0)
+		if n := t.env.partitions(policy.topic); n > 0 && raw.Key != nil {
+			p = KafkaPartition(raw.Key, n)
+		}
+		t.produce(&kgo.Record{Topic: policy.topic, Partition: p, Key: raw.Key, Value: raw.Value, Headers: hdrs, Timestamp: raw.Timestamp})
+		return nil
+	default:
+		return rerr
+	}
+}
+
+// punctuate fires the due schedules of one clock type.
+func (t *task) punctuate(typ PunctuationType, now int64) error {
+	if now < 0 {
+		return nil
+	}
+	live := t.schedules[:0]
+	var firstErr error
+	for _, s := range t.schedules {
+		if s.cancelled {
+			continue
+		}
+		live = append(live, s)
+		if s.typ != typ || firstErr != nil {
+			continue
+		}
+		if s.next < 0 {
+			s.next = now + s.interval
+			continue
+		}
+		if now < s.next {
+			continue
+		}
+		// Fire once, then move past now even if several intervals passed.
+		s.next += ((now-s.next)/s.interval + 1) * s.interval
+		t.current, t.currentTime = nil, now
+		t.err, t.errNode = nil, s.node
+		at := fromMillis(now)
+		t.guard(func() {
+			if err := s.fn(at); err != nil {
+				t.fail(s.node, err)
+			}
+		})
+		t.punctuations++
+		if t.err != nil {
+			firstErr = fmt.Errorf("task %s: %s punctuation of %q at %s: %w", t.id, typ, s.node, at.UTC().Format(time.RFC3339Nano), t.err)
+			t.err = nil
+		}
+	}
+	clear(t.schedules[len(live):])
+	t.schedules = live
+	return firstErr
+}
+
+// init opens nothing: it runs the processors' Init once restoration is done.
+func (t *task) initProcessors() error {
+	for _, p := range t.procs {
+		var err error
+		t.guard(func() { err = p.init() })
+		if err == nil && t.err != nil {
+			err = t.err
+		}
+		t.err = nil
+		if err != nil {
+			return fmt.Errorf("task %s: init processor %q: %w", t.id, p.nodeName(), err)
+		}
+	}
+	return nil
+}

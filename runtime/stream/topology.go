@@ -1,0 +1,601 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+)
+
+// Topology is a DAG of sources, processors and sinks, with state stores
+// attached to processors. Build it with AddSource, AddProcessor, AddSink and
+// AddKeyValueStore; mistakes are collected and reported all at once by
+// Validate (and by New). A Topology is a blueprint: every task instantiates its
+// own processors and stores from it.
+type Topology struct {
+	nodes      map[string]*node
+	nodeOrder  []string
+	stores     map[string]*storeDef
+	storeOrder []string
+	errs       []error
+
+	subs       []*subtopology // set by Validate
+	validated  bool
+	validation error
+}
+
+// NewTopology returns an empty topology.
+func NewTopology() *Topology {
+	return &Topology{nodes: map[string]*node{}, stores: map[string]*storeDef{}}
+}
+
+type nodeKind int
+
+const (
+	sourceKind nodeKind = iota
+	processorKind
+	sinkKind
+)
+
+func (k nodeKind) String() string {
+	return [...]string{"source", "processor", "sink"}[k]
+}
+
+// builder makes a node's runtime instance for one task. children are the
+// already built instances of the node's children, in the node's child order.
+type builder func(tk *task, children []any) (any, error)
+
+type node struct {
+	name     string
+	kind     nodeKind
+	topic    string // source and sink
+	parents  []string
+	children []string
+	stores   []string
+
+	inKey, inVal   reflect.Type // processor, sink
+	outKey, outVal reflect.Type // source, processor
+
+	build builder
+	sub   int
+}
+
+type storeDef struct {
+	name      string
+	opts      StoreOptions
+	keyType   reflect.Type
+	valType   reflect.Type
+	open      func(b state.Backend, logger state.ChangeLogger) any
+	processor []string
+}
+
+// BackendKind chooses where a store keeps its data.
+type BackendKind int
+
+const (
+	// MemoryBackend keeps data in an ordered in-memory map; after a restart
+	// the store is rebuilt from its changelog.
+	MemoryBackend BackendKind = iota
+	// PebbleBackend keeps data on disk under the state directory, so a
+	// restart only replays the changelog's tail.
+	PebbleBackend
+)
+
+func (b BackendKind) String() string {
+	if b == PebbleBackend {
+		return "pebble"
+	}
+	return "memory"
+}
+
+// StoreOptions configures a state store.
+type StoreOptions struct {
+	Backend BackendKind
+	// Changelog logs every write to the compacted topic
+	// <app>-<store>-changelog, from which the store is restored.
+	Changelog bool
+}
+
+type subtopology struct {
+	id      int
+	topics  []string // source topics, sorted
+	nodes   []*node  // parents before children
+	sources map[string]*node
+	stores  []*storeDef
+}
+
+func (t *Topology) errorf(format string, args ...any) {
+	t.errs = append(t.errs, fmt.Errorf(format, args...))
+}
+
+func (t *Topology) addNode(n *node) bool {
+	t.validated = false
+	if n.name == "" {
+		t.errorf("%s with an empty name", n.kind)
+		return false
+	}
+	if old, dup := t.nodes[n.name]; dup {
+		t.errorf("duplicate node name %q (a %s and a %s)", n.name, old.kind, n.kind)
+		return false
+	}
+	t.nodes[n.name] = n
+	t.nodeOrder = append(t.nodeOrder, n.name)
+	return true
+}
+
+// SourceOption configures a source.
+type SourceOption[K, V any] func(*sourceConfig[K, V])
+
+type sourceConfig[K, V any] struct {
+	timestamp func(key K, value V, recordTime time.Time) time.Time
+}
+
+// WithTimestamp sets the source's timestamp extractor: the record's time is
+// what fn returns instead of the Kafka record timestamp. A zero time falls
+// back to the record timestamp.
+func WithTimestamp[K, V any](fn func(key K, value V, recordTime time.Time) time.Time) SourceOption[K, V] {
+	return func(c *sourceConfig[K, V]) { c.timestamp = fn }
+}
+
+// AddSource adds a source node reading topic, decoding keys with kd and
+// values with vd.
+func AddSource[K, V any](t *Topology, name, topic string, kd serde.Deserializer[K], vd serde.Deserializer[V], opts ...SourceOption[K, V]) {
+	var cfg sourceConfig[K, V]
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n := &node{
+		name: name, kind: sourceKind, topic: topic,
+		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
+	}
+	n.build = func(tk *task, children []any) (any, error) {
+		src := &sourceNode[K, V]{name: name, topicName: topic, kd: kd, vd: vd, timestamp: cfg.timestamp, t: tk}
+		for i, c := range children {
+			r, ok := c.(receiver[K, V])
+			if !ok {
+				return nil, fmt.Errorf("source %q cannot forward to %q", name, n.children[i])
+			}
+			src.children = append(src.children, r)
+		}
+		return src, nil
+	}
+	if topic == "" {
+		t.errorf("source %q has no topic", name)
+	}
+	t.addNode(n)
+}
+
+// AddProcessor adds a processor node fed by parents. factory is called once
+// per task, so each task has its own processor instance.
+func AddProcessor[KIn, VIn, KOut, VOut any](t *Topology, name string, factory func() Processor[KIn, VIn, KOut, VOut], parents ...string) {
+	n := &node{
+		name: name, kind: processorKind, parents: parents,
+		inKey: reflect.TypeFor[KIn](), inVal: reflect.TypeFor[VIn](),
+		outKey: reflect.TypeFor[KOut](), outVal: reflect.TypeFor[VOut](),
+	}
+	n.build = func(tk *task, children []any) (any, error) {
+		ctx := &Context[KOut, VOut]{nodeContext: nodeContext{t: tk, name: name, childNames: n.children}}
+		for i, c := range children {
+			r, ok := c.(receiver[KOut, VOut])
+			if !ok {
+				return nil, fmt.Errorf("processor %q cannot forward to %q", name, n.children[i])
+			}
+			ctx.children = append(ctx.children, r)
+		}
+		p := factory()
+		if p == nil {
+			return nil, fmt.Errorf("processor %q: factory returned nil", name)
+		}
+		return &processorNode[KIn, VIn, KOut, VOut]{name: name, proc: p, ctx: ctx}, nil
+	}
+	if factory == nil {
+		t.errorf("processor %q has no factory", name)
+	}
+	t.addNode(n)
+}
+
+// SinkConfig holds a sink's optional settings.
+type SinkConfig[K, V any] struct {
+	// Partitioner, when set, returns the partition in [0, partitions) for a
+	// record instead of the default.
+	Partitioner func(key K, value V, keyBytes []byte, partitions int32) int32
+}
+
+// AddSink adds a sink node writing to topic. A record goes to the partition
+// Kafka's Java clients would choose for its serialized key (murmur2), so kgen
+// output co-partitions with any other Kafka application; records with a null
+// key are spread round-robin.
+func AddSink[K, V any](t *Topology, name, topic string, ks serde.Serializer[K], vs serde.Serializer[V], parents ...string) {
+	AddSinkWith(t, name, topic, ks, vs, SinkConfig[K, V]{}, parents...)
+}
+
+// AddSinkWith is AddSink with settings.
+func AddSinkWith[K, V any](t *Topology, name, topic string, ks serde.Serializer[K], vs serde.Serializer[V], cfg SinkConfig[K, V], parents ...string) {
+	n := &node{
+		name: name, kind: sinkKind, topic: topic, parents: parents,
+		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
+	}
+	n.build = func(tk *task, children []any) (any, error) {
+		n := tk.env.partitions(topic)
+		if n <= 0 {
+			return nil, fmt.Errorf("sink %q: topic %q does not exist", name, topic)
+		}
+		return &sinkNode[K, V]{name: name, topic: topic, ks: ks, vs: vs, partitioner: cfg.Partitioner, t: tk, partitions: n}, nil
+	}
+	if topic == "" {
+		t.errorf("sink %q has no topic", name)
+	}
+	t.addNode(n)
+}
+
+// AddKeyValueStore adds a key-value store and attaches it to processors.
+// Keys are ordered by their serialized bytes in range scans.
+func AddKeyValueStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], opts StoreOptions, processors ...string) {
+	t.validated = false
+	if name == "" {
+		t.errorf("store with an empty name")
+		return
+	}
+	if _, dup := t.stores[name]; dup {
+		t.errorf("duplicate store name %q", name)
+		return
+	}
+	t.stores[name] = &storeDef{
+		name: name, opts: opts,
+		keyType: reflect.TypeFor[K](), valType: reflect.TypeFor[V](),
+		open: func(b state.Backend, logger state.ChangeLogger) any {
+			return state.NewKeyValueStore(name, b, ks, vs, logger)
+		},
+	}
+	t.storeOrder = append(t.storeOrder, name)
+	for _, p := range processors {
+		t.ConnectStore(name, p)
+	}
+}
+
+// ConnectStore gives processor access to store.
+func (t *Topology) ConnectStore(store, processor string) {
+	t.validated = false
+	s, ok := t.stores[store]
+	if !ok {
+		t.errorf("processor %q: unknown store %q", processor, store)
+		return
+	}
+	s.processor = append(s.processor, processor)
+}
+
+// Validate checks the whole topology and reports every problem it finds.
+func (t *Topology) Validate() error {
+	if t.validated {
+		return t.validation
+	}
+	t.validated = true
+	t.validation = t.validate()
+	return t.validation
+}
+
+func (t *Topology) validate() error {
+	errs := slices.Clone(t.errs)
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if len(t.nodes) == 0 {
+		add("topology has no nodes")
+	}
+	for _, name := range t.nodeOrder {
+		t.nodes[name].children = nil
+		t.nodes[name].stores = nil
+	}
+	topicSource := map[string]string{}
+	for _, name := range t.nodeOrder {
+		n := t.nodes[name]
+		if n.kind == sourceKind {
+			if other, ok := topicSource[n.topic]; ok {
+				add("topic %q is read by two sources, %q and %q", n.topic, other, n.name)
+			}
+			topicSource[n.topic] = n.name
+			continue
+		}
+		if len(n.parents) == 0 {
+			add("%s %q has no parent", n.kind, n.name)
+		}
+		for _, pname := range n.parents {
+			p, ok := t.nodes[pname]
+			switch {
+			case !ok:
+				add("%s %q: unknown parent %q", n.kind, n.name, pname)
+				continue
+			case p.kind == sinkKind:
+				add("%s %q: parent %q is a sink, and sinks have no children", n.kind, n.name, pname)
+				continue
+			}
+			p.children = append(p.children, n.name)
+			if p.outKey != n.inKey || p.outVal != n.inVal {
+				add("%s %q forwards (%v, %v) but child %s %q takes (%v, %v)",
+					p.kind, p.name, p.outKey, p.outVal, n.kind, n.name, n.inKey, n.inVal)
+			}
+		}
+	}
+	for _, sname := range t.storeOrder {
+		s := t.stores[sname]
+		if len(s.processor) == 0 {
+			add("store %q is not attached to any processor", s.name)
+		}
+		for _, pname := range s.processor {
+			p, ok := t.nodes[pname]
+			if !ok || p.kind != processorKind {
+				add("store %q: unknown processor %q", s.name, pname)
+				continue
+			}
+			p.stores = append(p.stores, s.name)
+		}
+	}
+	if cycle := t.findCycle(); cycle != nil {
+		add("cycle: %s", strings.Join(cycle, " -> "))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid topology: %w", errors.Join(errs...))
+	}
+	t.subs = t.split()
+	return nil
+}
+
+// findCycle returns the nodes of one cycle, or nil.
+func (t *Topology) findCycle() []string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	mark := map[string]int{}
+	var stack []string
+	var visit func(name string) []string
+	visit = func(name string) []string {
+		switch mark[name] {
+		case open:
+			i := slices.Index(stack, name)
+			return append(slices.Clone(stack[i:]), name)
+		case done:
+			return nil
+		}
+		mark[name] = open
+		stack = append(stack, name)
+		for _, c := range t.nodes[name].children {
+			if cyc := visit(c); cyc != nil {
+				return cyc
+			}
+		}
+		stack = stack[:len(stack)-1]
+		mark[name] = done
+		return nil
+	}
+	for _, name := range t.nodeOrder {
+		if cyc := visit(name); cyc != nil {
+			return cyc
+		}
+	}
+	return nil
+}
+
+// split groups nodes into sub-topologies: nodes joined by an edge or by a
+// shared store must run in the same task.
+func (t *Topology) split() []*subtopology {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		if p, ok := parent[x]; ok && p != x {
+			r := find(p)
+			parent[x] = r
+			return r
+		}
+		parent[x] = x
+		return x
+	}
+	union := func(a, b string) { parent[find(a)] = find(b) }
+	for _, name := range t.nodeOrder {
+		for _, c := range t.nodes[name].children {
+			union(name, c)
+		}
+	}
+	for _, sname := range t.storeOrder {
+		s := t.stores[sname]
+		for _, p := range s.processor[1:] {
+			union(s.processor[0], p)
+		}
+	}
+	// Number sub-topologies in the order their first source was added.
+	ids := map[string]int{}
+	var subs []*subtopology
+	for _, name := range t.nodeOrder {
+		n := t.nodes[name]
+		if n.kind != sourceKind {
+			continue
+		}
+		root := find(name)
+		if _, ok := ids[root]; !ok {
+			ids[root] = len(subs)
+			subs = append(subs, &subtopology{id: len(subs), sources: map[string]*node{}})
+		}
+	}
+	for _, name := range t.topoOrder() {
+		n := t.nodes[name]
+		s := subs[ids[find(name)]]
+		n.sub = s.id
+		s.nodes = append(s.nodes, n)
+		if n.kind == sourceKind {
+			s.topics = append(s.topics, n.topic)
+			s.sources[n.topic] = n
+		}
+	}
+	for _, sname := range t.storeOrder {
+		st := t.stores[sname]
+		s := subs[ids[find(st.processor[0])]]
+		s.stores = append(s.stores, st)
+	}
+	for _, s := range subs {
+		sort.Strings(s.topics)
+	}
+	return subs
+}
+
+// topoOrder lists nodes parents first, keeping insertion order where free.
+func (t *Topology) topoOrder() []string {
+	indeg := map[string]int{}
+	for _, name := range t.nodeOrder {
+		indeg[name] = len(t.nodes[name].parents)
+	}
+	var order []string
+	queue := []string{}
+	for _, name := range t.nodeOrder {
+		if indeg[name] == 0 {
+			queue = append(queue, name)
+		}
+	}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		order = append(order, name)
+		for _, c := range t.nodes[name].children {
+			indeg[c]--
+			if indeg[c] == 0 {
+				queue = append(queue, c)
+			}
+		}
+	}
+	return order
+}
+
+// SourceTopics lists every topic the topology reads, sorted.
+func (t *Topology) SourceTopics() []string {
+	var topics []string
+	for _, name := range t.nodeOrder {
+		if n := t.nodes[name]; n.kind == sourceKind {
+			topics = append(topics, n.topic)
+		}
+	}
+	sort.Strings(topics)
+	return topics
+}
+
+// SinkTopics lists every topic the topology writes, sorted and deduplicated.
+func (t *Topology) SinkTopics() []string {
+	var topics []string
+	for _, name := range t.nodeOrder {
+		if n := t.nodes[name]; n.kind == sinkKind && !slices.Contains(topics, n.topic) {
+			topics = append(topics, n.topic)
+		}
+	}
+	sort.Strings(topics)
+	return topics
+}
+
+// Describe returns a readable description of a valid topology, sub-topology
+// by sub-topology, in the form Kafka Streams users know.
+func (t *Topology) Describe() string {
+	if err := t.Validate(); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	b.WriteString("Topologies:\n")
+	for _, s := range t.subs {
+		fmt.Fprintf(&b, "  Sub-topology: %d\n", s.id)
+		for _, n := range s.nodes {
+			switch n.kind {
+			case sourceKind:
+				fmt.Fprintf(&b, "    Source: %s (topics: [%s])\n", n.name, n.topic)
+			case processorKind:
+				fmt.Fprintf(&b, "    Processor: %s (stores: [%s])\n", n.name, strings.Join(n.stores, ", "))
+			case sinkKind:
+				fmt.Fprintf(&b, "    Sink: %s (topic: %s)\n", n.name, n.topic)
+			}
+			if len(n.children) > 0 {
+				fmt.Fprintf(&b, "      --> %s\n", strings.Join(n.children, ", "))
+			}
+			if len(n.parents) > 0 {
+				fmt.Fprintf(&b, "      <-- %s\n", strings.Join(n.parents, ", "))
+			}
+		}
+	}
+	return b.String()
+}
+
+// Mermaid renders a valid topology as a Mermaid flowchart.
+func (t *Topology) Mermaid() string {
+	if err := t.Validate(); err != nil {
+		return "%% " + strings.ReplaceAll(err.Error(), "\n", "\n%% ")
+	}
+	var b strings.Builder
+	b.WriteString("flowchart LR\n")
+	for _, s := range t.subs {
+		fmt.Fprintf(&b, "  subgraph sub%d [sub-topology %d]\n", s.id, s.id)
+		for _, n := range s.nodes {
+			switch n.kind {
+			case sourceKind:
+				fmt.Fprintf(&b, "    %s[/%s/]\n", mermaidID(n.name), n.name)
+			case sinkKind:
+				fmt.Fprintf(&b, "    %s[\\%s\\]\n", mermaidID(n.name), n.name)
+			default:
+				fmt.Fprintf(&b, "    %s[%s]\n", mermaidID(n.name), n.name)
+			}
+		}
+		for _, st := range s.stores {
+			fmt.Fprintf(&b, "    store_%s[(%s)]\n", mermaidID(st.name), st.name)
+		}
+		b.WriteString("  end\n")
+	}
+	for _, name := range t.nodeOrder {
+		n := t.nodes[name]
+		for _, c := range n.children {
+			fmt.Fprintf(&b, "  %s --> %s\n", mermaidID(name), mermaidID(c))
+		}
+		for _, st := range n.stores {
+			fmt.Fprintf(&b, "  %s --- store_%s\n", mermaidID(name), mermaidID(st))
+		}
+	}
+	return b.String()
+}
+
+// DOT renders a valid topology in Graphviz's DOT language.
+func (t *Topology) DOT() string {
+	if err := t.Validate(); err != nil {
+		return "// " + strings.ReplaceAll(err.Error(), "\n", "\n// ")
+	}
+	var b strings.Builder
+	b.WriteString("digraph topology {\n  rankdir=LR;\n")
+	for _, s := range t.subs {
+		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=\"sub-topology %d\";\n", s.id, s.id)
+		for _, n := range s.nodes {
+			shape := map[nodeKind]string{sourceKind: "invhouse", processorKind: "box", sinkKind: "house"}[n.kind]
+			fmt.Fprintf(&b, "    %q [shape=%s];\n", n.name, shape)
+		}
+		for _, st := range s.stores {
+			fmt.Fprintf(&b, "    %q [shape=cylinder];\n", "store:"+st.name)
+		}
+		b.WriteString("  }\n")
+	}
+	for _, name := range t.nodeOrder {
+		n := t.nodes[name]
+		for _, c := range n.children {
+			fmt.Fprintf(&b, "  %q -> %q;\n", name, c)
+		}
+		for _, st := range n.stores {
+			fmt.Fprintf(&b, "  %q -> %q [dir=none, style=dashed];\n", name, "store:"+st)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func mermaidID(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+}

@@ -1,0 +1,764 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// window bounds how long a unit keeps rebalances blocked while it works.
+	window = 50 * time.Millisecond
+	// batch is how many records a task processes before the unit moves on.
+	batch = 500
+)
+
+// unit is one processing goroutine: a group member with its own client, the
+// tasks of the partitions it is assigned, and their commit cycle. Everything
+// but the atomics is owned by the unit's goroutine; franz-go's
+// BlockRebalanceOnPoll keeps the rebalance callbacks from running while the
+// goroutine is between a poll and AllowRebalance, which is where it works.
+type unit struct {
+	a   *App
+	idx int
+	cfg *config
+	log *slog.Logger
+	cl  *kgo.Client
+	rcl *kgo.Client // restoration consumer, created on first use
+
+	tasks     map[TaskID]*task
+	order     []*task
+	inputs    map[string]map[int32]input
+	restoring map[string]map[int32]*taskStore
+
+	fatal       error // set by a rebalance callback, returned by the loop
+	produceErr  atomic.Pointer[error]
+	onProduced  func(*kgo.Record, error)
+	lastCommit  time.Time
+	closed      bool
+	uncommitted bool
+
+	// Counters of tasks already closed, and the snapshot Stats reads.
+	totals    Stats
+	statsMu   sync.Mutex
+	published Stats
+	lastPub   time.Time
+	restored  uint64
+	commits   uint64
+	commitDur time.Duration
+}
+
+func newUnit(a *App, idx int) (*unit, error) {
+	u := &unit{
+		a: a, idx: idx, cfg: &a.cfg,
+		log:       a.cfg.logger.With("app", a.cfg.appID, "unit", idx),
+		tasks:     map[TaskID]*task{},
+		inputs:    map[string]map[int32]input{},
+		restoring: map[string]map[int32]*taskStore{},
+	}
+	u.onProduced = func(r *kgo.Record, err error) {
+		if err != nil {
+			u.setProduceErr(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
+		}
+	}
+	isolation := kgo.ReadUncommitted()
+	if a.cfg.guarantee == ExactlyOnce {
+		isolation = kgo.ReadCommitted()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(a.cfg.brokers...),
+		kgo.ClientID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
+		kgo.ConsumerGroup(a.cfg.appID),
+		kgo.ConsumeTopics(a.topo.SourceTopics()...),
+		kgo.Balancers(&coPartitionBalancer{subs: a.topo.subs}),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(isolation),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.OnPartitionsAssigned(u.onAssigned),
+		kgo.OnPartitionsRevoked(u.onRevoked),
+		kgo.OnPartitionsLost(u.onLost),
+	}
+	cl, err := kgo.NewClient(append(opts, a.cfg.clientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("unit %d: %w", idx, err)
+	}
+	u.cl = cl
+	u.lastCommit = a.cfg.now()
+	return u, nil
+}
+
+func (u *unit) config() *config { return u.cfg }
+
+func (u *unit) partitions(topic string) int32 { return u.a.partitions[topic] }
+
+func (u *unit) produce(r *kgo.Record) { u.cl.Produce(context.Background(), r, u.onProduced) }
+
+func (u *unit) logChange(s *taskStore, key, value []byte) {
+	if s.ack == nil {
+		s.ack = func(r *kgo.Record, err error) {
+			if err != nil {
+				u.setProduceErr(fmt.Errorf("produce changelog %s/%d: %w", r.Topic, r.Partition, err))
+				return
+			}
+			s.produced.observe(r.Offset + 1)
+		}
+	}
+	u.cl.Produce(context.Background(), &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value}, s.ack)
+}
+
+func (u *unit) setProduceErr(err error) { u.produceErr.CompareAndSwap(nil, &err) }
+
+func (u *unit) producedErr() error {
+	if p := u.produceErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// run is the unit's loop: poll, route records to tasks, restore, process,
+// punctuate, commit; rebalances happen between windows.
+func (u *unit) run(ctx context.Context) (err error) {
+	defer func() {
+		if cerr := u.shutdown(err == nil); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, u.pollWait())
+		fetches := u.cl.PollRecords(pctx, 0)
+		cancel()
+		start := time.Now()
+		for {
+			if err := u.step(fetches); err != nil {
+				u.cl.AllowRebalance()
+				return err
+			}
+			if ctx.Err() != nil || time.Since(start) > window || !u.hasWork() {
+				break
+			}
+			fetches = u.cl.PollRecords(nil, 0)
+		}
+		u.publish(false)
+		u.cl.AllowRebalance()
+	}
+	return nil
+}
+
+// pollWait is how long the first poll of a window may block.
+func (u *unit) pollWait() time.Duration {
+	if u.hasWork() || len(u.restoring) > 0 {
+		return time.Millisecond
+	}
+	wait := 100 * time.Millisecond
+	now := u.cfg.now()
+	if d := u.lastCommit.Add(u.cfg.commitInterval).Sub(now); d < wait {
+		wait = d
+	}
+	for _, t := range u.order {
+		for _, s := range t.schedules {
+			if s.typ == WallClock && !s.cancelled {
+				if d := time.Duration(s.next-now.UnixMilli()) * time.Millisecond; d < wait {
+					wait = d
+				}
+			}
+		}
+	}
+	return max(wait, time.Millisecond)
+}
+
+func (u *unit) hasWork() bool {
+	for _, t := range u.order {
+		if t.restoring {
+			continue
+		}
+		for _, in := range t.inputs {
+			if in.buffered() > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// step does one round of work on what the last poll returned.
+func (u *unit) step(fetches kgo.Fetches) error {
+	if u.fatal != nil {
+		return u.fatal
+	}
+	if err := u.producedErr(); err != nil {
+		return err
+	}
+	u.route(fetches)
+	if err := u.restoreStep(); err != nil {
+		return err
+	}
+	now := u.cfg.now()
+	processed := 0
+	for _, t := range u.order {
+		if t.restoring {
+			continue
+		}
+		n, err := t.process(batch, now)
+		processed += n
+		if err != nil {
+			return err
+		}
+		if err := t.punctuate(WallClock, now.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	if processed > 0 {
+		u.uncommitted = true
+	}
+	u.flowControl()
+	if u.commitDue(now, processed) {
+		if err := u.commit(context.Background()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (u *unit) route(fetches kgo.Fetches) {
+	fetches.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		u.log.Warn("fetch error", "topic", topic, "partition", p, "error", err)
+	})
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		in := u.inputs[p.Topic][p.Partition]
+		if in == nil {
+			if len(p.Records) > 0 {
+				u.log.Warn("records for a partition this unit has no task for", "topic", p.Topic, "partition", p.Partition)
+			}
+			return
+		}
+		st := in.state()
+		if p.HighWatermark >= 0 {
+			st.hwm = p.HighWatermark
+		}
+		recs := p.Records
+		// After a rebalance a fetch may repeat what was already taken.
+		for len(recs) > 0 && st.next >= 0 && recs[0].Offset < st.next {
+			recs = recs[1:]
+		}
+		in.push(recs)
+	})
+}
+
+// flowControl pauses partitions with full buffers and resumes drained ones.
+func (u *unit) flowControl() {
+	var pause, resume map[string][]int32
+	for _, t := range u.order {
+		for _, in := range t.inputs {
+			st := in.state()
+			switch n := in.buffered(); {
+			case !st.paused && n >= u.cfg.bufferRecords:
+				st.paused = true
+				pause = addTP(pause, in.topic(), st.partition)
+			case st.paused && n <= u.cfg.bufferRecords/2:
+				st.paused = false
+				resume = addTP(resume, in.topic(), st.partition)
+			}
+		}
+	}
+	if pause != nil {
+		u.cl.PauseFetchPartitions(pause)
+	}
+	if resume != nil {
+		u.cl.ResumeFetchPartitions(resume)
+	}
+}
+
+func addTP(m map[string][]int32, topic string, p int32) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[topic] = append(m[topic], p)
+	return m
+}
+
+func (u *unit) commitDue(now time.Time, processed int) bool {
+	if !u.uncommitted {
+		return false
+	}
+	for _, t := range u.order {
+		if t.commitRequested {
+			return true
+		}
+	}
+	if now.Sub(u.lastCommit) >= u.cfg.commitInterval {
+		return true
+	}
+	// A batch job commits as soon as it has nothing more to do.
+	return u.cfg.exitCaughtUp && processed == 0 && !u.hasWork()
+}
+
+// commit makes everything processed so far durable, in order: stores
+// flushed, producer flushed (every output and changelog record
+// acknowledged), checkpoints written, input offsets committed.
+func (u *unit) commit(ctx context.Context) error {
+	start := time.Now()
+	for _, t := range u.order {
+		if err := t.flushStores(); err != nil {
+			return err
+		}
+	}
+	if err := u.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("commit: flush producer: %w", err)
+	}
+	if err := u.producedErr(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	for _, t := range u.order {
+		if !t.restoring {
+			if err := t.writeCheckpoint(); err != nil {
+				return err
+			}
+		}
+	}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, t := range u.order {
+		for _, in := range t.inputs {
+			st := in.state()
+			if st.next >= 0 && st.next != st.committed {
+				if offsets[in.topic()] == nil {
+					offsets[in.topic()] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[in.topic()][st.partition] = kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}
+			}
+		}
+	}
+	if len(offsets) > 0 {
+		var cerr error
+		u.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+						cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+					}
+				}
+			}
+		})
+		if cerr != nil {
+			// Under at-least-once a failed commit only means some records
+			// may be processed again by the next owner.
+			u.log.Warn("commit offsets failed", "error", cerr)
+		} else {
+			for _, t := range u.order {
+				for _, in := range t.inputs {
+					st := in.state()
+					if o, ok := offsets[in.topic()][st.partition]; ok {
+						st.committed = o.Offset
+					}
+				}
+			}
+		}
+	}
+	for _, t := range u.order {
+		t.commitRequested = false
+	}
+	u.uncommitted = false
+	u.lastCommit = u.cfg.now()
+	u.commits++
+	u.commitDur += time.Since(start)
+	return nil
+}
+
+// onAssigned creates the tasks of newly assigned partitions and starts
+// restoring their stores.
+func (u *unit) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	if u.closed || u.fatal != nil {
+		return
+	}
+	u.a.markBusy(1)
+	defer u.a.markBusy(-1)
+	var created []*task
+	for topic, parts := range assigned {
+		sub, ok := u.a.topicSub[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range parts {
+			id := TaskID{Subtopology: sub, Partition: p}
+			if _, ok := u.tasks[id]; ok {
+				continue
+			}
+			t, err := newTask(id, u.a.topo, u)
+			if err != nil {
+				u.fatal = err
+				return
+			}
+			u.tasks[id] = t
+			created = append(created, t)
+			for _, in := range t.inputs {
+				if u.inputs[in.topic()] == nil {
+					u.inputs[in.topic()] = map[int32]input{}
+				}
+				u.inputs[in.topic()][p] = in
+			}
+		}
+	}
+	u.reorder()
+	for _, t := range created {
+		if err := u.startRestore(ctx, t); err != nil {
+			u.fatal = err
+			return
+		}
+	}
+	if len(created) > 0 {
+		u.log.Info("tasks assigned", "tasks", taskIDs(created))
+	}
+}
+
+// onRevoked commits and closes the tasks of revoked partitions, so their
+// next owner starts exactly where this one stopped.
+func (u *unit) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if u.closed {
+		return
+	}
+	gone := u.tasksOf(revoked)
+	if len(gone) == 0 {
+		return
+	}
+	u.a.markBusy(1)
+	defer u.a.markBusy(-1)
+	clean := true
+	if u.fatal == nil {
+		if err := u.commit(ctx); err != nil {
+			u.log.Error("commit before revocation failed", "error", err)
+			clean = false
+		}
+	}
+	u.drop(gone, clean)
+	u.log.Info("tasks revoked", "tasks", taskIDs(gone))
+}
+
+// onLost drops tasks without committing: another member owns them now.
+func (u *unit) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if u.closed {
+		return
+	}
+	gone := u.tasksOf(lost)
+	u.drop(gone, false)
+	if len(gone) > 0 {
+		u.log.Warn("tasks lost", "tasks", taskIDs(gone))
+	}
+}
+
+func (u *unit) tasksOf(parts map[string][]int32) []*task {
+	seen := map[TaskID]bool{}
+	var out []*task
+	for topic, ps := range parts {
+		sub, ok := u.a.topicSub[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range ps {
+			id := TaskID{Subtopology: sub, Partition: p}
+			if t := u.tasks[id]; t != nil && !seen[id] {
+				seen[id] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func (u *unit) drop(tasks []*task, clean bool) {
+	for _, t := range tasks {
+		for _, in := range t.inputs {
+			delete(u.inputs[in.topic()], t.id.Partition)
+			if in.state().paused {
+				u.cl.ResumeFetchPartitions(map[string][]int32{in.topic(): {t.id.Partition}})
+			}
+		}
+		for _, s := range t.stores {
+			u.stopRestore(s)
+		}
+		u.accumulate(t)
+		if err := t.close(clean); err != nil {
+			u.log.Error("close task", "task", t.id.String(), "error", err)
+		}
+		delete(u.tasks, t.id)
+	}
+	u.reorder()
+	u.publish(true)
+}
+
+func (u *unit) reorder() {
+	u.order = u.order[:0]
+	for _, t := range u.tasks {
+		u.order = append(u.order, t)
+	}
+	sort.Slice(u.order, func(i, j int) bool {
+		a, b := u.order[i].id, u.order[j].id
+		return a.Subtopology < b.Subtopology || a.Subtopology == b.Subtopology && a.Partition < b.Partition
+	})
+}
+
+// startRestore positions each logged store of t at its checkpoint and
+// starts reading its changelog to the end; the task processes nothing until
+// every store has caught up.
+func (u *unit) startRestore(ctx context.Context, t *task) error {
+	var topics []string
+	for _, s := range t.stores {
+		if s.changelog != "" {
+			topics = append(topics, s.changelog)
+		}
+	}
+	if len(topics) == 0 {
+		return t.initProcessors()
+	}
+	ends, err := u.a.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("task %s: list changelog end offsets: %w", t.id, err)
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	for _, s := range t.stores {
+		if s.changelog == "" {
+			continue
+		}
+		end, ok := ends.Lookup(s.changelog, s.partition)
+		if !ok || end.Err != nil {
+			return fmt.Errorf("task %s: end offset of changelog %s/%d: %v", t.id, s.changelog, s.partition, end.Err)
+		}
+		s.restoreEnd = end.Offset
+		if s.restoredTo > s.restoreEnd {
+			u.log.Warn("checkpoint is past the changelog's end; restoring from the start", "store", s.def.name, "checkpoint", s.restoredTo, "end", s.restoreEnd)
+			s.restoredTo = 0
+		}
+		if s.restoredTo >= s.restoreEnd {
+			continue
+		}
+		u.log.Info("restoring store", "task", t.id.String(), "store", s.def.name, "from", s.restoredTo, "to", s.restoreEnd)
+		if u.restoring[s.changelog] == nil {
+			u.restoring[s.changelog] = map[int32]*taskStore{}
+		}
+		u.restoring[s.changelog][s.partition] = s
+		if consume[s.changelog] == nil {
+			consume[s.changelog] = map[int32]kgo.Offset{}
+		}
+		consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
+	}
+	if len(consume) == 0 {
+		return t.initProcessors()
+	}
+	t.restoring = true
+	u.a.markBusy(1)
+	if u.rcl == nil {
+		opts := append([]kgo.Opt{
+			kgo.SeedBrokers(u.cfg.brokers...),
+			kgo.ClientID(fmt.Sprintf("%s-%s-%d-restore", u.cfg.appID, u.cfg.instanceID, u.idx)),
+		}, u.cfg.clientOpts...)
+		if u.rcl, err = kgo.NewClient(opts...); err != nil {
+			return fmt.Errorf("task %s: restore client: %w", t.id, err)
+		}
+	}
+	u.rcl.AddConsumePartitions(consume)
+	return nil
+}
+
+func (u *unit) stopRestore(s *taskStore) {
+	if u.restoring[s.changelog][s.partition] != s {
+		return
+	}
+	delete(u.restoring[s.changelog], s.partition)
+	if len(u.restoring[s.changelog]) == 0 {
+		delete(u.restoring, s.changelog)
+	}
+	u.rcl.RemoveConsumePartitions(map[string][]int32{s.changelog: {s.partition}})
+	if s.t.restoring {
+		s.t.restoring = false
+		u.a.markBusy(-1)
+	}
+}
+
+// restoreStep applies one batch of changelog records to restoring stores.
+func (u *unit) restoreStep() error {
+	if len(u.restoring) == 0 {
+		return nil
+	}
+	wait := time.Millisecond
+	if !u.hasWork() {
+		wait = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	fetches := u.rcl.PollRecords(ctx, 10000)
+	cancel()
+	var ferr error
+	fetches.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			ferr = fmt.Errorf("restore %s/%d: %w", topic, p, err)
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	var changes []state.Change
+	var err error
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		s := u.restoring[p.Topic][p.Partition]
+		if s == nil || len(p.Records) == 0 || err != nil {
+			return
+		}
+		changes = changes[:0]
+		for _, r := range p.Records {
+			changes = append(changes, state.Change{Key: r.Key, Value: r.Value})
+		}
+		if err = applyChanges(s.backend, changes); err != nil {
+			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
+			return
+		}
+		u.restored += uint64(len(changes))
+		s.restoredTo = p.Records[len(p.Records)-1].Offset + 1
+		if s.restoredTo >= s.restoreEnd {
+			u.finishRestore(s)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range u.order {
+		if t.restoring && !u.anyRestoring(t) {
+			// finishRestore cleared every store of t during this step.
+			t.restoring = false
+		}
+	}
+	return u.fatal
+}
+
+func (u *unit) anyRestoring(t *task) bool {
+	for _, s := range t.stores {
+		if u.restoring[s.changelog][s.partition] == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *unit) finishRestore(s *taskStore) {
+	t := s.t
+	u.stopRestore(s)
+	t.restoring = u.anyRestoring(t)
+	if !t.restoring {
+		u.log.Info("restored task", "task", t.id.String())
+		if err := t.initProcessors(); err != nil && u.fatal == nil {
+			u.fatal = err
+		}
+	} else {
+		t.restoring = true
+		u.a.markBusy(1)
+	}
+}
+
+func applyChanges(b state.Backend, changes []state.Change) error {
+	if r, ok := b.(state.Restorer); ok {
+		return r.ApplyBatch(changes)
+	}
+	for _, c := range changes {
+		var err error
+		if c.Value == nil {
+			err = b.Delete(c.Key)
+		} else {
+			err = b.Put(c.Key, c.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shutdown commits (when clean), closes every task and leaves the group.
+func (u *unit) shutdown(clean bool) error {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Polling with a done context returns at once and blocks rebalances
+	// while the tasks close.
+	u.cl.PollRecords(done, 1)
+	var err error
+	if clean && u.uncommitted {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = u.commit(ctx)
+		cancel()
+		clean = err == nil
+	}
+	u.drop(append([]*task(nil), u.order...), clean)
+	u.closed = true
+	u.cl.AllowRebalance()
+	u.cl.Close()
+	if u.rcl != nil {
+		u.rcl.Close()
+	}
+	return err
+}
+
+// accumulate folds a closing task's counters into the unit's totals.
+func (u *unit) accumulate(t *task) {
+	u.totals.Processed += t.processed
+	u.totals.Skipped += t.skipped
+	u.totals.DeadLettered += t.deadLettered
+	u.totals.Punctuations += t.punctuations
+	u.totals.EnforcedSteps += t.enforcedSteps
+	t.processed, t.skipped, t.deadLettered, t.punctuations, t.enforcedSteps = 0, 0, 0, 0, 0
+}
+
+// publish refreshes the snapshot Stats reads, at most every 200 ms unless forced.
+func (u *unit) publish(force bool) {
+	now := time.Now()
+	if !force && now.Sub(u.lastPub) < 200*time.Millisecond {
+		return
+	}
+	u.lastPub = now
+	s := u.totals
+	s.Commits, s.CommitTime, s.Restored = u.commits, u.commitDur, u.restored
+	s.Tasks = make(map[TaskID]TaskStats, len(u.order))
+	for _, t := range u.order {
+		s.Processed += t.processed
+		s.Skipped += t.skipped
+		s.DeadLettered += t.deadLettered
+		s.Punctuations += t.punctuations
+		s.EnforcedSteps += t.enforcedSteps
+		ts := TaskStats{Processed: t.processed, Restoring: t.restoring, ProcessorCount: map[string]uint64{}}
+		for _, in := range t.inputs {
+			st := in.state()
+			if st.hwm >= 0 {
+				ts.Lag += st.hwm - max(st.next, 0)
+			}
+		}
+		for _, p := range t.procs {
+			ts.ProcessorCount[p.nodeName()] = p.processedCount()
+		}
+		s.Tasks[t.id] = ts
+	}
+	u.statsMu.Lock()
+	u.published = s
+	u.statsMu.Unlock()
+}
+
+func taskIDs(ts []*task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.id.String()
+	}
+	sort.Strings(out)
+	return out
+}
