@@ -279,7 +279,49 @@ func (a *App) prepareChangelogs(ctx context.Context) error {
 		a.cfg.logger.Info("created changelog topic", "topic", name, "partitions", want[name])
 		a.partitions[name] = want[name]
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// A new topic takes a moment to have leaders everywhere.
+	_, err = a.endOffsets(ctx, names...)
+	return err
+}
+
+// endOffsets lists the end offsets of topics whose partition counts are in
+// a.partitions, retrying until every partition answers (new topics take a
+// moment to get leaders) or 30 s pass.
+func (a *App) endOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		ends, err := a.adm.ListEndOffsets(ctx, topics...)
+		missing := ""
+		if err == nil {
+		check:
+			for _, topic := range topics {
+				for p := range a.partitions[topic] {
+					if o, ok := ends.Lookup(topic, p); !ok || o.Err != nil {
+						missing = fmt.Sprintf("%s/%d", topic, p)
+						if ok {
+							missing += ": " + o.Err.Error()
+						}
+						break check
+					}
+				}
+			}
+			if missing == "" {
+				return ends, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("no end offset for %s", missing)
+			}
+			return nil, fmt.Errorf("list end offsets: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // watchCaughtUp ends the run once the group's committed offsets reach the

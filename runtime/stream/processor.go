@@ -184,7 +184,11 @@ func (n *processorNode[KIn, VIn, KOut, VOut]) receive(rec Record[KIn, VIn]) {
 	if t.err != nil {
 		return
 	}
-	if err := n.proc.Process(n.ctx, rec); err != nil {
+	parent := t.running
+	t.running = n.name
+	err := n.proc.Process(n.ctx, rec)
+	t.running = parent
+	if err != nil {
 		t.fail(n.name, err)
 		return
 	}

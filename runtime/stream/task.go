@@ -31,6 +31,7 @@ type task struct {
 	currentTime int64
 	err         error // first failure while processing the current record
 	errNode     string
+	running     string // the processor being called, for panics
 
 	commitRequested bool
 	waitingSince    time.Time // when the partition group last started holding back
@@ -239,7 +240,7 @@ func (t *task) processHead(in input) error {
 		t.streamTime = ts
 	}
 	t.current, t.currentTime = raw, ts
-	t.err, t.errNode = nil, ""
+	t.err, t.errNode, t.running = nil, "", ""
 	t.guard(in.forwardHead)
 	in.pop()
 	t.current = nil
@@ -256,17 +257,10 @@ func (t *task) processHead(in input) error {
 func (t *task) guard(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.fail(t.errNodeOr("?"), &panicError{value: v, stack: debug.Stack()})
+			t.fail(t.running, &panicError{value: v, stack: debug.Stack()})
 		}
 	}()
 	fn()
-}
-
-func (t *task) errNodeOr(s string) string {
-	if t.errNode != "" {
-		return t.errNode
-	}
-	return s
 }
 
 // handle applies the configured error policy to a failed record.
@@ -311,6 +305,8 @@ func (t *task) handle(in input, raw *kgo.Record, node string, deser bool, err er
 		t.produce(&kgo.Record{Topic: policy.topic, Partition: p, Key: raw.Key, Value: raw.Value, Headers: hdrs, Timestamp: raw.Timestamp})
 		return nil
 	default:
+		// The failed record is not done: a restart must begin with it.
+		in.state().next = raw.Offset
 		return rerr
 	}
 }
@@ -340,7 +336,7 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 		// Fire once, then move past now even if several intervals passed.
 		s.next += ((now-s.next)/s.interval + 1) * s.interval
 		t.current, t.currentTime = nil, now
-		t.err, t.errNode = nil, s.node
+		t.err, t.errNode, t.running = nil, "", s.node
 		at := fromMillis(now)
 		t.guard(func() {
 			if err := s.fn(at); err != nil {
@@ -362,6 +358,7 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 func (t *task) initProcessors() error {
 	for _, p := range t.procs {
 		var err error
+		t.running = p.nodeName()
 		t.guard(func() { err = p.init() })
 		if err == nil && t.err != nil {
 			err = t.err

@@ -143,6 +143,7 @@ func (t *task) close(clean bool) error {
 	var errs []error
 	for _, p := range t.procs {
 		var err error
+		t.running = p.nodeName()
 		t.guard(func() { err = p.close() })
 		if err == nil && t.err != nil {
 			err = t.err

@@ -131,12 +131,17 @@ func (u *unit) producedErr() error {
 // punctuate, commit; rebalances happen between windows.
 func (u *unit) run(ctx context.Context) (err error) {
 	defer func() {
-		if cerr := u.shutdown(err == nil); cerr != nil && err == nil {
+		// A record that fails stops the app, but what came before it is
+		// done: commit that, so a restart begins at the failed record.
+		var rerr *RecordError
+		clean := err == nil || errors.As(err, &rerr)
+		if cerr := u.shutdown(clean); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
+	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, u.pollWait())
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := u.cl.PollRecords(pctx, 0)
 		cancel()
 		start := time.Now()
@@ -151,6 +156,8 @@ func (u *unit) run(ctx context.Context) (err error) {
 			fetches = u.cl.PollRecords(nil, 0)
 		}
 		u.publish(false)
+		// Decided here: after AllowRebalance the callbacks may change the tasks.
+		wait = u.pollWait()
 		u.cl.AllowRebalance()
 	}
 	return nil
@@ -527,19 +534,16 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 	if len(topics) == 0 {
 		return t.initProcessors()
 	}
-	ends, err := u.a.adm.ListEndOffsets(ctx, topics...)
+	ends, err := u.a.endOffsets(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("task %s: list changelog end offsets: %w", t.id, err)
+		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
 	consume := map[string]map[int32]kgo.Offset{}
 	for _, s := range t.stores {
 		if s.changelog == "" {
 			continue
 		}
-		end, ok := ends.Lookup(s.changelog, s.partition)
-		if !ok || end.Err != nil {
-			return fmt.Errorf("task %s: end offset of changelog %s/%d: %v", t.id, s.changelog, s.partition, end.Err)
-		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
 		s.restoreEnd = end.Offset
 		if s.restoredTo > s.restoreEnd {
 			u.log.Warn("checkpoint is past the changelog's end; restoring from the start", "store", s.def.name, "checkpoint", s.restoredTo, "end", s.restoreEnd)
@@ -695,7 +699,7 @@ func (u *unit) shutdown(clean bool) error {
 	// while the tasks close.
 	u.cl.PollRecords(done, 1)
 	var err error
-	if clean && u.uncommitted {
+	if clean {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err = u.commit(ctx)
 		cancel()
