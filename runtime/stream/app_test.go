@@ -47,7 +47,9 @@ func countTopology(in, out string, backend stream.BackendKind) *stream.Topology 
 	return t
 }
 
-type keyCounter struct{ store state.KeyValueStore[string, int64] }
+type keyCounter struct {
+	store state.KeyValueStore[string, int64]
+}
 
 func (c *keyCounter) Init(ctx *stream.Context[string, int64]) (err error) {
 	c.store, err = stream.GetKeyValueStore[string, int64](ctx, "counts")
