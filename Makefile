@@ -1,0 +1,56 @@
+# kgen developer and CI commands. Tests run on kfake (in-process) unless the
+# target says otherwise; the real broker comes from scripts/kafka.sh.
+
+KAFKA_PORT ?= 9092
+export KAFKA_PORT
+
+GO ?= go
+
+.PHONY: test test-kafka test-race vet fmt-check bench \
+	kafka-fetch kafka-start kafka-stop kafka-status
+
+## test: all tests on the in-process kfake cluster
+test:
+	$(GO) test -count=1 ./...
+
+## test-kafka: all tests on a real Apache Kafka broker (started if not running)
+test-kafka: kafka-start
+	KGEN_TEST_BROKERS=127.0.0.1:$(KAFKA_PORT) $(GO) test -count=1 -p 1 ./...
+
+## test-race: the runtime's tests with the race detector (skipped while runtime has none)
+test-race:
+	@pkgs=$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./runtime/... 2>/dev/null); \
+	if [ -z "$$pkgs" ]; then \
+		echo "test-race: no test files under ./runtime yet; nothing to run"; \
+	else \
+		echo $(GO) test -race -count=1 ./runtime/...; \
+		$(GO) test -race -count=1 ./runtime/...; \
+	fi
+
+## vet: go vet on every package
+vet:
+	$(GO) vet ./...
+
+## fmt-check: fail if gofmt would change a Go file (testdata and .cache aside), listing them
+fmt-check:
+	@files=$$(find . \( -name .git -o -name .cache -o -name testdata \) -prune -o -name '*.go' -type f -exec gofmt -l {} +); \
+	if [ -n "$$files" ]; then \
+		echo "gofmt would change these files (run gofmt -w):"; echo "$$files"; exit 1; \
+	fi
+
+## bench: the runtime's benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
+
+## kafka-fetch / kafka-start / kafka-stop / kafka-status: see scripts/kafka.sh
+kafka-fetch:
+	scripts/kafka.sh fetch
+
+kafka-start:
+	scripts/kafka.sh start
+
+kafka-stop:
+	scripts/kafka.sh stop
+
+kafka-status:
+	scripts/kafka.sh status
