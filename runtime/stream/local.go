@@ -56,6 +56,8 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 		d.cfg.appID = "test"
 	}
 	d.cfg.maxTaskIdle = -1
+	// Every write reaches the store's changelog at once, so tests see each.
+	d.cfg.cacheRecords = 0
 	d.cfg.now = func() time.Time { return d.now }
 	d.cfg.logger = lc.Logger
 	if d.cfg.logger == nil {

@@ -23,6 +23,7 @@ type config struct {
 	maxTaskIdle    time.Duration
 	fetchGrace     time.Duration
 	bufferRecords  int
+	cacheRecords   int
 	logger         *slog.Logger
 	clientOpts     []kgo.Opt
 	guarantee      GuaranteeKind
@@ -43,6 +44,7 @@ func defaultConfig() config {
 		commitInterval: 30 * time.Second,
 		fetchGrace:     500 * time.Millisecond,
 		bufferRecords:  1000,
+		cacheRecords:   10_000,
 		logger:         slog.Default(),
 		now:            time.Now,
 	}
@@ -84,6 +86,13 @@ func FetchGrace(d time.Duration) Option { return func(c *config) { c.fetchGrace 
 // BufferRecords bounds the records buffered per input partition; past it,
 // fetching that partition pauses until half is processed. Default 1000.
 func BufferRecords(n int) Option { return func(c *config) { c.bufferRecords = max(n, 1) } }
+
+// CacheRecords sets how many entries each store task keeps in its write-back
+// cache: reads of cached keys and repeated writes of a key stay in memory,
+// and only each key's last value reaches the backend and the changelog, at
+// commit or when the cache fills. 0 turns caching off (every write is
+// logged). Default 10,000.
+func CacheRecords(n int) Option { return func(c *config) { c.cacheRecords = max(n, 0) } }
 
 // Logger sets the structured logger. Default: slog.Default().
 func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }

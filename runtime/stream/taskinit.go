@@ -72,6 +72,11 @@ func newTask(id TaskID, topo *Topology, env taskEnv) (_ *task, err error) {
 			}
 			ts.produced.observe(ts.restoredTo)
 		}
+		if n := cfg.cacheRecords; n > 0 {
+			// The cache logs what it flushes; the typed store logs nothing.
+			ts.backend = newCachedBackend(ts.backend, logger, n)
+			logger = nil
+		}
 		ts.typed = def.open(ts.backend, logger)
 		t.stores[def.name] = ts
 	}
