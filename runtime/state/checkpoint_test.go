@@ -1,0 +1,109 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".checkpoint")
+	for _, cp := range []Checkpoint{
+		{"app-counts-changelog": {0: 42, 3: 0}, "app-other-changelog": {1: 1 << 40}},
+		{"app-counts-changelog": {0: 43}}, // replaces the previous file
+		{},
+	} {
+		if err := WriteCheckpoint(path, cp); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadCheckpoint(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(cp, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only the checkpoint (no temporary files)", names)
+	}
+}
+
+func TestCheckpointNilWritesEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp")
+	if err := WriteCheckpoint(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpoint(path)
+	if err != nil || got == nil || len(got) != 0 {
+		t.Errorf("ReadCheckpoint = %v, %v; want an empty checkpoint", got, err)
+	}
+}
+
+func TestReadCheckpointMissing(t *testing.T) {
+	got, err := ReadCheckpoint(filepath.Join(t.TempDir(), "none"))
+	if err != nil {
+		t.Fatalf("ReadCheckpoint of a missing file = %v", err)
+	}
+	if got == nil || len(got) != 0 {
+		t.Errorf("ReadCheckpoint of a missing file = %v, want empty, not nil", got)
+	}
+}
+
+func TestReadCheckpointCorrupt(t *testing.T) {
+	for name, content := range map[string]string{
+		"empty":           "",
+		"garbage":         "\x00\x01not json",
+		"truncated":       `{"version":1,"offsets":{"t":{"0":4`,
+		"trailing":        `{"version":1,"offsets":{}} {}`,
+		"unknown field":   `{"version":1,"offsets":{},"extra":1}`,
+		"no offsets":      `{"version":1}`,
+		"wrong version":   `{"version":2,"offsets":{}}`,
+		"negative offset": `{"version":1,"offsets":{"t":{"0":-1}}}`,
+		"bad partition":   `{"version":1,"offsets":{"t":{"x":1}}}`,
+		"empty topic":     `{"version":1,"offsets":{"":{"0":1}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), ".checkpoint")
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cp, err := ReadCheckpoint(path)
+			if err == nil {
+				t.Fatalf("ReadCheckpoint(%q) = %v, want an error", content, cp)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name %s", err, path)
+			}
+		})
+	}
+}
+
+func TestWriteCheckpointRejectsInvalid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp")
+	if err := WriteCheckpoint(path, Checkpoint{"t": {0: -5}}); err == nil {
+		t.Fatal("WriteCheckpoint with a negative offset succeeded")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a rejected checkpoint left a file: %v", err)
+	}
+}
+
+func TestWriteCheckpointMissingDir(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "cp")
+	err := WriteCheckpoint(path, Checkpoint{})
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("WriteCheckpoint into a missing directory = %v, want an error naming %s", err, path)
+	}
+}

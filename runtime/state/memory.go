@@ -1,0 +1,181 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/RaduBerinde/btreemap"
+)
+
+// memDegree is the B-tree degree: nodes hold up to 2*memDegree-1 entries.
+const memDegree = 16
+
+// memIterBatch is how many entries an in-memory iterator reads at a time.
+const memIterBatch = 32
+
+type memTree = btreemap.BTreeMap[[]byte, []byte]
+
+// memory is the in-memory Backend: a copy-on-write B-tree whose stored key
+// and value bytes are never modified once written, so that iterators can
+// walk a cheap snapshot (a clone) while the store keeps changing.
+type memory struct {
+	tree *memTree
+}
+
+// NewMemory returns an ordered in-memory Backend. Its contents are lost on
+// Close; a logged store is restored from its changelog instead.
+func NewMemory() Backend {
+	return &memory{tree: btreemap.New[[]byte, []byte](memDegree, bytes.Compare)}
+}
+
+func (m *memory) Get(key []byte) ([]byte, bool, error) {
+	if m.tree == nil {
+		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
+	}
+	_, v, ok := m.tree.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	return append(make([]byte, 0, len(v)), v...), true, nil
+}
+
+func (m *memory) Put(key, value []byte) error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: put: %w", ErrClosed)
+	}
+	m.put(key, value)
+	return nil
+}
+
+// put stores copies of key and value, both in one allocation.
+func (m *memory) put(key, value []byte) {
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	m.tree.ReplaceOrInsert(buf[:len(key):len(key)], buf[len(key):])
+}
+
+func (m *memory) Delete(key []byte) error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: delete: %w", ErrClosed)
+	}
+	m.tree.Delete(key)
+	return nil
+}
+
+func (m *memory) Range(from, to []byte) (Iterator, error) {
+	if m.tree == nil {
+		return nil, fmt.Errorf("memory store: range: %w", ErrClosed)
+	}
+	it := &memIter{snap: m.tree.Clone(), lo: btreemap.Min[[]byte](), hi: btreemap.Max[[]byte](), pos: -1}
+	if from != nil {
+		it.lo = btreemap.GE(bytes.Clone(from))
+	}
+	if to != nil {
+		it.hi = btreemap.LT(bytes.Clone(to))
+	}
+	return it, nil
+}
+
+func (m *memory) ApproximateCount() (int64, error) {
+	if m.tree == nil {
+		return 0, fmt.Errorf("memory store: count: %w", ErrClosed)
+	}
+	return int64(m.tree.Len()), nil
+}
+
+func (m *memory) Flush() error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: flush: %w", ErrClosed)
+	}
+	return nil
+}
+
+// Close drops the contents. Iterators opened before keep their snapshot and
+// remain usable until closed.
+func (m *memory) Close() error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: close: %w", ErrClosed)
+	}
+	m.tree = nil
+	return nil
+}
+
+// ApplyBatch implements Restorer.
+func (m *memory) ApplyBatch(changes []Change) error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: apply batch: %w", ErrClosed)
+	}
+	for _, c := range changes {
+		if c.Value == nil {
+			m.tree.Delete(c.Key)
+		} else {
+			m.put(c.Key, c.Value)
+		}
+	}
+	return nil
+}
+
+type memEntry struct{ key, value []byte }
+
+// memIter walks a snapshot in batches: each refill resumes after the last
+// key returned, so no goroutine or pull iterator is needed.
+type memIter struct {
+	snap   *memTree
+	lo     btreemap.LowerBound[[]byte]
+	hi     btreemap.UpperBound[[]byte]
+	buf    []memEntry
+	pos    int
+	done   bool // the snapshot has no entries after buf
+	closed bool
+}
+
+func (it *memIter) Next() bool {
+	if it.closed {
+		return false
+	}
+	it.pos++
+	if it.pos < len(it.buf) {
+		return true
+	}
+	if it.done {
+		it.buf, it.pos = it.buf[:0], 0
+		return false
+	}
+	it.buf, it.pos = it.buf[:0], 0
+	for k, v := range it.snap.Ascend(it.lo, it.hi) {
+		it.buf = append(it.buf, memEntry{k, v})
+		if len(it.buf) == memIterBatch {
+			break
+		}
+	}
+	if len(it.buf) < memIterBatch {
+		it.done = true
+	}
+	if len(it.buf) == 0 {
+		return false
+	}
+	it.lo = btreemap.GT(it.buf[len(it.buf)-1].key)
+	return true
+}
+
+func (it *memIter) Key() []byte {
+	if it.pos < len(it.buf) {
+		return it.buf[it.pos].key
+	}
+	return nil
+}
+
+func (it *memIter) Value() []byte {
+	if it.pos < len(it.buf) {
+		return it.buf[it.pos].value
+	}
+	return nil
+}
+
+func (it *memIter) Err() error { return nil }
+
+func (it *memIter) Close() error {
+	it.closed, it.snap, it.buf = true, nil, nil
+	return nil
+}

@@ -1,0 +1,409 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// DefaultPebbleCacheSize is the block cache of a Pebble store when
+// PebbleOptions.CacheSize is zero: 64 MiB.
+const DefaultPebbleCacheSize = 64 << 20
+
+// PebbleOptions tunes a Pebble store. The zero value gives the store its own
+// 64 MiB block cache (allocated as it fills); with many stores on a small
+// machine, share one cache among them with Cache.
+type PebbleOptions struct {
+	// CacheSize is the block cache size in bytes. Zero means
+	// DefaultPebbleCacheSize. It is ignored when Cache is set.
+	CacheSize int64
+	// Cache, if not nil, is a block cache shared with other stores, which
+	// bounds the cache memory of all of them together. Nil gives the store a
+	// cache of its own, of CacheSize bytes.
+	Cache *PebbleCache
+	// MemTableSize is the size in bytes of one memtable. Zero means Pebble's
+	// default (4 MiB).
+	MemTableSize uint64
+	// DisableWAL turns Pebble's write-ahead log off. Writes are then cheaper,
+	// but Flush writes the whole memtable to a table file instead of syncing
+	// the log, which costs more when commits are frequent. The default (WAL on,
+	// writes not synced) suits commit intervals of a second or less.
+	DisableWAL bool
+}
+
+// PebbleCache is a block cache that several Pebble stores share; see
+// PebbleOptions.Cache. It is safe for concurrent use.
+type PebbleCache struct {
+	mu sync.Mutex
+	c  *pebble.Cache // nil once closed
+}
+
+// NewPebbleCache returns a block cache of size bytes for Pebble stores to
+// share; size <= 0 means DefaultPebbleCacheSize.
+func NewPebbleCache(size int64) *PebbleCache {
+	if size <= 0 {
+		size = DefaultPebbleCacheSize
+	}
+	return &PebbleCache{c: pebble.NewCache(size)}
+}
+
+// Close releases the cache once every store opened with it is closed too.
+// Stores still open keep using it; no new store may be opened with it.
+// Closing it again does nothing.
+func (c *PebbleCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c != nil {
+		c.c.Unref()
+		c.c = nil
+	}
+	return nil
+}
+
+// pebbleStore is the Pebble Backend. Writes are not synced (the changelog is
+// what survives a crash between commits); Flush syncs the WAL, or flushes the
+// memtable when the WAL is disabled.
+type pebbleStore struct {
+	dir        string
+	db         *pebble.DB
+	disableWAL bool
+	iters      map[*pebbleIter]struct{}
+
+	// unflushed estimates the keys added (puts minus deletes) that are still
+	// in memtables: the table statistics behind ApproximateCount do not see
+	// them. flushing is its value when the running memtable flush began.
+	unflushed atomic.Int64
+	flushing  atomic.Int64
+}
+
+// OpenPebble opens, creating it if needed, the Pebble store in dir. Each store
+// has its own directory; Pebble locks it (a file named LOCK) while open, so a
+// store directory must not be the task directory locked by LockDir.
+func OpenPebble(dir string, opts PebbleOptions) (Backend, error) {
+	return openPebble(dir, opts, vfs.Default)
+}
+
+// openPebble opens a store on fs; tests pass a file system that can crash.
+func openPebble(dir string, opts PebbleOptions, fs vfs.FS) (*pebbleStore, error) {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open pebble store %s: %w", dir, err)
+	}
+	s := &pebbleStore{dir: dir, disableWAL: opts.DisableWAL, iters: make(map[*pebbleIter]struct{})}
+	var cache *pebble.Cache
+	if opts.Cache != nil {
+		// Held until Open took its own reference, so Close cannot free the
+		// cache in between.
+		opts.Cache.mu.Lock()
+		defer opts.Cache.mu.Unlock()
+		if opts.Cache.c == nil {
+			return nil, fmt.Errorf("open pebble store %s: the shared cache is closed", dir)
+		}
+		cache = opts.Cache.c
+	} else {
+		cacheSize := opts.CacheSize
+		if cacheSize <= 0 {
+			cacheSize = DefaultPebbleCacheSize
+		}
+		cache = pebble.NewCache(cacheSize)
+		defer cache.Unref() // the DB holds its own reference
+	}
+	po := &pebble.Options{
+		FS:           fs,
+		Cache:        cache,
+		MemTableSize: opts.MemTableSize,
+		DisableWAL:   opts.DisableWAL,
+		Logger:       pebbleLogger{dir: dir},
+		EventListener: &pebble.EventListener{
+			FlushBegin: func(info pebble.FlushInfo) {
+				if !info.Ingest {
+					s.flushing.Store(s.unflushed.Load())
+				}
+			},
+			FlushEnd: func(info pebble.FlushInfo) {
+				if !info.Ingest && info.Err == nil {
+					s.unflushed.Add(-s.flushing.Swap(0))
+				}
+			},
+		},
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble store %s: %w", dir, err)
+	}
+	s.db = db
+	return s, nil
+}
+
+func (s *pebbleStore) errorf(op string, err error) error {
+	return fmt.Errorf("pebble store %s: %s: %w", s.dir, op, err)
+}
+
+func (s *pebbleStore) Get(key []byte) ([]byte, bool, error) {
+	if s.db == nil {
+		return nil, false, s.errorf("get", ErrClosed)
+	}
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.errorf("get", err)
+	}
+	out := append(make([]byte, 0, len(v)), v...) // v is only valid until closer.Close
+	if err := closer.Close(); err != nil {
+		return nil, false, s.errorf("get", err)
+	}
+	return out, true, nil
+}
+
+func (s *pebbleStore) Put(key, value []byte) error {
+	if s.db == nil {
+		return s.errorf("put", ErrClosed)
+	}
+	if err := s.db.Set(key, value, pebble.NoSync); err != nil {
+		return s.errorf("put", err)
+	}
+	s.unflushed.Add(1)
+	return nil
+}
+
+func (s *pebbleStore) Delete(key []byte) error {
+	if s.db == nil {
+		return s.errorf("delete", ErrClosed)
+	}
+	if err := s.db.Delete(key, pebble.NoSync); err != nil {
+		return s.errorf("delete", err)
+	}
+	s.unflushed.Add(-1)
+	return nil
+}
+
+// ApplyBatch implements Restorer with one atomic, unsynced Pebble batch.
+func (s *pebbleStore) ApplyBatch(changes []Change) error {
+	if s.db == nil {
+		return s.errorf("apply batch", ErrClosed)
+	}
+	b := s.db.NewBatch()
+	var added int64
+	for _, c := range changes {
+		var err error
+		if c.Value == nil {
+			err = b.Delete(c.Key, nil)
+			added--
+		} else {
+			err = b.Set(c.Key, c.Value, nil)
+			added++
+		}
+		if err != nil {
+			_ = b.Close()
+			return s.errorf("apply batch", err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		_ = b.Close()
+		return s.errorf("apply batch", err)
+	}
+	s.unflushed.Add(added)
+	if err := b.Close(); err != nil {
+		return s.errorf("apply batch", err)
+	}
+	return nil
+}
+
+func (s *pebbleStore) Range(from, to []byte) (Iterator, error) {
+	if s.db == nil {
+		return nil, s.errorf("range", ErrClosed)
+	}
+	if to != nil && (len(to) == 0 || from != nil && bytes.Compare(from, to) >= 0) {
+		return emptyIter{}, nil // nothing sorts before the empty key
+	}
+	// Pebble keeps the bounds for the iterator's life: give it copies. An
+	// empty lower bound is no bound; Pebble's race-enabled builds also index
+	// into a non-nil lower bound, so it must not be empty.
+	o := &pebble.IterOptions{}
+	if len(from) > 0 {
+		o.LowerBound = append(make([]byte, 0, len(from)), from...)
+	}
+	if to != nil {
+		o.UpperBound = append(make([]byte, 0, len(to)), to...)
+	}
+	pi, err := s.db.NewIter(o)
+	if err != nil {
+		return nil, s.errorf("range", err)
+	}
+	it := &pebbleIter{s: s, it: pi}
+	s.iters[it] = struct{}{}
+	return it, nil
+}
+
+// ApproximateCount sums, over the table files, entries minus twice the
+// deletions (a deletion also hides one older entry), and adds the puts minus
+// deletes not yet flushed to a table. Overwrites count more than once until
+// compaction merges them.
+func (s *pebbleStore) ApproximateCount() (int64, error) {
+	if s.db == nil {
+		return 0, s.errorf("count", ErrClosed)
+	}
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, s.errorf("count", err)
+	}
+	n := s.unflushed.Load()
+	for _, level := range levels {
+		for _, t := range level {
+			if t.Properties == nil {
+				continue
+			}
+			n += int64(t.Properties.NumEntries) - 2*int64(t.Properties.NumDeletions)
+		}
+	}
+	return max(n, 0), nil
+}
+
+func (s *pebbleStore) Flush() error {
+	if s.db == nil {
+		return s.errorf("flush", ErrClosed)
+	}
+	var err error
+	if s.disableWAL {
+		err = s.db.Flush()
+	} else {
+		// A synced write waits for the WAL, with every write before it, to
+		// reach the disk.
+		err = s.db.LogData(nil, pebble.Sync)
+	}
+	if err != nil {
+		return s.errorf("flush", err)
+	}
+	return nil
+}
+
+func (s *pebbleStore) Close() error {
+	if s.db == nil {
+		return s.errorf("close", ErrClosed)
+	}
+	var errs []error
+	if n := len(s.iters); n > 0 {
+		for it := range s.iters {
+			_ = it.Close()
+		}
+		errs = append(errs, fmt.Errorf("%d iterators were left open", n))
+	}
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	s.db = nil
+	if err := errors.Join(errs...); err != nil {
+		return s.errorf("close", err)
+	}
+	return nil
+}
+
+// pebbleIter adapts a Pebble iterator. Key and Value point into Pebble's
+// buffers and are valid only until the next Next or Close.
+type pebbleIter struct {
+	s       *pebbleStore
+	it      *pebble.Iterator // nil once closed
+	started bool
+	valid   bool // positioned on an entry
+	value   []byte
+	err     error
+}
+
+func (it *pebbleIter) Next() bool {
+	if it.it == nil || it.err != nil {
+		return false
+	}
+	var ok bool
+	if !it.started {
+		it.started = true
+		ok = it.it.First()
+	} else {
+		ok = it.it.Next()
+	}
+	it.valid, it.value = false, nil
+	if !ok {
+		return false
+	}
+	v, err := it.it.ValueAndErr()
+	if err != nil {
+		it.err = err
+		return false
+	}
+	if v == nil {
+		v = []byte{} // a present empty value, as Get returns it
+	}
+	it.valid, it.value = true, v
+	return true
+}
+
+func (it *pebbleIter) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	return it.it.Key()
+}
+
+func (it *pebbleIter) Value() []byte { return it.value }
+
+func (it *pebbleIter) Err() error {
+	if it.err != nil {
+		return it.s.errorf("iterate", it.err)
+	}
+	if it.it != nil {
+		if err := it.it.Error(); err != nil {
+			return it.s.errorf("iterate", err)
+		}
+	}
+	return nil
+}
+
+func (it *pebbleIter) Close() error {
+	if it.it == nil {
+		return nil
+	}
+	err := it.it.Close()
+	it.it, it.valid, it.value = nil, false, nil
+	delete(it.s.iters, it)
+	if err != nil && it.err == nil {
+		return it.s.errorf("close iterator", err)
+	}
+	return nil
+}
+
+// pebbleLogger sends Pebble's messages to slog: routine ones at debug level.
+// Fatalf keeps Pebble's contract that it does not return.
+type pebbleLogger struct{ dir string }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if !slog.Default().Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	slog.Debug("pebble: "+fmt.Sprintf(format, args...), "store", l.dir)
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	slog.Error("pebble: "+fmt.Sprintf(format, args...), "store", l.dir)
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	slog.Error("pebble: fatal: "+fmt.Sprintf(format, args...), "store", l.dir)
+	os.Exit(1)
+}
+
+// emptyIter is the iterator of an empty range.
+type emptyIter struct{}
+
+func (emptyIter) Next() bool    { return false }
+func (emptyIter) Key() []byte   { return nil }
+func (emptyIter) Value() []byte { return nil }
+func (emptyIter) Err() error    { return nil }
+func (emptyIter) Close() error  { return nil }
