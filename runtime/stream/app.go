@@ -1,10 +1,14 @@
 package stream
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -60,12 +64,13 @@ func New(t *Topology, opts ...Option) (*App, error) {
 		return nil, errors.New("new app: nil topology")
 	}
 	cfg := defaultConfig()
-	explicitCommit := false
 	for _, o := range opts {
-		before := cfg.commitInterval
 		o(&cfg)
-		if cfg.commitInterval != before {
-			explicitCommit = true
+	}
+	if cfg.commitInterval <= 0 {
+		cfg.commitInterval = 30 * time.Second
+		if cfg.guarantee == ExactlyOnce {
+			cfg.commitInterval = 100 * time.Millisecond
 		}
 	}
 	var errs []error
@@ -80,17 +85,16 @@ func New(t *Topology, opts ...Option) (*App, error) {
 	} else if strings.ContainsAny(cfg.appID, "/\\ ") {
 		errs = append(errs, fmt.Errorf("application id %q: must not contain slashes or spaces", cfg.appID))
 	}
-	if cfg.guarantee == ExactlyOnce {
-		errs = append(errs, errors.New("exactly-once is not available yet: use AtLeastOnce"))
-	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	if cfg.instanceID == "" {
-		host, _ := os.Hostname()
-		cfg.instanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		id, err := stableInstanceID(filepath.Join(cfg.stateDir, cfg.appID))
+		if err != nil {
+			return nil, err
+		}
+		cfg.instanceID = id
 	}
-	_ = explicitCommit
 	a := &App{topo: t, cfg: cfg, topicSub: map[string]int{}}
 	for _, s := range t.subs {
 		for _, topic := range s.topics {
@@ -98,6 +102,26 @@ func New(t *Topology, opts ...Option) (*App, error) {
 		}
 	}
 	return a, nil
+}
+
+// stableInstanceID reads the instance id kept in dir, creating it once.
+func stableInstanceID(dir string) (string, error) {
+	path := filepath.Join(dir, ".instance-id")
+	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		return string(bytes.TrimSpace(b)), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	var r [6]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(r[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return id, nil
 }
 
 // State returns the current state.
@@ -283,18 +307,22 @@ func (a *App) prepareChangelogs(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	// A new topic takes a moment to have leaders everywhere.
-	_, err = a.endOffsets(ctx, names...)
+	_, err = a.endOffsets(ctx, false, names...)
 	return err
 }
 
-// endOffsets lists the end offsets of topics whose partition counts are in
-// a.partitions, retrying until every partition answers (new topics take a
+// endOffsets lists the end offsets (or, if committed, the last stable
+// offsets) of topics whose partition counts are in a.partitions, retrying until every partition answers (new topics take a
 // moment to get leaders) or 30 s pass.
-func (a *App) endOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) (kadm.ListedOffsets, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	list := a.adm.ListEndOffsets
+	if committed {
+		list = a.adm.ListCommittedOffsets // the last stable offset
+	}
 	for {
-		ends, err := a.adm.ListEndOffsets(ctx, topics...)
+		ends, err := list(ctx, topics...)
 		missing := ""
 		if err == nil {
 		check:

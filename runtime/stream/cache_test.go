@@ -60,8 +60,11 @@ func TestCachedBackend(t *testing.T) {
 		t.Fatalf("after overflow: %d cached, %d logged; want 0 cached and c,d logged", len(c.entries), len(log.changes))
 	}
 	put("e", "1")
-	// Range sees unflushed writes.
+	// Range sees unflushed writes and deletions over the backend.
 	put("f", "1")
+	if err := c.Delete([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
 	it, err := c.Range(nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +74,41 @@ func TestCachedBackend(t *testing.T) {
 	for it.Next() {
 		keys = append(keys, string(it.Key()))
 	}
-	if diff := cmp.Diff([]string{"a", "c", "d", "e", "f"}, keys); diff != "" {
+	if diff := cmp.Diff([]string{"a", "c", "e", "f"}, keys); diff != "" {
 		t.Fatalf("range (-want +got):\n%s", diff)
+	}
+}
+
+func TestCachedBackendExactlyOnceHoldsWritesUntilCommit(t *testing.T) {
+	mem := state.NewMemory()
+	log := &logRecorder{}
+	full := 0
+	c := newCachedBackend(mem, log, 2)
+	c.eos, c.onFull = true, func() { full++ }
+	for _, k := range []string{"a", "b", "c"} {
+		if err := c.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if full != 1 || len(c.entries) != 3 {
+		t.Fatalf("over the limit: onFull called %d times, %d cached; want 1 and no eviction", full, len(c.entries))
+	}
+	if err := c.flushDirty(); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.changes) != 3 || len(c.pending) != 3 {
+		t.Fatalf("after flushDirty: %d logged, %d pending; want 3 and 3", len(log.changes), len(c.pending))
+	}
+	if _, ok, _ := mem.Get([]byte("a")); ok {
+		t.Fatal("backend got a write before the transaction committed")
+	}
+	if v, ok, _ := c.Get([]byte("a")); !ok || string(v) != "v" {
+		t.Fatalf("Get(a) = %q,%v while pending, want v", v, ok)
+	}
+	if err := c.applyPending(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := mem.Get([]byte("c")); !ok {
+		t.Fatal("backend lacks c after applyPending")
 	}
 }

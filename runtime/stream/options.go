@@ -39,14 +39,13 @@ func (c *config) clock() time.Time { return c.now() }
 
 func defaultConfig() config {
 	return config{
-		stateDir:       filepath.Join(os.TempDir(), "kgen-state"),
-		parallelism:    runtime.NumCPU(),
-		commitInterval: 30 * time.Second,
-		fetchGrace:     500 * time.Millisecond,
-		bufferRecords:  1000,
-		cacheRecords:   10_000,
-		logger:         slog.Default(),
-		now:            time.Now,
+		stateDir:      filepath.Join(os.TempDir(), "kgen-state"),
+		parallelism:   runtime.NumCPU(),
+		fetchGrace:    500 * time.Millisecond,
+		bufferRecords: 1000,
+		cacheRecords:  10_000,
+		logger:        slog.Default(),
+		now:           time.Now,
 	}
 }
 
@@ -58,7 +57,9 @@ func Brokers(addrs ...string) Option { return func(c *config) { c.brokers = addr
 func AppID(id string) Option { return func(c *config) { c.appID = id } }
 
 // InstanceID names this instance among the app's instances; it appears in
-// client ids. Default: the host name and process id.
+// client ids and, under exactly-once, in transactional ids, which must be
+// stable across restarts. Default: an id created once and kept in the state
+// directory, so a restart with the same state directory keeps it.
 func InstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
 
 // StateDir is where persistent stores live, under StateDir/AppID/TaskID.
@@ -69,8 +70,8 @@ func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
 // own group member, running a share of the tasks). Default: the CPU count.
 func Parallelism(n int) Option { return func(c *config) { c.parallelism = max(n, 1) } }
 
-// CommitInterval is how often progress is committed. Default 30 s (100 ms
-// under exactly-once).
+// CommitInterval is how often progress is committed. Default 30 s under
+// at-least-once, 100 ms under exactly-once.
 func CommitInterval(d time.Duration) Option { return func(c *config) { c.commitInterval = d } }
 
 // MaxTaskIdle is how long a task with several inputs waits for an empty
@@ -111,7 +112,8 @@ const (
 	// lost, and a crash may repeat work since the last commit.
 	AtLeastOnce GuaranteeKind = iota
 	// ExactlyOnce commits outputs, changelogs and offsets in Kafka
-	// transactions.
+	// transactions (KIP-447: one transactional producer per unit, offsets
+	// committed in the transaction, inputs read with read_committed).
 	ExactlyOnce
 )
 

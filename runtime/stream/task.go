@@ -34,6 +34,7 @@ type task struct {
 	running     string // the processor being called, for panics
 
 	commitRequested bool
+	draining        bool      // processing everything buffered before a transaction commits
 	waitingSince    time.Time // when the partition group last started holding back
 	restoring       bool
 
@@ -181,7 +182,7 @@ func (t *task) next(now time.Time) (input, error) {
 // holdsBack says whether an empty input keeps the task from processing the
 // others, so that records stay in timestamp order across inputs.
 func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
-	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 {
+	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 || t.draining {
 		return false
 	}
 	st := in.state()
@@ -352,6 +353,19 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 	clear(t.schedules[len(live):])
 	t.schedules = live
 	return firstErr
+}
+
+// drain processes every buffered record, in timestamp order but without
+// waiting for empty inputs: a transaction may commit only what was polled.
+func (t *task) drain(now time.Time) error {
+	t.draining = true
+	defer func() { t.draining = false }()
+	for {
+		n, err := t.process(batch, now)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
 }
 
 // init opens nothing: it runs the processors' Init once restoration is done.

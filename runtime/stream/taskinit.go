@@ -72,9 +72,16 @@ func newTask(id TaskID, topo *Topology, env taskEnv) (_ *task, err error) {
 			}
 			ts.produced.observe(ts.restoredTo)
 		}
-		if n := cfg.cacheRecords; n > 0 {
+		n := cfg.cacheRecords
+		if cfg.guarantee == ExactlyOnce && n == 0 {
+			n = 1000 // exactly-once holds writes in the cache until commit
+		}
+		if n > 0 {
 			// The cache logs what it flushes; the typed store logs nothing.
-			ts.backend = newCachedBackend(ts.backend, logger, n)
+			c := newCachedBackend(ts.backend, logger, n)
+			c.eos = cfg.guarantee == ExactlyOnce
+			c.onFull = func() { t.commitRequested = true }
+			ts.backend = c
 			logger = nil
 		}
 		ts.typed = def.open(ts.backend, logger)

@@ -36,6 +36,14 @@ type unit struct {
 	cl  *kgo.Client
 	rcl *kgo.Client // restoration consumer, created on first use
 
+	// Exactly-once: the transactional session wrapping cl, and whether a
+	// transaction is open.
+	sess  *kgo.GroupTransactSession
+	inTxn bool
+	// assigned is what the group gave this unit, to rebuild tasks after an
+	// aborted transaction.
+	assigned map[string]map[int32]bool
+
 	tasks     map[TaskID]*task
 	order     []*task
 	inputs    map[string]map[int32]input
@@ -65,6 +73,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 		tasks:     map[TaskID]*task{},
 		inputs:    map[string]map[int32]input{},
 		restoring: map[string]map[int32]*taskStore{},
+		assigned:  map[string]map[int32]bool{},
 	}
 	u.onProduced = func(r *kgo.Record, err error) {
 		if err != nil {
@@ -90,11 +99,24 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsRevoked(u.onRevoked),
 		kgo.OnPartitionsLost(u.onLost),
 	}
-	cl, err := kgo.NewClient(append(opts, a.cfg.clientOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("unit %d: %w", idx, err)
+	if a.cfg.guarantee == ExactlyOnce {
+		// Stable across restarts, unique per unit: a restarted unit fences
+		// its own zombie and aborts its unfinished transaction.
+		opts = append(opts,
+			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
+			kgo.TransactionTimeout(10*time.Second))
+		sess, err := kgo.NewGroupTransactSession(append(opts, a.cfg.clientOpts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("unit %d: %w", idx, err)
+		}
+		u.sess, u.cl = sess, sess.Client()
+	} else {
+		cl, err := kgo.NewClient(append(opts, a.cfg.clientOpts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("unit %d: %w", idx, err)
+		}
+		u.cl = cl
 	}
-	u.cl = cl
 	u.lastCommit = a.cfg.now()
 	return u, nil
 }
@@ -103,7 +125,22 @@ func (u *unit) config() *config { return u.cfg }
 
 func (u *unit) partitions(topic string) int32 { return u.a.partitions[topic] }
 
-func (u *unit) produce(r *kgo.Record) { u.cl.Produce(context.Background(), r, u.onProduced) }
+func (u *unit) produce(r *kgo.Record) {
+	u.beginTxn()
+	u.cl.Produce(context.Background(), r, u.onProduced)
+}
+
+// beginTxn opens a transaction before the first record of a commit period.
+func (u *unit) beginTxn() {
+	if u.sess == nil || u.inTxn {
+		return
+	}
+	if err := u.sess.Begin(); err != nil {
+		u.setProduceErr(fmt.Errorf("begin transaction: %w", err))
+		return
+	}
+	u.inTxn = true
+}
 
 func (u *unit) logChange(s *taskStore, key, value []byte) {
 	if s.ack == nil {
@@ -115,6 +152,7 @@ func (u *unit) logChange(s *taskStore, key, value []byte) {
 			s.produced.observe(r.Offset + 1)
 		}
 	}
+	u.beginTxn()
 	u.cl.Produce(context.Background(), &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value}, s.ack)
 }
 
@@ -133,8 +171,9 @@ func (u *unit) run(ctx context.Context) (err error) {
 	defer func() {
 		// A record that fails stops the app, but what came before it is
 		// done: commit that, so a restart begins at the failed record.
+		// Under exactly-once the open transaction is aborted instead.
 		var rerr *RecordError
-		clean := err == nil || errors.As(err, &rerr)
+		clean := err == nil || errors.As(err, &rerr) && u.sess == nil
 		if cerr := u.shutdown(clean); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -318,6 +357,9 @@ func (u *unit) commitDue(now time.Time, processed int) bool {
 // flushed, producer flushed (every output and changelog record
 // acknowledged), checkpoints written, input offsets committed.
 func (u *unit) commit(ctx context.Context) error {
+	if u.sess != nil {
+		return u.commitTxn(ctx)
+	}
 	start := time.Now()
 	for _, t := range u.order {
 		if err := t.flushStores(); err != nil {
@@ -389,6 +431,101 @@ func (u *unit) commit(ctx context.Context) error {
 	return nil
 }
 
+// commitTxn is the exactly-once commit. Everything polled is processed
+// first, because the transaction commits the consumer's polled positions;
+// the store caches log their dirty entries inside the transaction and hold
+// them as pending; the transaction ends; then, only if it committed, the
+// pending writes reach the stores and the checkpoints. An aborted
+// transaction (a rebalance, a fence, an unconfirmed outcome franz-go
+// downgraded to an abort) rebuilds every task from committed state: the
+// consumer has been rewound to the committed offsets.
+func (u *unit) commitTxn(ctx context.Context) error {
+	start := time.Now()
+	now := u.cfg.now()
+	for _, t := range u.order {
+		if !t.restoring {
+			if err := t.drain(now); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range u.order {
+		for _, s := range t.stores {
+			if c, ok := s.backend.(*cachedBackend); ok {
+				if err := c.flushDirty(); err != nil {
+					return fmt.Errorf("task %s: store %q: %w", t.id, s.def.name, err)
+				}
+			}
+		}
+	}
+	if !u.inTxn && u.uncommitted {
+		u.beginTxn() // progress without output still commits offsets
+	}
+	if err := u.producedErr(); err != nil {
+		if u.inTxn {
+			u.sess.End(ctx, kgo.TryAbort)
+			u.inTxn = false
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	if !u.inTxn {
+		return nil
+	}
+	committed, err := u.sess.End(ctx, kgo.TryCommit)
+	u.inTxn = false
+	u.commits++
+	u.commitDur += time.Since(start)
+	if err != nil {
+		// Not retryable: the producer is fenced or failed. Local state
+		// holds only committed data, so stopping is safe.
+		return fmt.Errorf("end transaction (outcome unknown): %w", err)
+	}
+	if !committed {
+		u.log.Warn("transaction aborted; rebuilding tasks from committed state")
+		return u.rebuildTasks(ctx)
+	}
+	for _, t := range u.order {
+		for _, s := range t.stores {
+			if c, ok := s.backend.(*cachedBackend); ok {
+				if err := c.applyPending(); err != nil {
+					return fmt.Errorf("task %s: store %q: %w", t.id, s.def.name, err)
+				}
+			}
+		}
+		if !t.restoring {
+			if err := t.flushStores(); err != nil {
+				return err
+			}
+			if err := t.writeCheckpoint(); err != nil {
+				return err
+			}
+		}
+		for _, in := range t.inputs {
+			in.state().committed = in.state().next
+		}
+		t.commitRequested = false
+	}
+	u.uncommitted = false
+	u.lastCommit = u.cfg.now()
+	return nil
+}
+
+// rebuildTasks drops every task without committing and creates them again
+// for the current assignment, restoring from checkpoints and changelogs.
+func (u *unit) rebuildTasks(ctx context.Context) error {
+	u.drop(append([]*task(nil), u.order...), false)
+	u.uncommitted = false
+	assigned := map[string][]int32{}
+	for topic, ps := range u.assigned {
+		for p := range ps {
+			assigned[topic] = append(assigned[topic], p)
+		}
+	}
+	u.createTasks(ctx, assigned)
+	u.lastCommit = u.cfg.now()
+	return u.fatal
+}
+
 // onAssigned creates the tasks of newly assigned partitions and starts
 // restoring their stores.
 func (u *unit) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
@@ -397,6 +534,20 @@ func (u *unit) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 	}
 	u.a.markBusy(1)
 	defer u.a.markBusy(-1)
+	for topic, parts := range assigned {
+		if u.assigned[topic] == nil {
+			u.assigned[topic] = map[int32]bool{}
+		}
+		for _, p := range parts {
+			u.assigned[topic][p] = true
+		}
+	}
+	u.createTasks(ctx, assigned)
+}
+
+// createTasks creates the missing tasks for assigned partitions and starts
+// restoring their stores; a failure is left in u.fatal.
+func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 	var created []*task
 	for topic, parts := range assigned {
 		sub, ok := u.a.topicSub[topic]
@@ -445,10 +596,16 @@ func (u *unit) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string]
 	if len(gone) == 0 {
 		return
 	}
+	u.unassign(revoked)
 	u.a.markBusy(1)
 	defer u.a.markBusy(-1)
 	clean := true
-	if u.fatal == nil {
+	if u.sess != nil {
+		// The session aborts the open transaction at the next commit; the
+		// revoked tasks' work since the last commit is redone by their next
+		// owner, and what this unit keeps is rebuilt then.
+		clean = false
+	} else if u.fatal == nil {
 		if err := u.commit(ctx); err != nil {
 			u.log.Error("commit before revocation failed", "error", err)
 			clean = false
@@ -463,10 +620,19 @@ func (u *unit) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	if u.closed {
 		return
 	}
+	u.unassign(lost)
 	gone := u.tasksOf(lost)
 	u.drop(gone, false)
 	if len(gone) > 0 {
 		u.log.Warn("tasks lost", "tasks", taskIDs(gone))
+	}
+}
+
+func (u *unit) unassign(parts map[string][]int32) {
+	for topic, ps := range parts {
+		for _, p := range ps {
+			delete(u.assigned[topic], p)
+		}
 	}
 }
 
@@ -534,7 +700,7 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 	if len(topics) == 0 {
 		return t.initProcessors()
 	}
-	ends, err := u.a.endOffsets(ctx, topics...)
+	ends, err := u.a.endOffsets(ctx, u.cfg.guarantee == ExactlyOnce, topics...)
 	if err != nil {
 		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
@@ -571,7 +737,13 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 		opts := append([]kgo.Opt{
 			kgo.SeedBrokers(u.cfg.brokers...),
 			kgo.ClientID(fmt.Sprintf("%s-%s-%d-restore", u.cfg.appID, u.cfg.instanceID, u.idx)),
+			// Transaction markers take offsets: seeing them lets restoration
+			// reach the end offset after the last transaction.
+			kgo.KeepControlRecords(),
 		}, u.cfg.clientOpts...)
+		if u.cfg.guarantee == ExactlyOnce {
+			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		}
 		if u.rcl, err = kgo.NewClient(opts...); err != nil {
 			return fmt.Errorf("task %s: restore client: %w", t.id, err)
 		}
@@ -625,7 +797,9 @@ func (u *unit) restoreStep() error {
 		}
 		changes = changes[:0]
 		for _, r := range p.Records {
-			changes = append(changes, state.Change{Key: r.Key, Value: r.Value})
+			if !r.Attrs.IsControl() {
+				changes = append(changes, state.Change{Key: r.Key, Value: r.Value})
+			}
 		}
 		if err = applyChanges(s.backend, changes); err != nil {
 			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
@@ -704,6 +878,11 @@ func (u *unit) shutdown(clean bool) error {
 		err = u.commit(ctx)
 		cancel()
 		clean = err == nil
+	} else if u.inTxn {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		u.sess.End(ctx, kgo.TryAbort)
+		cancel()
+		u.inTxn = false
 	}
 	u.drop(append([]*task(nil), u.order...), clean)
 	u.closed = true

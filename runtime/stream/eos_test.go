@@ -1,0 +1,135 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/stream"
+)
+
+// checkExactlyOnce reads the committed output and checks that each key's
+// counts are exactly 1..truth[key], in order: no duplicate, no loss.
+func checkExactlyOnce(t *testing.T, c *kafkatest.Cluster, out string, truth map[string]int64) {
+	t.Helper()
+	seen := map[string][]int64{}
+	for _, r := range c.ReadToEnd(t, out, kafkatest.ReadCommitted()) {
+		n, err := serde.Int64{}.Deserialize(r.Value)
+		if err != nil {
+			t.Fatalf("output %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+		}
+		seen[string(r.Key)] = append(seen[string(r.Key)], n)
+	}
+	bad := 0
+	for k, want := range truth {
+		got := seen[k]
+		ok := int64(len(got)) == want
+		for i := 0; ok && i < len(got); i++ {
+			ok = got[i] == int64(i+1)
+		}
+		if !ok && bad < 5 {
+			bad++
+			t.Errorf("key %s: counts %v, want 1..%d exactly once", k, abbreviate(got), want)
+		}
+	}
+	if len(seen) != len(truth) {
+		t.Errorf("output has %d keys, want %d", len(seen), len(truth))
+	}
+}
+
+func abbreviate(xs []int64) string {
+	if len(xs) <= 12 {
+		return fmt.Sprint(xs)
+	}
+	return fmt.Sprintf("%v ... %v (%d values)", xs[:6], xs[len(xs)-6:], len(xs))
+}
+
+func TestExactlyOnceCleanRun(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+	recs, truth := keyedRecords(in, 4000, 40, 5)
+	produceAll(t, c.Client(t), recs)
+	app, err := runApp(t, countTopology(in, out, stream.PebbleBackend),
+		stream.Brokers(c.Seeds()...), stream.AppID("eos-"+in), stream.StateDir(t.TempDir()),
+		stream.Parallelism(2), stream.Guarantee(stream.ExactlyOnce), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkExactlyOnce(t, c, out, truth)
+	if app.Stats().Commits == 0 {
+		t.Fatal("no transaction committed")
+	}
+}
+
+// crashingCounter counts like keyCounter but panics on the record that
+// brings a shared countdown to zero, standing in for a crash mid-transaction.
+type crashingCounter struct {
+	keyCounter
+	countdown *atomic.Int64
+}
+
+func (c *crashingCounter) Process(ctx *stream.Context[string, int64], r stream.Record[string, string]) error {
+	if c.countdown.Add(-1) == 0 {
+		panic("simulated crash")
+	}
+	return c.keyCounter.Process(ctx, r)
+}
+
+func crashingTopology(in, out string, backend stream.BackendKind, countdown *atomic.Int64) *stream.Topology {
+	t := stream.NewTopology()
+	stream.AddSource(t, "in", in, serde.String{}, serde.String{})
+	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
+		return &crashingCounter{countdown: countdown}
+	}, "in")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Backend: backend, Changelog: true}, "count")
+	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "count")
+	return t
+}
+
+// TestExactlyOnceAcrossFailures stops the app mid-transaction several times
+// (a panic with the Fail policy aborts the open transaction) and restarts
+// it, with and without its state directory. The committed output must
+// still hold every count exactly once.
+func TestExactlyOnceAcrossFailures(t *testing.T) {
+	for _, backend := range []stream.BackendKind{stream.PebbleBackend, stream.MemoryBackend} {
+		t.Run(backend.String(), func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+			appID := "eos-crash-" + in
+			recs, truth := keyedRecords(in, 6000, 30, 6)
+			produceAll(t, c.Client(t), recs)
+			dir := t.TempDir()
+			for i, crashAfter := range []int64{700, 1500, 900, 0} {
+				stateDir := dir
+				if i == 2 {
+					stateDir = t.TempDir() // lose the local state once
+				}
+				var countdown atomic.Int64
+				countdown.Store(crashAfter)
+				app, err := stream.New(crashingTopology(in, out, backend, &countdown), stream.Brokers(c.Seeds()...),
+					stream.AppID(appID), stream.StateDir(stateDir), stream.InstanceID("only"), stream.Parallelism(1),
+					stream.Guarantee(stream.ExactlyOnce), stream.CommitInterval(50*time.Millisecond),
+					stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				err = app.Run(ctx)
+				cancel()
+				var re *stream.RecordError
+				switch {
+				case crashAfter > 0 && !errors.As(err, &re):
+					t.Fatalf("run %d: error %v, want the simulated crash", i, err)
+				case crashAfter == 0 && err != nil:
+					t.Fatalf("final run: %v", err)
+				}
+			}
+			checkExactlyOnce(t, c, out, truth)
+		})
+	}
+}
