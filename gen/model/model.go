@@ -96,6 +96,10 @@ type Type struct {
 	Precision, Scale int      // Decimal
 	Unit             TimeUnit // Timestamp
 
+	// NullIndex is the union index of the null branch of an Optional read
+	// from Avro: 0 for ["null", T], 1 for [T, "null"].
+	NullIndex int
+
 	// Schema is the Avro schema JSON of a named type from an .avsc file (or
 	// one generated for a Go struct), used for schema registry registration.
 	Schema string
