@@ -124,6 +124,9 @@ func stableInstanceID(dir string) (string, error) {
 	return id, nil
 }
 
+// AppID is the application id.
+func (a *App) AppID() string { return a.cfg.appID }
+
 // State returns the current state.
 func (a *App) State() State { return State(a.state.Load()) }
 
@@ -393,6 +396,7 @@ type Stats struct {
 	Punctuations  uint64
 	Commits       uint64
 	CommitTime    time.Duration // total time spent committing
+	ProcessTime   time.Duration // total time tasks spent processing records
 	Restored      uint64        // changelog records applied while restoring
 	EnforcedSteps uint64        // records processed while an input was empty past its grace
 	Tasks         map[TaskID]TaskStats
@@ -426,6 +430,7 @@ func (a *App) Stats() Stats {
 		s.Punctuations += us.Punctuations
 		s.Commits += us.Commits
 		s.CommitTime += us.CommitTime
+		s.ProcessTime += us.ProcessTime
 		s.Restored += us.Restored
 		s.EnforcedSteps += us.EnforcedSteps
 	}

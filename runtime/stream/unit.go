@@ -64,6 +64,7 @@ type unit struct {
 	restored  uint64
 	commits   uint64
 	commitDur time.Duration
+	procDur   time.Duration
 }
 
 func newUnit(a *App, idx int) (*unit, error) {
@@ -252,6 +253,8 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	}
 	now := u.cfg.now()
 	processed := 0
+	began := time.Now()
+	defer func() { u.procDur += time.Since(began) }()
 	for _, t := range u.order {
 		if t.restoring {
 			continue
@@ -912,7 +915,7 @@ func (u *unit) publish(force bool) {
 	}
 	u.lastPub = now
 	s := u.totals
-	s.Commits, s.CommitTime, s.Restored = u.commits, u.commitDur, u.restored
+	s.Commits, s.CommitTime, s.Restored, s.ProcessTime = u.commits, u.commitDur, u.restored, u.procDur
 	s.Tasks = make(map[TaskID]TaskStats, len(u.order))
 	for _, t := range u.order {
 		s.Processed += t.processed

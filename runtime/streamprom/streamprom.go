@@ -1,0 +1,106 @@
+// Package streamprom exports a kgen App's counters as Prometheus metrics.
+// It lives apart from runtime/stream so that programs that do not use
+// Prometheus do not link it.
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(streamprom.NewCollector(app))
+package streamprom
+
+import (
+	"sort"
+
+	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Source is what the collector reads; *stream.App implements it.
+type Source interface {
+	AppID() string
+	State() stream.State
+	Stats() stream.Stats
+}
+
+// Collector is a prometheus.Collector over one App. Each scrape takes one
+// Stats snapshot, so the figures of a scrape agree with each other.
+type Collector struct {
+	src Source
+}
+
+// NewCollector returns a collector for app.
+func NewCollector(app Source) *Collector { return &Collector{src: app} }
+
+var (
+	appLabels  = []string{"app"}
+	taskLabels = []string{"app", "task"}
+	procLabels = []string{"app", "task", "processor"}
+
+	descProcessed    = prometheus.NewDesc("kgen_records_processed_total", "Records processed.", appLabels, nil)
+	descSkipped      = prometheus.NewDesc("kgen_records_skipped_total", "Records that failed and were skipped by the LogAndContinue policy.", appLabels, nil)
+	descDeadLettered = prometheus.NewDesc("kgen_records_dead_lettered_total", "Records sent to a dead-letter topic.", appLabels, nil)
+	descPunctuations = prometheus.NewDesc("kgen_punctuations_total", "Punctuations fired.", appLabels, nil)
+	descCommits      = prometheus.NewDesc("kgen_commits_total", "Commits (transactions under exactly-once).", appLabels, nil)
+	descCommitTime   = prometheus.NewDesc("kgen_commit_seconds_total", "Time spent committing.", appLabels, nil)
+	descProcessTime  = prometheus.NewDesc("kgen_process_seconds_total", "Time tasks spent processing records; divide by kgen_records_processed_total for the mean latency.", appLabels, nil)
+	descRestored     = prometheus.NewDesc("kgen_restored_records_total", "Changelog records applied while restoring stores.", appLabels, nil)
+	descEnforced     = prometheus.NewDesc("kgen_enforced_processing_total", "Records processed while another input of their task was empty past its grace.", appLabels, nil)
+	descState        = prometheus.NewDesc("kgen_app_state", "1 for the app's current state.", []string{"app", "state"}, nil)
+	descTaskRecords  = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
+	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
+	descTaskRestore  = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
+	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDeadLettered, descPunctuations, descCommits,
+		descCommitTime, descProcessTime, descRestored, descEnforced, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	app := c.src.AppID()
+	s := c.src.Stats()
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(descProcessed, float64(s.Processed), app)
+	counter(descSkipped, float64(s.Skipped), app)
+	counter(descDeadLettered, float64(s.DeadLettered), app)
+	counter(descPunctuations, float64(s.Punctuations), app)
+	counter(descCommits, float64(s.Commits), app)
+	counter(descCommitTime, s.CommitTime.Seconds(), app)
+	counter(descProcessTime, s.ProcessTime.Seconds(), app)
+	counter(descRestored, float64(s.Restored), app)
+	counter(descEnforced, float64(s.EnforcedSteps), app)
+	gauge(descState, 1, app, c.src.State().String())
+
+	ids := make([]stream.TaskID, 0, len(s.Tasks))
+	for id := range s.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	for _, id := range ids {
+		ts := s.Tasks[id]
+		task := id.String()
+		counter(descTaskRecords, float64(ts.Processed), app, task)
+		gauge(descTaskLag, float64(ts.Lag), app, task)
+		restoring := 0.0
+		if ts.Restoring {
+			restoring = 1
+		}
+		gauge(descTaskRestore, restoring, app, task)
+		procs := make([]string, 0, len(ts.ProcessorCount))
+		for p := range ts.ProcessorCount {
+			procs = append(procs, p)
+		}
+		sort.Strings(procs)
+		for _, p := range procs {
+			counter(descProcRecords, float64(ts.ProcessorCount[p]), app, task, p)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package streamprom_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/kgen-dev/kgen/runtime/streamprom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+type fakeApp struct{ stats stream.Stats }
+
+func (fakeApp) AppID() string         { return "wc" }
+func (fakeApp) State() stream.State   { return stream.Running }
+func (f fakeApp) Stats() stream.Stats { return f.stats }
+
+func TestCollector(t *testing.T) {
+	app := fakeApp{stream.Stats{
+		Processed: 42, Commits: 3, CommitTime: 1500 * time.Millisecond,
+		Tasks: map[stream.TaskID]stream.TaskStats{
+			{Subtopology: 0, Partition: 1}: {Processed: 40, Lag: 7, ProcessorCount: map[string]uint64{"split": 40, "count": 120}},
+		},
+	}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(streamprom.NewCollector(app))
+	want := `
+# HELP kgen_commit_seconds_total Time spent committing.
+# TYPE kgen_commit_seconds_total counter
+kgen_commit_seconds_total{app="wc"} 1.5
+# HELP kgen_processor_records_total Records each processor handled without error.
+# TYPE kgen_processor_records_total counter
+kgen_processor_records_total{app="wc",processor="count",task="0_1"} 120
+kgen_processor_records_total{app="wc",processor="split",task="0_1"} 40
+# HELP kgen_records_processed_total Records processed.
+# TYPE kgen_records_processed_total counter
+kgen_records_processed_total{app="wc"} 42
+# HELP kgen_task_lag_records Records known to exist past what the task processed (consumer lag).
+# TYPE kgen_task_lag_records gauge
+kgen_task_lag_records{app="wc",task="0_1"} 7
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"kgen_commit_seconds_total", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 15 {
+		t.Fatalf("collected %d metrics, want 15: 10 per app, 3 for the task, 1 per processor", n)
+	}
+}
