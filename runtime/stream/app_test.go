@@ -194,16 +194,30 @@ func TestAppRestoresOnlyTheTail(t *testing.T) {
 	var tail []*kgo.Record
 	for i := range 500 {
 		v, _ := serde.Int64{}.Serialize(int64(1000 + i))
-		tail = append(tail, &kgo.Record{Topic: changelog, Partition: 0, Key: []byte("tail-key"), Value: v})
+		tail = append(tail, &kgo.Record{Topic: changelog, Partition: 0, Key: fmt.Appendf(nil, "tail-key-%d", i), Value: v})
 	}
 	produceAll(t, c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), tail)
+	changelogEnd := func() int64 {
+		ends, err := c.Admin(t).ListEndOffsets(context.Background(), changelog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := ends.Lookup(changelog, 0)
+		return o.Offset
+	}
+	before := changelogEnd()
+	// A cache smaller than the tail: restored records must not pass through it.
 	app, err := runApp(t, countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
-		stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+		stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.CacheRecords(50),
+		stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := app.Stats().Restored; got != 500 {
 		t.Fatalf("restored %d records, want exactly the 500-record tail past the checkpoint", got)
+	}
+	if after := changelogEnd(); after != before {
+		t.Fatalf("changelog grew from %d to %d records while restoring: restored records were logged again", before, after)
 	}
 }
 

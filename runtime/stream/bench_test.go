@@ -195,3 +195,72 @@ func (c *bytesCounter) Process(ctx *stream.Context[string, int64], r stream.Reco
 }
 
 func testLoggerB() *slogLogger { return discardLogger }
+
+// BenchmarkRestore restores a 1,000,000-entry changelog into a Pebble store
+// and, in the same run, reads the same topic with a plain consumer: the
+// ratio of the two is restoration's overhead over the physical limit.
+func BenchmarkRestore(b *testing.B) {
+	c, _ := benchSource(b)
+	tb := &keepAlive{b}
+	in := c.CreateTopic(tb, 1, nil)
+	out := c.CreateTopic(tb, 1, nil)
+	appID := "bench-restore-" + in
+	changelog := appID + "-counts-changelog"
+	compact := "compact"
+	adm := kadm.NewClient(c.Client(tb))
+	if _, err := adm.CreateTopic(context.Background(), 1, -1, map[string]*string{"cleanup.policy": &compact}, changelog); err != nil {
+		b.Fatal(err)
+	}
+	cl := c.Client(tb, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	var wg sync.WaitGroup
+	for i := range benchRecords {
+		v, _ := serde.Int64{}.Serialize(int64(i))
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Topic: changelog, Key: fmt.Appendf(nil, "key-%07d", i), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+
+	for _, contender := range []string{"raw-read", "restore"} {
+		b.Run(contender, func(b *testing.B) {
+			for b.Loop() {
+				start := time.Now()
+				if contender == "raw-read" {
+					rd, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{changelog: {0: kgo.NewOffset().AtStart()}}))
+					if err != nil {
+						b.Fatal(err)
+					}
+					n := 0
+					for n < benchRecords {
+						n += rd.PollFetches(context.Background()).NumRecords()
+					}
+					rd.Close()
+				} else {
+					app, err := stream.New(countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
+						stream.AppID(appID), stream.StateDir(b.TempDir()), stream.Parallelism(1), stream.Logger(testLoggerB()))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() { done <- app.Run(ctx) }()
+					for app.Stats().Restored < benchRecords {
+						time.Sleep(5 * time.Millisecond)
+					}
+					b.ReportMetric(float64(benchRecords)/time.Since(start).Seconds(), "records/s")
+					cancel()
+					if err := <-done; err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				b.ReportMetric(float64(benchRecords)/time.Since(start).Seconds(), "records/s")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -54,8 +54,11 @@ type taskEnv interface {
 }
 
 type taskStore struct {
-	def       *storeDef
-	backend   state.Backend
+	def     *storeDef
+	backend state.Backend // what the typed store writes to (the cache, if any)
+	// inner is the backend below the cache; restoration writes here, so
+	// restored records are neither cached nor logged again.
+	inner     state.Backend
 	typed     any
 	changelog string // topic; empty when not logged
 	partition int32

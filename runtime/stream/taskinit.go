@@ -62,6 +62,7 @@ func newTask(id TaskID, topo *Topology, env taskEnv) (_ *task, err error) {
 		default:
 			ts.backend = state.NewMemory()
 		}
+		ts.inner = ts.backend
 		var logger state.ChangeLogger
 		if def.opts.Changelog {
 			ts.changelog = changelogTopic(cfg.appID, def.name)

@@ -804,7 +804,7 @@ func (u *unit) restoreStep() error {
 				changes = append(changes, state.Change{Key: r.Key, Value: r.Value})
 			}
 		}
-		if err = applyChanges(s.backend, changes); err != nil {
+		if err = applyChanges(s.inner, changes); err != nil {
 			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 			return
 		}
