@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -194,7 +196,12 @@ func (c *bytesCounter) Process(ctx *stream.Context[string, int64], r stream.Reco
 	return c.keyCounter.Process(ctx, stream.Record[string, string]{Key: r.Key})
 }
 
-func testLoggerB() *slogLogger { return discardLogger }
+func testLoggerB() *slogLogger {
+	if os.Getenv("KGEN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return discardLogger
+}
 
 // BenchmarkRestore restores a 1,000,000-entry changelog into a Pebble store
 // and, in the same run, reads the same topic with a plain consumer: the

@@ -780,7 +780,7 @@ func (u *unit) restoreStep() error {
 		wait = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	fetches := u.rcl.PollRecords(ctx, 10000)
+	fetches := u.rcl.PollRecords(ctx, 100_000)
 	cancel()
 	var ferr error
 	fetches.EachError(func(topic string, p int32, err error) {
