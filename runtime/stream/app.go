@@ -400,6 +400,13 @@ type Stats struct {
 	Restored      uint64        // changelog records applied while restoring
 	EnforcedSteps uint64        // records processed while an input was empty past its grace
 	Tasks         map[TaskID]TaskStats
+	// Standbys are the standby tasks this instance keeps warm, and
+	// StandbyRestored the changelog records they applied.
+	Standbys        []TaskID
+	StandbyRestored uint64
+	// StandbyLag is how many changelog records the standbys have yet to
+	// apply, as of their last fetch.
+	StandbyLag int64
 }
 
 // TaskStats is one task's share of Stats.
@@ -433,6 +440,9 @@ func (a *App) Stats() Stats {
 		s.ProcessTime += us.ProcessTime
 		s.Restored += us.Restored
 		s.EnforcedSteps += us.EnforcedSteps
+		s.Standbys = append(s.Standbys, us.Standbys...)
+		s.StandbyRestored += us.StandbyRestored
+		s.StandbyLag += us.StandbyLag
 	}
 	return s
 }

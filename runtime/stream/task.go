@@ -35,6 +35,8 @@ type task struct {
 
 	commitRequested bool
 	draining        bool      // processing everything buffered before a transaction commits
+	standby         bool      // a standby: stores only, following their changelogs
+	handoff         *task     // a standby whose open stores this new active task takes over
 	waitingSince    time.Time // when the partition group last started holding back
 	restoring       bool
 

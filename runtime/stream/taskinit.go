@@ -31,62 +31,22 @@ func changelogTopic(appID, store string) string { return appID + "-" + store + "
 
 // newTask instantiates a sub-topology for one partition: its stores (locked,
 // opened, positioned from the checkpoint) and its nodes, children first.
-func newTask(id TaskID, topo *Topology, env taskEnv) (_ *task, err error) {
-	cfg := env.config()
+func newTask(id TaskID, topo *Topology, env taskEnv) (*task, error) {
+	return newTaskFrom(id, topo, env, nil)
+}
+
+// newTaskFrom is newTask taking over a standby's stores when handoff is set.
+func newTaskFrom(id TaskID, topo *Topology, env taskEnv, handoff *task) (_ *task, err error) {
 	sub := topo.subs[id.Subtopology]
-	t := &task{id: id, topo: topo, sub: sub, env: env, streamTime: -1, currentTime: -1, stores: map[string]*taskStore{}}
+	t := &task{id: id, topo: topo, sub: sub, env: env, streamTime: -1, currentTime: -1, stores: map[string]*taskStore{}, handoff: handoff}
 	defer func() {
 		if err != nil {
 			t.close(false)
 		}
 	}()
 
-	var cp state.Checkpoint
-	if len(sub.stores) > 0 {
-		t.dir = filepath.Join(cfg.stateDir, cfg.appID, id.String())
-		if t.unlock, err = state.LockDir(t.dir); err != nil {
-			return nil, fmt.Errorf("task %s: %w", id, err)
-		}
-		if cp, err = state.ReadCheckpoint(filepath.Join(t.dir, checkpointFile)); err != nil {
-			return nil, fmt.Errorf("task %s: %w", id, err)
-		}
-	}
-	for _, def := range sub.stores {
-		ts := &taskStore{def: def, partition: id.Partition, t: t}
-		switch def.opts.Backend {
-		case PebbleBackend:
-			ts.backend, err = state.OpenPebble(filepath.Join(t.dir, def.name), state.PebbleOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("task %s: open store %q: %w", id, def.name, err)
-			}
-		default:
-			ts.backend = state.NewMemory()
-		}
-		ts.inner = ts.backend
-		var logger state.ChangeLogger
-		if def.opts.Changelog {
-			ts.changelog = changelogTopic(cfg.appID, def.name)
-			logger = ts
-			// Only a store that survives a restart can trust its checkpoint.
-			if def.opts.Backend == PebbleBackend {
-				ts.restoredTo = cp[ts.changelog][id.Partition]
-			}
-			ts.produced.observe(ts.restoredTo)
-		}
-		n := cfg.cacheRecords
-		if cfg.guarantee == ExactlyOnce && n == 0 {
-			n = 1000 // exactly-once holds writes in the cache until commit
-		}
-		if n > 0 {
-			// The cache logs what it flushes; the typed store logs nothing.
-			c := newCachedBackend(ts.backend, logger, n)
-			c.eos = cfg.guarantee == ExactlyOnce
-			c.onFull = func() { t.commitRequested = true }
-			ts.backend = c
-			logger = nil
-		}
-		ts.typed = def.open(ts.backend, logger)
-		t.stores[def.name] = ts
+	if err := t.openStores(); err != nil {
+		return nil, err
 	}
 
 	built := map[string]any{}
@@ -116,6 +76,99 @@ func newTask(id TaskID, topo *Topology, env taskEnv) (_ *task, err error) {
 		t.procs[i], t.procs[j] = t.procs[j], t.procs[i]
 	}
 	return t, nil
+}
+
+// openStores locks the task directory (when the sub-topology has stores)
+// and opens every store, positioned at the checkpoint. A standby's stores
+// get neither a cache nor a changelog logger: they only follow the log.
+func (t *task) openStores() (err error) {
+	cfg := t.env.config()
+	id, sub := t.id, t.sub
+	var cp state.Checkpoint
+	if h := t.handoff; h != nil {
+		// Take over the standby's lock and open stores: no reopen, no
+		// checkpoint read, and in-memory stores stay warm too.
+		t.dir, t.unlock, h.unlock = h.dir, h.unlock, nil
+	} else if len(sub.stores) > 0 {
+		t.dir = filepath.Join(cfg.stateDir, cfg.appID, id.String())
+		if t.unlock, err = state.LockDir(t.dir); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		if cp, err = state.ReadCheckpoint(filepath.Join(t.dir, checkpointFile)); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+	}
+	for _, def := range sub.stores {
+		ts := &taskStore{def: def, partition: id.Partition, t: t}
+		var from *taskStore
+		if t.handoff != nil {
+			from = t.handoff.stores[def.name]
+		}
+		switch {
+		case from != nil:
+			ts.backend, from.inner, from.backend = from.inner, nil, nil
+		case def.opts.Backend == PebbleBackend:
+			ts.backend, err = state.OpenPebble(filepath.Join(t.dir, def.name), state.PebbleOptions{})
+			if err != nil {
+				return fmt.Errorf("task %s: open store %q: %w", id, def.name, err)
+			}
+		default:
+			ts.backend = state.NewMemory()
+		}
+		ts.inner = ts.backend
+		t.stores[def.name] = ts
+		var logger state.ChangeLogger
+		if def.opts.Changelog {
+			ts.changelog = changelogTopic(cfg.appID, def.name)
+			logger = ts
+			// Only a store that survives a restart can trust its checkpoint.
+			switch {
+			case from != nil:
+				ts.restoredTo = from.restoredTo
+			case def.opts.Backend == PebbleBackend:
+				ts.restoredTo = cp[ts.changelog][id.Partition]
+			}
+			ts.produced.observe(ts.restoredTo)
+		}
+		if t.standby {
+			continue
+		}
+		n := cfg.cacheRecords
+		if cfg.guarantee == ExactlyOnce && n == 0 {
+			n = 1000 // exactly-once holds writes in the cache until commit
+		}
+		if n > 0 {
+			// The cache logs what it flushes; the typed store logs nothing.
+			c := newCachedBackend(ts.backend, logger, n)
+			c.eos = cfg.guarantee == ExactlyOnce
+			c.onFull = func() { t.commitRequested = true }
+			ts.backend = c
+			logger = nil
+		}
+		ts.typed = def.open(ts.backend, logger)
+	}
+	return nil
+}
+
+// newStandby opens a task's stores only, to follow their changelogs.
+func newStandby(id TaskID, topo *Topology, env taskEnv) (*task, error) {
+	t := &task{id: id, topo: topo, sub: topo.subs[id.Subtopology], env: env, standby: true, streamTime: -1, stores: map[string]*taskStore{}}
+	if err := t.openStores(); err != nil {
+		t.close(false)
+		return nil, err
+	}
+	return t, nil
+}
+
+// stateOffset sums how far the task's logged stores are, for assignment.
+func (t *task) stateOffset() int64 {
+	var sum int64
+	for _, s := range t.stores {
+		if s.changelog != "" {
+			sum += max(s.restoredTo, s.produced.load())
+		}
+	}
+	return sum
 }
 
 // writeCheckpoint records, for each persistent logged store, the changelog
@@ -166,7 +219,7 @@ func (t *task) close(clean bool) error {
 			errs = append(errs, fmt.Errorf("task %s: close processor %q: %w", t.id, p.nodeName(), err))
 		}
 	}
-	if clean {
+	if clean && t.handoff == nil {
 		if err := t.flushStores(); err != nil {
 			errs = append(errs, err)
 		} else if err := t.writeCheckpoint(); err != nil {

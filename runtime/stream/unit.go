@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,13 @@ type unit struct {
 	// aborted transaction.
 	assigned map[string]map[int32]bool
 
+	bal             *coPartitionBalancer
+	standbys        map[TaskID]*task
+	standbyVersion  int
+	retry           map[TaskID]bool // tasks whose directory was still locked
+	lastReport      time.Time
+	standbyRestored uint64
+
 	tasks     map[TaskID]*task
 	order     []*task
 	inputs    map[string]map[int32]input
@@ -70,12 +78,16 @@ type unit struct {
 func newUnit(a *App, idx int) (*unit, error) {
 	u := &unit{
 		a: a, idx: idx, cfg: &a.cfg,
-		log:       a.cfg.logger.With("app", a.cfg.appID, "unit", idx),
+		log:       a.cfg.logger.With("app", a.cfg.appID, "instance", a.cfg.instanceID, "unit", idx),
 		tasks:     map[TaskID]*task{},
 		inputs:    map[string]map[int32]input{},
 		restoring: map[string]map[int32]*taskStore{},
 		assigned:  map[string]map[int32]bool{},
+		standbys:  map[TaskID]*task{},
+		retry:     map[TaskID]bool{},
+		bal:       &coPartitionBalancer{subs: a.topo.subs, standbys: a.cfg.standbys},
 	}
+	u.reportState()
 	u.onProduced = func(r *kgo.Record, err error) {
 		if err != nil {
 			u.setProduceErr(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
@@ -90,12 +102,19 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.ClientID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
 		kgo.ConsumerGroup(a.cfg.appID),
 		kgo.ConsumeTopics(a.topo.SourceTopics()...),
-		kgo.Balancers(&coPartitionBalancer{subs: a.topo.subs}),
+		kgo.Balancers(u.bal),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(isolation),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// Kafka's own consumer default. franz-go's 5 s lets an idle long
+		// poll delay newly assigned partitions (a failover) by that much.
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		// A crashed instance's tasks move once its session times out;
+		// franz-go's 45 s default would leave them idle that long.
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.HeartbeatInterval(time.Second),
 		kgo.OnPartitionsAssigned(u.onAssigned),
 		kgo.OnPartitionsRevoked(u.onRevoked),
 		kgo.OnPartitionsLost(u.onLost),
@@ -205,8 +224,11 @@ func (u *unit) run(ctx context.Context) (err error) {
 
 // pollWait is how long the first poll of a window may block.
 func (u *unit) pollWait() time.Duration {
-	if u.hasWork() || len(u.restoring) > 0 {
+	if u.hasWork() || u.anyActiveRestoring() {
 		return time.Millisecond
+	}
+	if len(u.restoring) > 0 {
+		return 10 * time.Millisecond // standbys follow their changelogs
 	}
 	wait := 100 * time.Millisecond
 	now := u.cfg.now()
@@ -248,6 +270,9 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		return err
 	}
 	u.route(fetches)
+	if err := u.reconcileStandbys(); err != nil {
+		return err
+	}
 	if err := u.restoreStep(); err != nil {
 		return err
 	}
@@ -382,6 +407,7 @@ func (u *unit) commit(ctx context.Context) error {
 			}
 		}
 	}
+	u.checkpointStandbys()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range u.order {
 		for _, in := range t.inputs {
@@ -508,9 +534,23 @@ func (u *unit) commitTxn(ctx context.Context) error {
 		}
 		t.commitRequested = false
 	}
+	u.checkpointStandbys()
 	u.uncommitted = false
 	u.lastCommit = u.cfg.now()
 	return nil
+}
+
+// checkpointStandbys makes the standbys' progress survive a restart.
+func (u *unit) checkpointStandbys() {
+	for _, sb := range u.standbys {
+		err := sb.flushStores()
+		if err == nil {
+			err = sb.writeCheckpoint()
+		}
+		if err != nil {
+			u.log.Warn("checkpoint standby", "task", sb.id.String(), "error", err)
+		}
+	}
 }
 
 // rebuildTasks drops every task without committing and creates them again
@@ -562,11 +602,28 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 			if _, ok := u.tasks[id]; ok {
 				continue
 			}
-			t, err := newTask(id, u.a.topo, u)
+			sb := u.standbys[id]
+			if sb != nil {
+				// Promote: the active task takes the standby's warm stores
+				// and replays only the changelog's tail.
+				for _, s := range sb.stores {
+					u.stopRestore(s)
+				}
+				delete(u.standbys, id)
+				u.log.Info("promoting standby", "task", id.String())
+			}
+			t, err := newTaskFrom(id, u.a.topo, u, sb)
+			if errors.Is(err, state.ErrDirLocked) {
+				// Another unit of this instance has not let go yet.
+				u.retry[id] = true
+				continue
+			}
 			if err != nil {
 				u.fatal = err
 				return
 			}
+			t.handoff = nil
+			delete(u.retry, id)
 			u.tasks[id] = t
 			created = append(created, t)
 			for _, in := range t.inputs {
@@ -586,7 +643,164 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 	}
 	if len(created) > 0 {
 		u.log.Info("tasks assigned", "tasks", taskIDs(created))
+		u.reportState()
 	}
+}
+
+// reconcileStandbys follows the standby tasks of the latest assignment, and
+// retries tasks whose directories were locked.
+func (u *unit) reconcileStandbys() error {
+	if len(u.retry) > 0 {
+		parts := map[string][]int32{}
+		for id := range u.retry {
+			for _, topic := range u.a.topo.subs[id.Subtopology].topics {
+				if u.assigned[topic][id.Partition] {
+					parts[topic] = append(parts[topic], id.Partition)
+				}
+			}
+		}
+		clear(u.retry)
+		u.createTasks(context.Background(), parts)
+		if u.fatal != nil {
+			return u.fatal
+		}
+	}
+	ids, actives, version := u.bal.standbyTasks()
+	if version == u.standbyVersion {
+		if time.Since(u.lastReport) > 5*time.Second {
+			u.reportState()
+		}
+		return nil
+	}
+	u.standbyVersion = version
+	want := map[TaskID]bool{}
+	for _, id := range ids {
+		if u.tasks[id] == nil && len(u.a.topo.subs[id.Subtopology].stores) > 0 {
+			want[id] = true
+		}
+	}
+	for id, sb := range u.standbys {
+		// A standby about to become active stays warm for its promotion,
+		// which the assignment callback does.
+		if !want[id] && !actives[id] {
+			u.closeStandby(sb)
+		}
+	}
+	for id := range want {
+		if u.standbys[id] != nil {
+			continue
+		}
+		sb, err := newStandby(id, u.a.topo, u)
+		if errors.Is(err, state.ErrDirLocked) {
+			u.standbyVersion = -1 // try again next window
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := u.followChangelogs(context.Background(), sb); err != nil {
+			sb.close(false)
+			return err
+		}
+		u.standbys[id] = sb
+		u.log.Info("standby task", "task", id.String())
+	}
+	u.reportState()
+	return nil
+}
+
+// followChangelogs starts reading a standby's changelogs from its
+// checkpoint; it never stops until the standby closes.
+func (u *unit) followChangelogs(ctx context.Context, t *task) error {
+	var topics []string
+	for _, s := range t.stores {
+		if s.changelog != "" {
+			topics = append(topics, s.changelog)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	ends, err := u.a.endOffsets(ctx, u.cfg.guarantee == ExactlyOnce, topics...)
+	if err != nil {
+		return fmt.Errorf("standby %s: changelog end offsets: %w", t.id, err)
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	for _, s := range t.stores {
+		if s.changelog == "" {
+			continue
+		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
+		s.restoreEnd = end.Offset // the lag is known before the first fetch
+		if u.restoring[s.changelog] == nil {
+			u.restoring[s.changelog] = map[int32]*taskStore{}
+		}
+		u.restoring[s.changelog][s.partition] = s
+		if consume[s.changelog] == nil {
+			consume[s.changelog] = map[int32]kgo.Offset{}
+		}
+		consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
+	}
+	if err := u.ensureRestoreClient(); err != nil {
+		return err
+	}
+	u.rcl.AddConsumePartitions(consume)
+	return nil
+}
+
+func (u *unit) closeStandby(t *task) {
+	for _, s := range t.stores {
+		u.stopRestore(s)
+	}
+	if err := t.close(true); err != nil {
+		u.log.Error("close standby", "task", t.id.String(), "error", err)
+	}
+	delete(u.standbys, t.id)
+}
+
+// reportState tells the balancer which tasks this unit holds state for:
+// its active and standby tasks and, for unit 0, task directories on disk.
+func (u *unit) reportState() {
+	info := memberInfo{Instance: u.cfg.instanceID}
+	seen := map[TaskID]bool{}
+	add := func(id TaskID, off int64) {
+		if off > 0 && !seen[id] {
+			seen[id] = true
+			info.State = append(info.State, taskOffset{Sub: id.Subtopology, Part: id.Partition, Offset: off})
+		}
+	}
+	for _, t := range u.order {
+		add(t.id, t.stateOffset())
+	}
+	for _, t := range u.standbys {
+		add(t.id, t.stateOffset())
+	}
+	if u.idx == 0 {
+		for _, s := range u.a.topo.subs {
+			if len(s.stores) == 0 {
+				continue
+			}
+			for p := range u.a.partitions[s.topics[0]] {
+				id := TaskID{s.id, p}
+				if seen[id] {
+					continue
+				}
+				cp, err := state.ReadCheckpoint(filepath.Join(u.cfg.stateDir, u.cfg.appID, id.String(), checkpointFile))
+				if err != nil {
+					continue
+				}
+				var sum int64
+				for _, parts := range cp {
+					for _, off := range parts {
+						sum += off
+					}
+				}
+				add(id, sum)
+			}
+		}
+	}
+	u.bal.report(info)
+	u.lastReport = time.Now()
 }
 
 // onRevoked commits and closes the tasks of revoked partitions, so their
@@ -736,6 +950,14 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 	}
 	t.restoring = true
 	u.a.markBusy(1)
+	if err := u.ensureRestoreClient(); err != nil {
+		return fmt.Errorf("task %s: restore client: %w", t.id, err)
+	}
+	u.rcl.AddConsumePartitions(consume)
+	return nil
+}
+
+func (u *unit) ensureRestoreClient() error {
 	if u.rcl == nil {
 		opts := append([]kgo.Opt{
 			kgo.SeedBrokers(u.cfg.brokers...),
@@ -747,11 +969,12 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 		if u.cfg.guarantee == ExactlyOnce {
 			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		}
-		if u.rcl, err = kgo.NewClient(opts...); err != nil {
-			return fmt.Errorf("task %s: restore client: %w", t.id, err)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
 		}
+		u.rcl = cl
 	}
-	u.rcl.AddConsumePartitions(consume)
 	return nil
 }
 
@@ -776,7 +999,7 @@ func (u *unit) restoreStep() error {
 		return nil
 	}
 	wait := time.Millisecond
-	if !u.hasWork() {
+	if !u.hasWork() && u.anyActiveRestoring() {
 		wait = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -798,6 +1021,9 @@ func (u *unit) restoreStep() error {
 		if s == nil || len(p.Records) == 0 || err != nil {
 			return
 		}
+		if s.t.standby && p.HighWatermark >= 0 {
+			s.restoreEnd = p.HighWatermark // how far a standby has to go
+		}
 		changes = changes[:0]
 		for _, r := range p.Records {
 			if !r.Attrs.IsControl() {
@@ -808,8 +1034,12 @@ func (u *unit) restoreStep() error {
 			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 			return
 		}
-		u.restored += uint64(len(changes))
 		s.restoredTo = p.Records[len(p.Records)-1].Offset + 1
+		if s.t.standby {
+			u.standbyRestored += uint64(len(changes))
+			return
+		}
+		u.restored += uint64(len(changes))
 		if s.restoredTo >= s.restoreEnd {
 			u.finishRestore(s)
 		}
@@ -824,6 +1054,15 @@ func (u *unit) restoreStep() error {
 		}
 	}
 	return u.fatal
+}
+
+func (u *unit) anyActiveRestoring() bool {
+	for _, t := range u.order {
+		if t.restoring {
+			return true
+		}
+	}
+	return false
 }
 
 func (u *unit) anyRestoring(t *task) bool {
@@ -888,6 +1127,9 @@ func (u *unit) shutdown(clean bool) error {
 		u.inTxn = false
 	}
 	u.drop(append([]*task(nil), u.order...), clean)
+	for _, sb := range u.standbys {
+		u.closeStandby(sb)
+	}
 	u.closed = true
 	u.cl.AllowRebalance()
 	u.cl.Close()
@@ -916,6 +1158,15 @@ func (u *unit) publish(force bool) {
 	u.lastPub = now
 	s := u.totals
 	s.Commits, s.CommitTime, s.Restored, s.ProcessTime = u.commits, u.commitDur, u.restored, u.procDur
+	s.StandbyRestored = u.standbyRestored
+	for id, sb := range u.standbys {
+		s.Standbys = append(s.Standbys, id)
+		for _, st := range sb.stores {
+			if st.changelog != "" {
+				s.StandbyLag += max(st.restoreEnd-st.restoredTo, 0)
+			}
+		}
+	}
 	s.Tasks = make(map[TaskID]TaskStats, len(u.order))
 	for _, t := range u.order {
 		s.Processed += t.processed
