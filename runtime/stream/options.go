@@ -65,7 +65,14 @@ func InstanceID(id string) Option { return func(c *config) { c.instanceID = id }
 
 // StateDir is where persistent stores live, under StateDir/AppID/TaskID.
 // Default: kgen-state in the system's temporary directory.
-func StateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
+// An empty dir keeps the default.
+func StateDir(dir string) Option {
+	return func(c *config) {
+		if dir != "" {
+			c.stateDir = dir
+		}
+	}
+}
 
 // Parallelism is the number of processing units (each a goroutine with its
 // own group member, running a share of the tasks). Default: the CPU count.

@@ -1,0 +1,14 @@
+// Command orders runs the orders stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import "github.com/kgen-dev/kgen/examples/orders"
+
+func main() {
+	orders.Main(orders.Processors{
+		Enrich:           func() orders.EnrichProcessor { return &orders.Enrich{} },
+		RememberCustomer: func() orders.RememberCustomerProcessor { return &orders.RememberCustomer{} },
+	})
+}

@@ -1,0 +1,79 @@
+package wordcount
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kgen-dev/kgen/examples/wordcount/model"
+	"github.com/kgen-dev/kgen/runtime/streamtest"
+)
+
+func newDriver(t *testing.T) *TestDriver {
+	t.Helper()
+	d, err := NewTestDriver(Processors{
+		Split: func() SplitProcessor { return &Split{} },
+		Count: func() CountProcessor { return &Count{} },
+	}, streamtest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+func TestWordCount(t *testing.T) {
+	d := newDriver(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, s := range []string{"The cat sat.", "the CAT ran, the dog didn't"} {
+		if err := d.PipeSentences("", model.Sentence{Text: s}, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := d.ReadWordCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kv struct {
+		Key   string
+		Value int64
+	}
+	var pairs []kv
+	for _, r := range got {
+		pairs = append(pairs, kv{r.Key, r.Value})
+	}
+	want := []kv{
+		{"the", 1}, {"cat", 1}, {"sat", 1},
+		{"the", 2}, {"cat", 2}, {"ran", 1}, {"the", 3}, {"dog", 1}, {"didn't", 1},
+	}
+	if diff := cmp.Diff(want, pairs); diff != "" {
+		t.Errorf("word counts (-want +got):\n%s", diff)
+	}
+	// Each output carries the timestamp of the sentence it came from.
+	if len(got) > 3 && !got[3].Timestamp.Equal(t0.Add(time.Second)) {
+		t.Errorf("timestamp of %v = %v, want %v", got[3], got[3].Timestamp, t0.Add(time.Second))
+	}
+
+	counts, err := d.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for word, want := range map[string]int64{"the": 3, "cat": 2, "dog": 1, "missing": 0} {
+		n, ok, err := counts.Get(word)
+		if err != nil || ok != (want > 0) || n != want {
+			t.Errorf("counts[%q] = %d, %v, %v; want %d", word, n, ok, err, want)
+		}
+	}
+}
+
+func TestNewTopologyNeedsEveryProcessor(t *testing.T) {
+	_, err := NewTopology(Processors{Split: func() SplitProcessor { return &Split{} }})
+	if err == nil || err.Error() != "new topology: no factory for Count in Processors" {
+		t.Fatalf("err = %v", err)
+	}
+}

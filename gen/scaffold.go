@@ -1,0 +1,264 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/schema"
+	"github.com/kgen-dev/kgen/templates"
+)
+
+// typeText writes a model type as Go source seen from package self, adding
+// the imports it needs.
+func typeText(t *model.Type, self string, imports map[string]string) string {
+	if t == nil {
+		return "struct{}"
+	}
+	if t.IsNamed() {
+		if t.GoPackage == "" || t.GoPackage == self {
+			return t.Name
+		}
+		name := path.Base(t.GoPackage)
+		if i := strings.IndexByte(t.FullName, '.'); i > 0 {
+			name = t.FullName[:i]
+		}
+		imports[t.GoPackage] = name
+		return name + "." + t.Name
+	}
+	switch t.Kind {
+	case model.String, model.UUID:
+		return "string"
+	case model.Bytes:
+		return "[]byte"
+	case model.Bool, model.Int32, model.Int64, model.Float32, model.Float64:
+		return t.Kind.String()
+	case model.Timestamp, model.Date:
+		imports["time"] = "time"
+		return "time.Time"
+	case model.Decimal:
+		imports["math/big"] = "big"
+		return "*big.Rat"
+	case model.Fixed:
+		return fmt.Sprintf("[%d]byte", t.Size)
+	case model.Array:
+		return "[]" + typeText(t.Elem, self, imports)
+	case model.Map:
+		return "map[string]" + typeText(t.Elem, self, imports)
+	case model.Optional:
+		return "*" + typeText(t.Elem, self, imports)
+	}
+	return "struct{}"
+}
+
+// importLines renders an import block's lines: the standard library first,
+// then a blank line, then the rest.
+func importLines(imports map[string]string) []string {
+	var std, other []string
+	for p, name := range imports {
+		line := strconv.Quote(p)
+		if path.Base(p) != name {
+			line = name + " " + line
+		}
+		if strings.Contains(strings.Split(p, "/")[0], ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	slices.Sort(std)
+	slices.Sort(other)
+	if len(std) > 0 && len(other) > 0 {
+		std = append(std, "")
+	}
+	return append(std, other...)
+}
+
+// ScaffoldFile is the file name of processor p's user code: "split.go".
+func ScaffoldFile(p *schema.ProcNode) string {
+	return strings.ToLower(p.Ident[:1]) + snake(p.Ident[1:]) + ".go"
+}
+
+func snake(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func executeTemplate(name string, data any) ([]byte, error) {
+	t, err := templates.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("parse templates: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return gofmt(name, buf.Bytes())
+}
+
+// app renders kgen_app.gen.go, the runner behind generated mains. It is
+// fixed code apart from the package and the topic list, so it is a
+// template rather than an emitter.
+func (e *emitter) app() ([]byte, error) {
+	type topic struct {
+		Const      string
+		Partitions int
+	}
+	data := struct {
+		Package, SpecFile string
+		Topics            []topic
+		Confluent         bool
+	}{Package: e.pkgName, SpecFile: schema.FileName, Confluent: len(e.confluentSides()) > 0}
+	for _, t := range e.g.Topics {
+		data.Topics = append(data.Topics, topic{Const: e.topicConst(t), Partitions: max(t.Partitions, 1)})
+	}
+	return executeTemplate("app.go.tmpl", data)
+}
+
+// userMethods lists, per type name, the methods declared on it in the
+// hand-written Go files of dir, and the file each type is declared in.
+func userMethods(dir string) (methods map[string][]string, declared map[string]string, err error) {
+	methods, declared = map[string][]string{}, map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, ".gen.go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the compiler will say it better
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil || len(d.Recv.List) != 1 {
+					continue
+				}
+				t := d.Recv.List[0].Type
+				if s, ok := t.(*ast.StarExpr); ok {
+					t = s.X
+				}
+				if id, ok := t.(*ast.Ident); ok {
+					methods[id.Name] = append(methods[id.Name], d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok {
+						declared[ts.Name.Name] = n
+					}
+				}
+			}
+		}
+	}
+	return methods, declared, nil
+}
+
+// scaffolds adds the user-owned files that do not exist yet, and notes for
+// files that exist but miss what the spec now asks for.
+func (e *emitter) scaffolds(dir string, res *Result) error {
+	methods, declared, err := userMethods(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range e.g.Processors {
+		imports := map[string]string{}
+		key, value := typeText(p.In.Key.Type, e.pkgPath, imports), typeText(p.In.Value.Type, e.pkgPath, imports)
+		ctx := p.Ident + "Context"
+		type punct struct{ Method, Every, Kind string }
+		var puncts []punct
+		want := []string{fmt.Sprintf("Process(ctx *%s, key %s, value %s) error", ctx, key, value)}
+		for _, pu := range p.Punctuations {
+			kind := "stream time"
+			if pu.WallClock {
+				kind = "wall-clock time"
+			}
+			puncts = append(puncts, punct{pu.Method, durationText(pu.Every), kind})
+			want = append(want, fmt.Sprintf("%s(ctx *%s, now time.Time) error", pu.Method, ctx))
+			imports["time"] = "time"
+		}
+		if file, ok := declared[p.Ident]; ok {
+			// The user's file exists: announce, never edit.
+			for _, sig := range want {
+				name := sig[:strings.IndexByte(sig, '(')]
+				if !slices.Contains(methods[p.Ident], name) {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s does not have method %s yet: add\n\tfunc (p *%s) %s {\n\t\treturn nil\n\t}", filepath.ToSlash(filepath.Join(filepath.Base(dir), file)), p.Ident, name, p.Ident, sig))
+				}
+			}
+			continue
+		}
+		var children []string
+		if len(p.Children) > 1 {
+			for _, c := range p.Children {
+				children = append(children, "ctx.ForwardTo"+c.Ident()+"(key, value)")
+			}
+		}
+		var inputs []string
+		for _, par := range p.Parents {
+			inputs = append(inputs, strconv.Quote(par.Name()))
+		}
+		src, err := executeTemplate("processor.go.tmpl", map[string]any{
+			"Package": e.pkgName, "Imports": importLines(imports), "Name": p.Name.Value,
+			"Type": p.Ident, "Interface": p.Ident + "Processor", "Context": ctx, "Key": key, "Value": value,
+			"Inputs": strings.Join(inputs, ", "), "Forwards": p.HasOut && len(p.Children) > 0, "Children": strings.Join(children, ", "),
+			"Punctuations": puncts,
+		})
+		if err != nil {
+			return err
+		}
+		file := ScaffoldFile(p)
+		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s exists but does not declare %s: implement %sProcessor somewhere in package %s", file, p.Ident, p.Ident, e.pkgName))
+			continue
+		}
+		res.Files = append(res.Files, File{Path: file, Data: src, Scaffold: true})
+	}
+
+	// The main of the application, under cmd/APP.
+	mainPath := path.Join("cmd", e.g.Spec.App.Value, "main.go")
+	importSpec := strconv.Quote(e.pkgPath)
+	if path.Base(e.pkgPath) != e.pkgName {
+		importSpec = e.pkgName + " " + importSpec
+	}
+	type procRef struct{ Ident string }
+	var procs []procRef
+	for _, p := range e.g.Processors {
+		procs = append(procs, procRef{p.Ident})
+	}
+	src, err := executeTemplate("main.go.tmpl", map[string]any{
+		"App": e.g.Spec.App.Value, "PkgPath": e.pkgPath, "PkgName": e.pkgName, "Processors": procs,
+	})
+	if err != nil {
+		return err
+	}
+	src = bytes.Replace(src, []byte(strconv.Quote(e.pkgPath)), []byte(importSpec), 1)
+	if old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(mainPath))); err == nil {
+		for _, p := range e.g.Processors {
+			if !bytes.Contains(old, []byte(p.Ident+":")) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in Processors:\n\t%s: func() %s.%sProcessor { return &%s.%s{} },", path.Join(filepath.Base(dir), mainPath), p.Name.Value, p.Ident, e.pkgName, p.Ident, e.pkgName, p.Ident))
+			}
+		}
+	}
+	res.Files = append(res.Files, File{Path: mainPath, Data: src, Scaffold: true})
+	return nil
+}

@@ -1,0 +1,87 @@
+package schema
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestJSONSchemaMatchesLoader checks that every property the JSON Schema
+// allows is a key the loader accepts, and that the loader accepts no key the
+// schema does not list, section by section.
+func TestJSONSchemaMatchesLoader(t *testing.T) {
+	var js struct {
+		Properties  map[string]json.RawMessage `json:"properties"`
+		Definitions map[string]struct {
+			Properties map[string]struct {
+				Properties map[string]any `json:"properties"`
+				Items      struct {
+					Properties map[string]any `json:"properties"`
+				} `json:"items"`
+			} `json:"properties"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(JSONSchema, &js); err != nil {
+		t.Fatalf("kgen.schema.json: %v", err)
+	}
+	keys := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var top []string
+	for k := range js.Properties {
+		top = append(top, k)
+	}
+	slices.Sort(top)
+	sections := map[string][]string{
+		"spec":      top,
+		"topic":     keys(anyMap(js.Definitions["topic"].Properties)),
+		"store":     keys(anyMap(js.Definitions["store"].Properties)),
+		"processor": keys(anyMap(js.Definitions["processor"].Properties)),
+		"forward":   keys(js.Definitions["processor"].Properties["forward"].Properties),
+		"punctuate": keys(js.Definitions["processor"].Properties["punctuate"].Items.Properties),
+	}
+	// A spec using every key the schema lists must load without an
+	// "unknown key" error.
+	spec := `version: 1
+app: a
+package: a
+types: {go: [./model], avro: [x.avsc]}
+topics:
+  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts}
+stores:
+  s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
+processors:
+  p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], punctuate: [{name: n, every: 1s, time: wall-clock}]}
+`
+	_, err := Parse("kgen.yaml", []byte(spec))
+	if err != nil && strings.Contains(err.Error(), "unknown key") {
+		t.Fatalf("the loader rejects a key of the schema: %v", err)
+	}
+	used := map[string][]string{
+		"spec":      {"app", "package", "processors", "stores", "topics", "types", "version"},
+		"topic":     {"format", "key", "key-format", "partitions", "timestamp", "value"},
+		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
+		"processor": {"forward", "from", "punctuate", "stores", "to"},
+		"forward":   {"key", "value"},
+		"punctuate": {"every", "name", "time"},
+	}
+	for section, want := range used {
+		if got := sections[section]; !slices.Equal(want, got) {
+			t.Errorf("%s: schema lists %v, the spec above uses %v", section, got, want)
+		}
+	}
+}
+
+func anyMap[V any](m map[string]V) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,736 @@
+package schema
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/kgen-dev/kgen/gen/model"
+)
+
+// Graph is a validated spec with every name resolved: what the emitters
+// read. Slices are sorted by name.
+type Graph struct {
+	Spec       *Spec
+	Universe   *model.Universe // the record types the spec was resolved against
+	Topics     []*TopicNode
+	Stores     []*StoreNode
+	Processors []*ProcNode
+}
+
+// TypeRef is a type named in the spec, resolved.
+type TypeRef struct {
+	Name string // as written in the spec ("model.Sentence", "int64")
+	Type *model.Type
+}
+
+// Same reports whether two references denote the same type.
+func (r TypeRef) Same(o TypeRef) bool {
+	if r.Type == nil || o.Type == nil {
+		return true // already reported as unknown
+	}
+	if r.Type.IsNamed() || o.Type.IsNamed() {
+		return r.Type == o.Type
+	}
+	return r.Type.Kind == o.Type.Kind
+}
+
+// KV is a key and value type pair.
+type KV struct{ Key, Value TypeRef }
+
+func (kv KV) same(o KV) bool { return kv.Key.Same(o.Key) && kv.Value.Same(o.Value) }
+
+func (kv KV) String() string { return kv.Key.Name + "," + kv.Value.Name }
+
+// TopicNode is a resolved topic.
+type TopicNode struct {
+	*Topic
+	Ident       string // Go identifier form of the name ("WordCounts")
+	KV          KV
+	KeyFormat   string
+	ValueFormat string
+	// TimestampField is the value's field holding the event time, or nil.
+	TimestampField *model.Field
+	Readers        []*ProcNode // processors reading the topic, sorted
+	Writers        []*ProcNode // processors writing to it, sorted
+}
+
+// StoreNode is a resolved store.
+type StoreNode struct {
+	*Store
+	Ident       string
+	KV          KV
+	KeyFormat   string
+	ValueFormat string
+	Owners      []*ProcNode
+}
+
+// Node is a parent or child of a processor: exactly one field is set.
+type Node struct {
+	Topic *TopicNode
+	Proc  *ProcNode
+}
+
+// Name is the spec name of the node.
+func (n Node) Name() string {
+	if n.Topic != nil {
+		return n.Topic.Name.Value
+	}
+	return n.Proc.Name.Value
+}
+
+// Ident is the Go identifier form of the node's name.
+func (n Node) Ident() string {
+	if n.Topic != nil {
+		return n.Topic.Ident
+	}
+	return n.Proc.Ident
+}
+
+// ProcNode is a resolved processor.
+type ProcNode struct {
+	*Processor
+	Ident string
+	In    KV
+	// Out is what the processor forwards; meaningful when HasOut.
+	Out      KV
+	HasOut   bool
+	Parents  []Node // in declaration order
+	Children []Node // in declaration order
+	Stores   []*StoreNode
+	// Punctuations carry their method names ("Punctuate", "PunctuateFlush").
+	Punctuations []*PunctuationNode
+	// Subtopology numbers the connected component the processor is in.
+	Subtopology int
+}
+
+// PunctuationNode is a resolved punctuation schedule.
+type PunctuationNode struct {
+	*Punctuation
+	Method    string
+	WallClock bool
+}
+
+// contextMethods are names the generated context and test driver already
+// use; a store or child named so would collide with them.
+var contextMethods = []string{"AdvanceWallClock", "Close", "Commit", "Driver", "Forward", "ForwardRecord", "Headers", "Offset", "Partition", "Runtime", "StreamTime", "TaskID", "Timestamp", "Topic"}
+
+// Ident converts a spec name to an exported Go identifier: "word-counts"
+// becomes "WordCounts". It reports false when the result is not a valid
+// identifier.
+func Ident(name string) (string, bool) {
+	var b strings.Builder
+	upper := true
+	for _, r := range name {
+		switch {
+		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			if upper {
+				r = unicode.ToUpper(r)
+			}
+			upper = false
+			b.WriteRune(r)
+		case r == '-' || r == '_' || r == '.':
+			upper = true
+		default:
+			return "", false
+		}
+	}
+	s := b.String()
+	if s == "" || !unicode.IsLetter(rune(s[0])) {
+		return s, false
+	}
+	return s, true
+}
+
+// Resolve validates a parsed spec against the known record types and builds
+// its graph. It reports every problem it finds as Errors; the graph is only
+// returned when there are none. u may be nil when no record types exist.
+func Resolve(s *Spec, u *model.Universe) (*Graph, error) {
+	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}}
+	r.run()
+	if err := r.errs.errs.Err(); err != nil {
+		return nil, err
+	}
+	return r.g, nil
+}
+
+type resolver struct {
+	spec   *Spec
+	u      *model.Universe
+	g      *Graph
+	errs   errList
+	topics map[string]*TopicNode
+	stores map[string]*StoreNode
+	procs  map[string]*ProcNode
+}
+
+func (r *resolver) run() {
+	s := r.spec
+	if s.App.Value != "" && !validTopicName(s.App.Value) {
+		r.errs.add(s.App.Pos, "app %q: want letters, digits, '.', '_' and '-' only", s.App.Value)
+	}
+	if s.Package.Value != "" && !validPackage(s.Package.Value) {
+		r.errs.add(s.Package.Pos, "package %q is not a valid Go package name (lower-case letters and digits)", s.Package.Value)
+	}
+	idents := map[string]map[string]Str{}
+	ident := func(what string, name Str) string {
+		id, ok := Ident(name.Value)
+		if !ok {
+			r.errs.add(name.Pos, "%s name %q does not convert to a Go identifier (got %q): use letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, id)
+			return id
+		}
+		if idents[what] == nil {
+			idents[what] = map[string]Str{}
+		}
+		if prev, dup := idents[what][id]; dup {
+			r.errs.add(name.Pos, "%s %q and %q (%s) both become the Go name %s", what, prev.Value, name.Value, prev.Pos, id)
+		}
+		idents[what][id] = name
+		return id
+	}
+
+	for _, t := range s.Topics {
+		tn := &TopicNode{Topic: t, Ident: ident("topic", t.Name)}
+		if !validTopicName(t.Name.Value) {
+			r.errs.add(t.Name.Pos, "topic name %q: Kafka allows letters, digits, '.', '_' and '-', at most 249 characters", t.Name.Value)
+		}
+		tn.KV = KV{r.typ(t.Key), r.typ(t.Value)}
+		tn.KeyFormat = r.format(t.KeyFormat, t.Format, tn.KV.Key, true)
+		tn.ValueFormat = r.format(t.Format, Str{}, tn.KV.Value, false)
+		r.timestamp(tn)
+		r.topics[t.Name.Value] = tn
+		r.g.Topics = append(r.g.Topics, tn)
+	}
+	for _, st := range s.Stores {
+		sn := &StoreNode{Store: st, Ident: ident("store", st.Name)}
+		if slices.Contains(contextMethods, sn.Ident) {
+			r.errs.add(st.Name.Pos, "store name %q becomes %s, which the generated context already uses: rename the store", st.Name.Value, sn.Ident)
+		}
+		if st.Kind.Value != "" && st.Kind.Value != "keyvalue" {
+			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue)", st.Name.Value, st.Kind.Value)
+		}
+		if st.Backend.Value != "" && st.Backend.Value != BackendMemory && st.Backend.Value != BackendPebble {
+			r.errs.add(st.Backend.Pos, "store %q: unknown backend %q (want memory or pebble)", st.Name.Value, st.Backend.Value)
+		}
+		sn.KV = KV{r.typ(st.Key), r.typ(st.Value)}
+		sn.KeyFormat = r.format(st.Format, Str{}, sn.KV.Key, true)
+		sn.ValueFormat = r.format(st.Format, Str{}, sn.KV.Value, false)
+		if sn.KeyFormat == FormatAvroConfluent || sn.ValueFormat == FormatAvroConfluent {
+			r.errs.add(st.Format.Pos, "store %q: format avro-confluent is for topics; stores use avro", st.Name.Value)
+		}
+		r.stores[st.Name.Value] = sn
+		r.g.Stores = append(r.g.Stores, sn)
+	}
+	for _, p := range s.Processors {
+		pn := &ProcNode{Processor: p, Ident: ident("processor", p.Name)}
+		if t, clash := r.topics[p.Name.Value]; clash {
+			r.errs.add(p.Name.Pos, "processor %q has the name of a topic (%s): names in from and to must say which they mean", p.Name.Value, t.Name.Pos)
+		}
+		for _, suffix := range []string{"-source", "-sink"} {
+			if t, clash := r.topics[strings.TrimSuffix(p.Name.Value, suffix)]; clash && strings.HasSuffix(p.Name.Value, suffix) {
+				r.errs.add(p.Name.Pos, "processor name %q is the runtime's name for the %s of topic %q: rename the processor", p.Name.Value, suffix[1:], t.Name.Value)
+			}
+		}
+		r.procs[p.Name.Value] = pn
+		r.g.Processors = append(r.g.Processors, pn)
+	}
+	r.edges()
+	r.storesOf()
+	r.punctuations()
+	if !r.cycles() {
+		r.types()
+	}
+	r.subtopologies()
+}
+
+// typ resolves a type name.
+func (r *resolver) typ(s Str) TypeRef {
+	if s.Value == "" {
+		return TypeRef{}
+	}
+	t, ok := r.u.Lookup(s.Value)
+	if !ok {
+		var known []string
+		if r.u != nil {
+			for name := range r.u.Types {
+				known = append(known, name)
+			}
+			slices.Sort(known)
+		}
+		known = append(known, "bool", "bytes", "float32", "float64", "int32", "int64", "string")
+		r.errs.add(s.Pos, "unknown type %q%s", s.Value, suggest(s.Value, known))
+		return TypeRef{Name: s.Value}
+	}
+	return TypeRef{Name: s.Value, Type: t}
+}
+
+// format picks and checks the format of one side of a topic or store. own is
+// the format given for this side, fallback the topic's format (for keys).
+func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
+	f := own
+	if f.Value == "" && (t.Type == nil || !isPrimitive(t.Type)) {
+		f = fallback
+	}
+	if f.Value != "" && !slices.Contains(Formats, f.Value) {
+		r.errs.add(f.Pos, "unknown format %q (want one of %s)%s", f.Value, strings.Join(Formats, ", "), suggest(f.Value, Formats))
+		return ""
+	}
+	if t.Type == nil {
+		return f.Value
+	}
+	native := nativeFormat(t.Type)
+	if f.Value == "" {
+		switch {
+		case native != "":
+			return native
+		case t.Type.Kind == model.Record && t.Type.Schema != "" && t.Type.GoPackage == "":
+			return FormatAvro // a record from an .avsc file
+		}
+		return FormatJSON
+	}
+	switch f.Value {
+	case FormatJSON:
+		return f.Value
+	case FormatAvro, FormatAvroConfluent:
+		if t.Type.Kind != model.Record || t.Type.Schema == "" || t.Type.GoPackage != "" {
+			r.errs.add(f.Pos, "format %s needs a record type from an Avro schema (types: avro), but %s is not one", f.Value, t.Name)
+		}
+		return f.Value
+	}
+	if native != f.Value {
+		side := "value"
+		if key {
+			side = "key"
+		}
+		r.errs.add(f.Pos, "format %s cannot carry %s type %s", f.Value, side, t.Name)
+	}
+	return f.Value
+}
+
+func isPrimitive(t *model.Type) bool { return !t.IsNamed() && t.Kind <= model.Float64 }
+
+// nativeFormat is the Kafka serializer format of a primitive, "" for others.
+func nativeFormat(t *model.Type) string {
+	if t.IsNamed() {
+		return ""
+	}
+	switch t.Kind {
+	case model.String:
+		return FormatString
+	case model.Bytes:
+		return FormatBytes
+	case model.Int32:
+		return FormatInt32
+	case model.Int64:
+		return FormatInt64
+	case model.Float64:
+		return FormatFloat64
+	}
+	return ""
+}
+
+func (r *resolver) timestamp(tn *TopicNode) {
+	ts := tn.Timestamp
+	if ts.Value == "" || tn.KV.Value.Type == nil {
+		return
+	}
+	vt := tn.KV.Value.Type
+	if vt.Kind != model.Record {
+		r.errs.add(ts.Pos, "topic %q: timestamp field %q needs a record value, but %s is not one", tn.Name.Value, ts.Value, tn.KV.Value.Name)
+		return
+	}
+	for _, f := range vt.Fields {
+		if f.Name != ts.Value && f.WireName != ts.Value {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind == model.Optional && ft.Elem != nil {
+			ft = ft.Elem
+		}
+		if !ft.IsTime() {
+			r.errs.add(ts.Pos, "topic %q: timestamp field %s.%s is a %s, not a time (want time.Time or int64 milliseconds)", tn.Name.Value, tn.KV.Value.Name, f.Name, ft.Kind)
+			return
+		}
+		tn.TimestampField = f
+		return
+	}
+	var names []string
+	for _, f := range vt.Fields {
+		names = append(names, f.Name)
+	}
+	r.errs.add(ts.Pos, "topic %q: %s has no field %q%s", tn.Name.Value, tn.KV.Value.Name, ts.Value, suggest(ts.Value, names))
+}
+
+// edges links processors to their parents and children. An edge between two
+// processors may be declared on either side (from or to) or both.
+func (r *resolver) edges() {
+	for _, p := range r.g.Processors {
+		for _, f := range p.From {
+			if t, ok := r.topics[f.Value]; ok {
+				p.Parents = appendNode(p.Parents, Node{Topic: t})
+				t.Readers = appendProc(t.Readers, p)
+			} else if q, ok := r.procs[f.Value]; ok {
+				if q == p {
+					r.errs.add(f.Pos, "processor %q reads from itself", p.Name.Value)
+					continue
+				}
+				p.Parents = appendNode(p.Parents, Node{Proc: q})
+				q.Children = appendNode(q.Children, Node{Proc: p})
+			} else {
+				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, suggest(f.Value, r.names()))
+			}
+		}
+	}
+	for _, p := range r.g.Processors {
+		for _, c := range p.To {
+			if t, ok := r.topics[c.Value]; ok {
+				p.Children = appendNode(p.Children, Node{Topic: t})
+				t.Writers = appendProc(t.Writers, p)
+			} else if q, ok := r.procs[c.Value]; ok {
+				if q == p {
+					r.errs.add(c.Pos, "processor %q forwards to itself", p.Name.Value)
+					continue
+				}
+				p.Children = appendNode(p.Children, Node{Proc: q})
+				q.Parents = appendNode(q.Parents, Node{Proc: p})
+			} else {
+				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, suggest(c.Value, r.names()))
+			}
+		}
+	}
+	for _, p := range r.g.Processors {
+		if len(p.Parents) == 0 && len(p.From) == 0 {
+			r.errs.add(p.Name.Pos, "processor %q has no input: add from: [TOPIC or PROCESSOR]", p.Name.Value)
+		}
+		if len(p.Children) > 1 {
+			seen := map[string]string{}
+			for _, c := range p.Children {
+				if prev, dup := seen[c.Ident()]; dup {
+					r.errs.add(p.Name.Pos, "processor %q: children %q and %q both become ForwardTo%s", p.Name.Value, prev, c.Name(), c.Ident())
+				}
+				seen[c.Ident()] = c.Name()
+				if slices.Contains(contextMethods, "ForwardTo"+c.Ident()) {
+					r.errs.add(p.Name.Pos, "processor %q: child %q collides with a generated method", p.Name.Value, c.Name())
+				}
+			}
+		}
+	}
+	for _, t := range r.g.Topics {
+		slices.SortFunc(t.Readers, byName)
+		slices.SortFunc(t.Writers, byName)
+	}
+}
+
+func byName(a, b *ProcNode) int { return strings.Compare(a.Name.Value, b.Name.Value) }
+
+func appendNode(ns []Node, n Node) []Node {
+	if slices.Contains(ns, n) {
+		return ns
+	}
+	return append(ns, n)
+}
+
+func appendProc(ps []*ProcNode, p *ProcNode) []*ProcNode {
+	if slices.Contains(ps, p) {
+		return ps
+	}
+	return append(ps, p)
+}
+
+func (r *resolver) names() []string {
+	var out []string
+	for _, t := range r.g.Topics {
+		out = append(out, t.Name.Value)
+	}
+	for _, p := range r.g.Processors {
+		out = append(out, p.Name.Value)
+	}
+	return out
+}
+
+func (r *resolver) storesOf() {
+	for _, p := range r.g.Processors {
+		for _, s := range p.Processor.Stores {
+			sn, ok := r.stores[s.Value]
+			if !ok {
+				var names []string
+				for _, st := range r.g.Stores {
+					names = append(names, st.Name.Value)
+				}
+				r.errs.add(s.Pos, "processor %q uses unknown store %q%s", p.Name.Value, s.Value, suggest(s.Value, names))
+				continue
+			}
+			if slices.Contains(p.Stores, sn) {
+				r.errs.add(s.Pos, "processor %q lists store %q twice", p.Name.Value, s.Value)
+				continue
+			}
+			p.Stores = append(p.Stores, sn)
+			sn.Owners = append(sn.Owners, r.procs[p.Name.Value])
+		}
+	}
+	for _, sn := range r.g.Stores {
+		if len(sn.Owners) == 0 {
+			r.errs.add(sn.Name.Pos, "store %q has no owner: list it under stores: of the processor that uses it", sn.Name.Value)
+		}
+	}
+}
+
+func (r *resolver) punctuations() {
+	for _, p := range r.g.Processors {
+		seen := map[string]bool{}
+		for _, pu := range p.Punctuate {
+			pn := &PunctuationNode{Punctuation: pu, Method: "Punctuate"}
+			switch pu.Time.Value {
+			case "", StreamTime:
+			case WallClock:
+				pn.WallClock = true
+			default:
+				r.errs.add(pu.Time.Pos, "processor %q: punctuate time %q: want stream-time or wall-clock", p.Name.Value, pu.Time.Value)
+			}
+			if len(p.Punctuate) > 1 {
+				if pu.Name.Value == "" {
+					r.errs.add(pu.Pos, "processor %q has several punctuate schedules: give each a name (it names the method Punctuate<Name>)", p.Name.Value)
+					continue
+				}
+			}
+			if pu.Name.Value != "" {
+				id, ok := Ident(pu.Name.Value)
+				if !ok {
+					r.errs.add(pu.Name.Pos, "punctuation name %q does not convert to a Go identifier", pu.Name.Value)
+				}
+				pn.Method += id
+			}
+			if seen[pn.Method] {
+				r.errs.add(pu.Pos, "processor %q: two punctuate schedules become method %s", p.Name.Value, pn.Method)
+			}
+			seen[pn.Method] = true
+			p.Punctuations = append(p.Punctuations, pn)
+		}
+	}
+}
+
+// cycles reports every cycle among processors; it returns true when there
+// is at least one, in which case types are not checked (they would only
+// repeat the news).
+func (r *resolver) cycles() bool {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[*ProcNode]int{}
+	found := false
+	var stack []*ProcNode
+	var visit func(p *ProcNode)
+	visit = func(p *ProcNode) {
+		color[p] = grey
+		stack = append(stack, p)
+		for _, c := range p.Children {
+			if c.Proc == nil {
+				continue
+			}
+			switch color[c.Proc] {
+			case white:
+				visit(c.Proc)
+			case grey:
+				i := slices.Index(stack, c.Proc)
+				var names []string
+				for _, q := range stack[i:] {
+					names = append(names, q.Name.Value)
+				}
+				names = append(names, c.Proc.Name.Value)
+				r.errs.add(c.Proc.Name.Pos, "cycle among processors: %s", strings.Join(names, " -> "))
+				found = true
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[p] = black
+	}
+	for _, p := range r.g.Processors {
+		if color[p] == white {
+			visit(p)
+		}
+	}
+	return found
+}
+
+// types works out what each processor takes and forwards and checks every
+// edge.
+func (r *resolver) types() {
+	// What a processor forwards depends only on its own declaration (or on
+	// the topics it writes to), so it can be settled first.
+	for _, p := range r.g.Processors {
+		if f := p.Forward; f != nil {
+			if f.Key.Value == "" || f.Value.Value == "" {
+				continue // reported by the loader
+			}
+			p.Out, p.HasOut = KV{r.typ(f.Key), r.typ(f.Value)}, true
+			continue
+		}
+		if len(p.Children) == 0 {
+			continue
+		}
+		var topic *TopicNode
+		for _, c := range p.Children {
+			if c.Proc != nil {
+				r.errs.add(p.Name.Pos, "processor %q forwards to processor %q: declare what it forwards (forward: {key: K, value: V})", p.Name.Value, c.Proc.Name.Value)
+				topic = nil
+				break
+			}
+			if topic == nil {
+				topic = c.Topic
+			}
+		}
+		if topic != nil {
+			p.Out, p.HasOut = topic.KV, true
+		}
+	}
+	for _, p := range r.g.Processors {
+		var first Node
+		for i, par := range p.Parents {
+			var kv KV
+			switch {
+			case par.Topic != nil:
+				kv = par.Topic.KV
+			case par.Proc.HasOut:
+				kv = par.Proc.Out
+			default:
+				continue
+			}
+			if first == (Node{}) {
+				first, p.In = par, kv
+				continue
+			}
+			switch {
+			case kv.same(p.In):
+			case par.Proc != nil:
+				r.errs.add(r.childPos(par.Proc, Node{Proc: p}), "processor %q forwards %s but child %q takes %s (what its input %q carries)", par.Proc.Name.Value, kv, p.Name.Value, p.In, first.Name())
+			default:
+				r.errs.add(r.inputPos(p, i), "processor %q: input %q carries %s but input %q carries %s: all inputs of a processor must carry the same key and value types", p.Name.Value, par.Name(), kv, first.Name(), p.In)
+			}
+		}
+		for _, c := range p.Children {
+			if c.Topic == nil || !p.HasOut || c.Topic.KV.same(p.Out) {
+				continue
+			}
+			r.errs.add(r.childPos(p, c), "processor %q forwards %s but topic %q takes %s", p.Name.Value, p.Out, c.Topic.Name.Value, c.Topic.KV)
+		}
+	}
+}
+
+func (r *resolver) inputPos(p *ProcNode, i int) model.Pos {
+	name := p.Parents[i].Name()
+	for _, f := range p.From {
+		if f.Value == name {
+			return f.Pos
+		}
+	}
+	return p.Name.Pos
+}
+
+func (r *resolver) childPos(p *ProcNode, c Node) model.Pos {
+	for _, t := range p.To {
+		if t.Value == c.Name() {
+			return t.Pos
+		}
+	}
+	if p.Forward != nil {
+		return p.Forward.Pos
+	}
+	return p.Name.Pos
+}
+
+// subtopologies numbers connected components (processors joined by edges
+// or a shared store, with the topics they read) and checks that the topics
+// read by one component can be co-partitioned.
+func (r *resolver) subtopologies() {
+	parent := map[*ProcNode]*ProcNode{}
+	var find func(p *ProcNode) *ProcNode
+	find = func(p *ProcNode) *ProcNode {
+		for parent[p] != nil && parent[p] != p {
+			p = parent[p]
+		}
+		return p
+	}
+	union := func(a, b *ProcNode) {
+		if ra, rb := find(a), find(b); ra != rb {
+			if rb.Name.Value < ra.Name.Value {
+				ra, rb = rb, ra
+			}
+			parent[rb] = ra
+		}
+	}
+	for _, p := range r.g.Processors {
+		for _, c := range p.Children {
+			if c.Proc != nil {
+				union(p, c.Proc)
+			}
+		}
+		for _, t := range p.Parents {
+			if t.Topic != nil && len(t.Topic.Readers) > 0 {
+				union(p, t.Topic.Readers[0])
+			}
+		}
+	}
+	for _, s := range r.g.Stores {
+		for _, o := range s.Owners[min(1, len(s.Owners)):] {
+			union(s.Owners[0], o)
+		}
+	}
+	ids := map[*ProcNode]int{}
+	for _, p := range r.g.Processors {
+		root := find(p)
+		if _, ok := ids[root]; !ok {
+			ids[root] = len(ids)
+		}
+		p.Subtopology = ids[root]
+	}
+	// Co-partitioning: every topic a sub-topology reads must have the same
+	// partition count, when counts are given.
+	for id := range len(ids) {
+		var first *TopicNode
+		for _, t := range r.g.Topics {
+			if t.Partitions == 0 || len(t.Readers) == 0 || t.Readers[0].Subtopology != id {
+				continue
+			}
+			if first == nil {
+				first = t
+				continue
+			}
+			if t.Partitions != first.Partitions {
+				r.errs.add(t.PartitionsPos, "topics %q (%d partitions) and %q (%d partitions) are read by the same sub-topology, so they must be co-partitioned: give them the same partition count", first.Name.Value, first.Partitions, t.Name.Value, t.Partitions)
+			}
+		}
+	}
+}
+
+func validTopicName(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validPackage(s string) bool {
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != "" && !isKeyword(s)
+}
+
+func isKeyword(s string) bool {
+	return slices.Contains([]string{"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var"}, s)
+}
+
+// Describe is a one-line summary of the graph, for logs and tests.
+func (g *Graph) Describe() string {
+	return fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+}

@@ -1,0 +1,260 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kgen-dev/kgen/gen/model"
+)
+
+const wordcount = `version: 1
+app: wordcount
+types:
+  go: [./model]
+topics:
+  sentences:   {key: string, value: model.Sentence, format: json}
+  word-counts: {key: string, value: int64}
+stores:
+  counts: {kind: keyvalue, key: string, value: int64}
+processors:
+  split: {from: [sentences], forward: {key: string, value: string}, to: [count]}
+  count: {from: [split], stores: [counts], to: [word-counts], punctuate: [{every: 1m, time: wall-clock}]}
+`
+
+func universe() *model.Universe {
+	ts := &model.Type{Kind: model.Timestamp}
+	return &model.Universe{Types: map[string]*model.Type{
+		"model.Sentence": {Kind: model.Record, Name: "Sentence", GoPackage: "example.com/m/model", FullName: "model.Sentence",
+			Fields: []*model.Field{{Name: "Text", WireName: "text", Type: &model.Type{Kind: model.String}}, {Name: "At", WireName: "at", Type: ts}}},
+	}}
+}
+
+func TestResolveWordcount(t *testing.T) {
+	spec, err := Parse("kgen.yaml", []byte(wordcount))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Resolve(spec, universe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range g.Processors {
+		got = append(got, p.Name.Value+" "+p.Ident+" in="+p.In.String()+" out="+p.Out.String())
+	}
+	want := []string{
+		"count Count in=string,string out=string,int64",
+		"split Split in=string,model.Sentence out=string,string",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("processors (-want +got):\n%s", diff)
+	}
+	if g.Topics[0].ValueFormat != FormatJSON || g.Topics[1].ValueFormat != FormatInt64 {
+		t.Errorf("formats: %q %q", g.Topics[0].ValueFormat, g.Topics[1].ValueFormat)
+	}
+	if !g.Stores[0].Changelog {
+		t.Error("stores are changelogged by default")
+	}
+	if pu := g.Processors[0].Punctuations; len(pu) != 1 || !pu[0].WallClock || pu[0].Method != "Punctuate" {
+		t.Errorf("punctuation: %+v", pu)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       []string
+	}{
+		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
+		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
+		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
+		{"syntax", "version: 1\napp: [\n", []string{"kgen.yaml:2:1: invalid YAML: did not find expected node content"}},
+		{"unknown refs", `version: 1
+app: a
+topics:
+  in: {key: string, value: strin}
+processors:
+  p: {from: [inn], to: [out], stores: [s]}
+`, []string{
+			`kgen.yaml:4:28: unknown type "strin" (did you mean "string"?)`,
+			`kgen.yaml:6:14: processor "p" reads from "inn", which is neither a topic nor a processor (did you mean "in"?)`,
+			`kgen.yaml:6:25: processor "p" forwards to "out", which is neither a topic nor a processor`,
+			`kgen.yaml:6:40: processor "p" uses unknown store "s"`,
+		}},
+		{"mismatch", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+  out: {key: string, value: int64}
+processors:
+  p: {from: [in], forward: {key: string, value: string}, to: [out, q]}
+  q: {from: [in]}
+`, []string{
+			`kgen.yaml:7:63: processor "p" forwards string,string but topic "out" takes string,int64`,
+		}},
+		{"child mismatch", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+  nums: {key: string, value: int64}
+processors:
+  p: {from: [in], forward: {key: string, value: string}, to: [q]}
+  q: {from: [nums, p]}
+`, []string{
+			`kgen.yaml:7:63: processor "p" forwards string,string but child "q" takes string,int64 (what its input "nums" carries)`,
+		}},
+		{"cycle and owner", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+stores:
+  lonely: {key: string, value: string}
+processors:
+  a: {from: [in, c], forward: {key: string, value: string}, to: [b]}
+  b: {from: [a], forward: {key: string, value: string}, to: [c]}
+  c: {from: [b], forward: {key: string, value: string}}
+`, []string{
+			`kgen.yaml:6:3: store "lonely" has no owner: list it under stores: of the processor that uses it`,
+			`kgen.yaml:8:3: cycle among processors: a -> b -> c -> a`,
+		}},
+		{"timestamp", `version: 1
+app: a
+topics:
+  in: {key: string, value: model.Sentence, timestamp: Text}
+  in2: {key: string, value: model.Sentence, timestamp: at}
+  in3: {key: string, value: model.Sentence, timestamp: when}
+`, []string{
+			`kgen.yaml:4:55: topic "in": timestamp field model.Sentence.Text is a string, not a time (want time.Time or int64 milliseconds)`,
+			`kgen.yaml:6:56: topic "in3": model.Sentence has no field "when"`,
+		}},
+		{"identifiers", `version: 1
+app: a
+topics:
+  9lives: {key: string, value: string}
+  word-counts: {key: string, value: string}
+  word_counts: {key: string, value: string}
+`, []string{
+			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use letters, digits, '-', '_' and '.', starting with a letter`,
+			`kgen.yaml:6:3: topic "word-counts" and "word_counts" (kgen.yaml:5:3) both become the Go name WordCounts`,
+		}},
+		{"copartition", `version: 1
+app: a
+topics:
+  a: {key: string, value: string, partitions: 3}
+  b: {key: string, value: string, partitions: 4}
+  c: {key: string, value: string, partitions: 5}
+processors:
+  j: {from: [a, b]}
+  k: {from: [c]}
+`, []string{
+			`kgen.yaml:5:47: topics "a" (3 partitions) and "b" (4 partitions) are read by the same sub-topology, so they must be co-partitioned: give them the same partition count`,
+		}},
+		{"format", `version: 1
+app: a
+topics:
+  a: {key: string, value: model.Sentence, format: int64}
+  b: {key: string, value: string, format: jsn}
+  c: {key: string, value: model.Sentence, format: avro}
+`, []string{
+			`kgen.yaml:4:51: format int64 cannot carry value type model.Sentence`,
+			`kgen.yaml:5:43: unknown format "jsn" (want one of avro, avro-confluent, bytes, float64, int32, int64, json, string) (did you mean "json"?)`,
+			`kgen.yaml:6:51: format avro needs a record type from an Avro schema (types: avro), but model.Sentence is not one`,
+		}},
+		{"per-child forward", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+processors:
+  p: {from: in, forward: {q: {key: string, value: string}}, to: [q]}
+  q: {}
+`, []string{
+			`kgen.yaml:6:27: processor "p": forward: per-child forward types are not supported: a processor forwards one key and value type to all its children (forward: {key: K, value: V}); use ForwardTo<Child> to pick a child`,
+		}},
+		{"node names", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+processors:
+  in-source: {from: [in]}
+`, []string{
+			`kgen.yaml:6:3: processor name "in-source" is the runtime's name for the source of topic "in": rename the processor`,
+		}},
+		{"punctuate", `version: 1
+app: a
+topics:
+  a: {key: string, value: string}
+processors:
+  p: {from: [a], punctuate: [{every: 0s}, {every: 1m, time: wallclock}]}
+`, []string{
+			`kgen.yaml:6:30: processor "p" has several punctuate schedules: give each a name (it names the method Punctuate<Name>)`,
+			`kgen.yaml:6:38: processor "p": punctuate: every: want a positive duration such as 30s or 1m, got "0s"`,
+			`kgen.yaml:6:43: processor "p" has several punctuate schedules: give each a name (it names the method Punctuate<Name>)`,
+			`kgen.yaml:6:61: processor "p": punctuate time "wallclock": want stream-time or wall-clock`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := check(tc.spec)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// check parses and resolves a spec and returns its error lines.
+func check(spec string) []string {
+	s, err := Parse("kgen.yaml", []byte(spec))
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := Resolve(s, universe()); err != nil {
+		errs = append(errs, err)
+	}
+	var all Errors
+	for _, err := range errs {
+		var es Errors
+		if !errors.As(err, &es) {
+			return []string{"not Errors: " + err.Error()}
+		}
+		all = append(all, es...)
+	}
+	all = all.Sort()
+	if len(all) == 0 {
+		return nil
+	}
+	return strings.Split(all.Error(), "\n")
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(wordcount))
+	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
+	f.Add([]byte("a: &x [*x, *x]\n"))
+	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("kgen.yaml", data)
+		if s == nil {
+			t.Fatal("nil spec")
+		}
+		if err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("parse error is not Errors: %v", err)
+			}
+		}
+		if _, err := Resolve(s, universe()); err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("resolve error is not Errors: %v", err)
+			}
+			for _, e := range es {
+				if e.Pos.File != "kgen.yaml" {
+					t.Fatalf("error without position: %v", e)
+				}
+			}
+		}
+	})
+}

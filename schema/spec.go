@@ -1,0 +1,132 @@
+// Package schema owns kgen's topology spec: the Go types of a kgen.yaml file,
+// loading it with the line and column of every node, and validating it. Load
+// checks what the file alone can tell; Resolve checks it against the record
+// types the loaders found and yields the typed graph the emitters read.
+package schema
+
+import (
+	"time"
+
+	"github.com/kgen-dev/kgen/gen/model"
+)
+
+// Version is the only spec format version this package reads.
+const Version = 1
+
+// FileName is the conventional name of a spec file.
+const FileName = "kgen.yaml"
+
+// Str is a scalar from the spec with the place it was written.
+type Str struct {
+	Value string
+	Pos   model.Pos
+}
+
+// Spec is one kgen.yaml file. Topics, stores and processors are sorted by
+// name so everything derived from a spec is deterministic.
+type Spec struct {
+	// File is the path the spec was read from, as given to Load.
+	File    string
+	Version int
+	// App is the application id: the consumer group and the prefix of
+	// internal topics.
+	App Str
+	// Package is the Go package name of the generated code; empty means
+	// "derive it from the directory".
+	Package    Str
+	Types      Types
+	Topics     []*Topic
+	Stores     []*Store
+	Processors []*Processor
+}
+
+// Types says where record types come from.
+type Types struct {
+	Go   []Str // Go package patterns relative to the spec's directory ("./model")
+	Avro []Str // .avsc files or globs relative to the spec's directory
+}
+
+// Formats a topic or store may declare.
+const (
+	FormatString        = "string"
+	FormatBytes         = "bytes"
+	FormatInt32         = "int32"
+	FormatInt64         = "int64"
+	FormatFloat64       = "float64"
+	FormatJSON          = "json"
+	FormatAvro          = "avro"
+	FormatAvroConfluent = "avro-confluent"
+)
+
+// Formats lists every known format, sorted.
+var Formats = []string{FormatAvro, FormatAvroConfluent, FormatBytes, FormatFloat64, FormatInt32, FormatInt64, FormatJSON, FormatString}
+
+// Topic is a Kafka topic with its key and value types.
+type Topic struct {
+	Name Str
+	Key  Str
+	// Value is the value type; Format applies to it, and to the key too
+	// when KeyFormat is empty and the key is not a primitive.
+	Value     Str
+	Format    Str
+	KeyFormat Str
+	// Partitions is the partition count, 0 when not given.
+	Partitions    int
+	PartitionsPos model.Pos
+	// Timestamp names a field of the value whose time is the record's
+	// event time; empty means the record's own timestamp.
+	Timestamp Str
+}
+
+// Backends a store may use.
+const (
+	BackendMemory = "memory"
+	BackendPebble = "pebble"
+)
+
+// Store is a state store.
+type Store struct {
+	Name      Str
+	Kind      Str // "keyvalue", the only kind so far
+	Key       Str
+	Value     Str
+	Format    Str // format of non-primitive keys and values in the store
+	Backend   Str // memory (default) or pebble
+	Changelog bool
+}
+
+// Processor is a node of user code.
+type Processor struct {
+	Name Str
+	// From lists the processor's inputs: topics or other processors.
+	From []Str
+	// Forward is what the processor forwards; nil means "the types of the
+	// topics it writes to".
+	Forward *Forward
+	// To lists the processor's children: processors or topics.
+	To        []Str
+	Stores    []Str
+	Punctuate []*Punctuation
+}
+
+// Forward declares the key and value types a processor forwards.
+type Forward struct {
+	Key   Str
+	Value Str
+	Pos   model.Pos
+}
+
+// Punctuation time kinds.
+const (
+	StreamTime = "stream-time"
+	WallClock  = "wall-clock"
+)
+
+// Punctuation is one periodic callback of a processor.
+type Punctuation struct {
+	Name     Str // optional with one schedule, required with several
+	Every    time.Duration
+	EveryPos model.Pos
+	Time     Str // stream-time (default) or wall-clock
+	Pos      model.Pos
+}

@@ -1,0 +1,17 @@
+// Package templates holds the text/template files kgen renders: the
+// generated application runner, and the files a user owns once written
+// (processor implementations, a main, a new project's files).
+package templates
+
+import (
+	"embed"
+	"text/template"
+)
+
+//go:embed *.tmpl
+var files embed.FS
+
+// Parse returns every template, by file name ("processor.go.tmpl").
+func Parse() (*template.Template, error) {
+	return template.New("kgen").Funcs(template.FuncMap{}).ParseFS(files, "*.tmpl")
+}

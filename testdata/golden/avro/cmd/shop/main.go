@@ -1,0 +1,14 @@
+// Command shop runs the shop stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import shop "github.com/kgen-dev/kgen/testdata/golden/avro"
+
+func main() {
+	shop.Main(shop.Processors{
+		Enrich:   func() shop.EnrichProcessor { return &shop.Enrich{} },
+		Remember: func() shop.RememberProcessor { return &shop.Remember{} },
+	})
+}

@@ -1,0 +1,17 @@
+// Command metrics runs the metrics stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import metrics "github.com/kgen-dev/kgen/testdata/golden/multichild"
+
+func main() {
+	metrics.Main(metrics.Processors{
+		Archive: func() metrics.ArchiveProcessor { return &metrics.Archive{} },
+		Check:   func() metrics.CheckProcessor { return &metrics.Check{} },
+		Log:     func() metrics.LogProcessor { return &metrics.Log{} },
+		Route:   func() metrics.RouteProcessor { return &metrics.Route{} },
+		Sum:     func() metrics.SumProcessor { return &metrics.Sum{} },
+	})
+}
