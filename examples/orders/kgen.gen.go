@@ -13,12 +13,12 @@ import (
 	"time"
 )
 
-// The generated code below was written for runtime contract version 1 (stream.GenVersion).
+// The generated code below was written for runtime contract version 2 (stream.GenVersion).
 // If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
 // are out of step: run the kgen generate of the kgen version your go.mod requires.
 const (
-	_ uint = stream.GenVersion - 1 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 1 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
+	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -352,10 +352,7 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 		return &rememberCustomerNode{impl: p.RememberCustomer()}
 	}, "customers-source")
 	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, EnrichedOrdersKeySerde, EnrichedOrdersValueSerde, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomers, customersStoreKeySerde, customersStoreValueSerde, stream.StoreOptions{
-		Backend:   stream.MemoryBackend,
-		Changelog: true,
-	}, "enrich", "remember-customer")
+	stream.AddKeyValueStore(t, StoreCustomers, customersStoreKeySerde, customersStoreValueSerde, stream.StoreOptions{Changelog: true}, "enrich", "remember-customer")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -103,21 +103,3 @@ func TestLockDirOtherProcess(t *testing.T) {
 		t.Errorf("child could not lock a released directory; output:\n%s", out)
 	}
 }
-
-// TestLockDirWithPebbleStoreInside checks that a locked task directory can
-// hold Pebble stores in subdirectories (Pebble locks its own directory).
-func TestLockDirWithPebbleStoreInside(t *testing.T) {
-	task := filepath.Join(t.TempDir(), "0_1")
-	unlock, err := LockDir(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	b, err := OpenPebble(filepath.Join(task, "counts"), PebbleOptions{CacheSize: 1 << 20})
-	if err != nil {
-		t.Fatalf("OpenPebble inside a locked task directory: %v", err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -1,5 +1,6 @@
 // Package state owns the local state of a kgen task: typed key-value stores
-// over an ordered byte backend (in memory or Pebble on disk), the logging of
+// over an ordered byte backend (in memory here; on disk through an Opener,
+// such as the one of package runtime/state/pebblestore), the logging of
 // every write to a changelog, the bulk application of changelog records when
 // a store is restored, and the task directory helpers (an exclusive lock and
 // the checkpoint file of restored offsets).
@@ -33,7 +34,8 @@ var ErrClosed = errors.New("store is closed")
 // Backend is an ordered byte-level key-value store owned by one task.
 //
 // Keys are compared as byte strings. A Put copies key and value: the caller
-// may reuse them once Put returns. Implementations: NewMemory, OpenPebble.
+// may reuse them once Put returns. Implementations: NewMemory, and
+// pebblestore.Open in package runtime/state/pebblestore.
 type Backend interface {
 	// Get returns the value stored under key. The value is the caller's to
 	// keep and to modify. A missing key is (nil, false, nil).
@@ -47,7 +49,8 @@ type Backend interface {
 	// The iterator sees the backend as it was when Range was called.
 	Range(from, to []byte) (Iterator, error)
 	// ApproximateCount estimates the number of keys. The in-memory backend
-	// counts exactly; Pebble estimates from table statistics.
+	// counts exactly; a persistent one may estimate (Pebble does, from table
+	// statistics).
 	ApproximateCount() (int64, error)
 	// Flush makes every write so far durable (no-op in memory).
 	Flush() error
@@ -55,6 +58,15 @@ type Backend interface {
 	// reported as an error. Close does not Flush.
 	Close() error
 }
+
+// Opener opens, creating it if needed, a persistent backend keeping its data
+// in dir, a directory of its own (the runtime passes <task dir>/<store>; the
+// task directory itself is locked by LockDir). What is in dir must survive
+// Close: the runtime trusts a persistent store to hold every write made
+// before its last Flush. Package runtime/state/pebblestore provides one.
+// Keeping the disk backends out of this package keeps them, and what they
+// import, out of programs that do not use them.
+type Opener func(dir string) (Backend, error)
 
 // Iterator walks a range of a Backend in key order. Call Next before the
 // first Key. Key and Value are valid only until the next call to Next or
@@ -77,7 +89,8 @@ type ChangeLogger interface {
 	LogChange(key, value []byte)
 }
 
-// Restorer applies changelog records in bulk; both backends implement it.
+// Restorer applies changelog records in bulk; the in-memory and Pebble
+// backends implement it.
 // The runtime calls it while restoring a store, and the writes are not logged.
 type Restorer interface {
 	// ApplyBatch applies changes in order, as one atomic write where the

@@ -16,6 +16,7 @@ import (
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,12 +38,26 @@ func produceAll(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	}
 }
 
-// countTopology counts records per key into a store and emits each new count.
-func countTopology(in, out string, backend stream.BackendKind) *stream.Topology {
+// onDisk keeps a store in Pebble, under the task directory.
+var onDisk = pebblestore.Opener(pebblestore.Options{})
+
+// storeKinds are the two ways to keep a store, for tests that run on both:
+// persistent nil keeps it in memory.
+var storeKinds = []struct {
+	name       string
+	persistent state.Opener
+}{
+	{"pebble", onDisk},
+	{"memory", nil},
+}
+
+// countTopology counts records per key into a store (persistent, or in
+// memory when nil) and emits each new count.
+func countTopology(in, out string, persistent state.Opener) *stream.Topology {
 	t := stream.NewTopology()
 	stream.AddSource(t, "in", in, serde.String{}, serde.String{})
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] { return &keyCounter{} }, "in")
-	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Backend: backend, Changelog: true}, "count")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent, Changelog: true}, "count")
 	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "count")
 	return t
 }
@@ -113,7 +128,7 @@ func TestAppCountsExactlyOnCleanRun(t *testing.T) {
 	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 	recs, truth := keyedRecords(in, 5000, 50, 1)
 	produceAll(t, c.Client(t), recs)
-	app, err := runApp(t, countTopology(in, out, stream.PebbleBackend),
+	app, err := runApp(t, countTopology(in, out, onDisk),
 		stream.Brokers(c.Seeds()...), stream.AppID("count-"+in), stream.StateDir(t.TempDir()),
 		stream.Parallelism(2), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 	if err != nil {
@@ -140,7 +155,7 @@ func TestAppRestoresFromChangelog(t *testing.T) {
 	cl := c.Client(t)
 	run := func(stateDir string) *stream.App {
 		t.Helper()
-		app, err := runApp(t, countTopology(in, out, stream.PebbleBackend),
+		app, err := runApp(t, countTopology(in, out, onDisk),
 			stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(stateDir),
 			stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 		if err != nil {
@@ -184,7 +199,7 @@ func TestAppRestoresOnlyTheTail(t *testing.T) {
 	recs, _ := keyedRecords(in, 1500, 10, 3)
 	cl := c.Client(t)
 	produceAll(t, cl, recs[:1000])
-	if _, err := runApp(t, countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
+	if _, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...),
 		stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp()); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +222,7 @@ func TestAppRestoresOnlyTheTail(t *testing.T) {
 	}
 	before := changelogEnd()
 	// A cache smaller than the tail: restored records must not pass through it.
-	app, err := runApp(t, countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
+	app, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...),
 		stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.CacheRecords(50),
 		stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 	if err != nil {
@@ -358,7 +373,7 @@ func TestAppScaling(t *testing.T) {
 		done   chan error
 	}
 	start := func(dir string) *instance {
-		app, err := stream.New(countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
+		app, err := stream.New(countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...),
 			stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.CommitInterval(200*time.Millisecond),
 			stream.Logger(testLogger(t)))
 		if err != nil {

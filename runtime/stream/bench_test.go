@@ -182,7 +182,7 @@ func BenchmarkCount(b *testing.B) {
 		topo := stream.NewTopology()
 		stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
 		stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &bytesCounter{} }, "in")
-		stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Backend: stream.PebbleBackend, Changelog: true}, "count")
+		stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: onDisk, Changelog: true}, "count")
 		stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
 		measure(b, c, out, benchRecords, func(ctx context.Context) {
 			runKgen(ctx, b, c, topo, fmt.Sprintf("bench-count-%d-%s", i, out))
@@ -247,7 +247,7 @@ func BenchmarkRestore(b *testing.B) {
 					}
 					rd.Close()
 				} else {
-					app, err := stream.New(countTopology(in, out, stream.PebbleBackend), stream.Brokers(c.Seeds()...),
+					app, err := stream.New(countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...),
 						stream.AppID(appID), stream.StateDir(b.TempDir()), stream.Parallelism(1), stream.Logger(testLoggerB()))
 					if err != nil {
 						b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -54,7 +55,7 @@ func TestExactlyOnceCleanRun(t *testing.T) {
 	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 	recs, truth := keyedRecords(in, 4000, 40, 5)
 	produceAll(t, c.Client(t), recs)
-	app, err := runApp(t, countTopology(in, out, stream.PebbleBackend),
+	app, err := runApp(t, countTopology(in, out, onDisk),
 		stream.Brokers(c.Seeds()...), stream.AppID("eos-"+in), stream.StateDir(t.TempDir()),
 		stream.Parallelism(2), stream.Guarantee(stream.ExactlyOnce), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 	if err != nil {
@@ -80,13 +81,13 @@ func (c *crashingCounter) Process(ctx *stream.Context[string, int64], r stream.R
 	return c.keyCounter.Process(ctx, r)
 }
 
-func crashingTopology(in, out string, backend stream.BackendKind, countdown *atomic.Int64) *stream.Topology {
+func crashingTopology(in, out string, persistent state.Opener, countdown *atomic.Int64) *stream.Topology {
 	t := stream.NewTopology()
 	stream.AddSource(t, "in", in, serde.String{}, serde.String{})
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
 		return &crashingCounter{countdown: countdown}
 	}, "in")
-	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Backend: backend, Changelog: true}, "count")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent, Changelog: true}, "count")
 	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "count")
 	return t
 }
@@ -96,8 +97,8 @@ func crashingTopology(in, out string, backend stream.BackendKind, countdown *ato
 // it, with and without its state directory. The committed output must
 // still hold every count exactly once.
 func TestExactlyOnceAcrossFailures(t *testing.T) {
-	for _, backend := range []stream.BackendKind{stream.PebbleBackend, stream.MemoryBackend} {
-		t.Run(backend.String(), func(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
 			c := kafkatest.New(t)
 			in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
 			appID := "eos-crash-" + in
@@ -111,7 +112,7 @@ func TestExactlyOnceAcrossFailures(t *testing.T) {
 				}
 				var countdown atomic.Int64
 				countdown.Store(crashAfter)
-				app, err := stream.New(crashingTopology(in, out, backend, &countdown), stream.Brokers(c.Seeds()...),
+				app, err := stream.New(crashingTopology(in, out, kind.persistent, &countdown), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(stateDir), stream.InstanceID("only"), stream.Parallelism(1),
 					stream.Guarantee(stream.ExactlyOnce), stream.CommitInterval(50*time.Millisecond),
 					stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())

@@ -87,14 +87,14 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 }
 
 func newLocalTask(id TaskID, t *Topology, env taskEnv) (*task, error) {
-	saved := map[string]BackendKind{}
+	saved := map[string]state.Opener{}
 	for _, s := range t.subs[id.Subtopology].stores {
-		saved[s.name] = s.opts.Backend
-		s.opts.Backend = MemoryBackend
+		saved[s.name] = s.opts.Persistent
+		s.opts.Persistent = nil
 	}
 	defer func() {
 		for _, s := range t.subs[id.Subtopology].stores {
-			s.opts.Backend = saved[s.name]
+			s.opts.Persistent = saved[s.name]
 		}
 	}()
 	return newTask(id, t, env)

@@ -16,8 +16,9 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // wordCount is the canonical stateful topology: split sentences into words,
-// count per word in a changelogged store, emit the new count.
-func wordCount(backend stream.BackendKind) *stream.Topology {
+// count per word in a changelogged store (persistent, or in memory when
+// nil), emit the new count.
+func wordCount(persistent state.Opener) *stream.Topology {
 	t := stream.NewTopology()
 	stream.AddSource(t, "sentences", "sentences", serde.String{}, serde.String{})
 	stream.AddProcessor(t, "split", func() stream.Processor[string, string, string, string] {
@@ -29,7 +30,7 @@ func wordCount(backend stream.BackendKind) *stream.Topology {
 		})
 	}, "sentences")
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] { return &counter{} }, "split")
-	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Backend: backend, Changelog: true}, "count")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent, Changelog: true}, "count")
 	stream.AddSink(t, "out", "word-counts", serde.String{}, serde.Int64{}, "count")
 	return t
 }
@@ -73,7 +74,7 @@ type kv struct {
 }
 
 func TestWordCountLocal(t *testing.T) {
-	d := newDriver(t, wordCount(stream.MemoryBackend), streamtest.Config{})
+	d := newDriver(t, wordCount(nil), streamtest.Config{})
 	for i, s := range []string{"a b a", "c a"} {
 		if err := streamtest.Pipe(d, "sentences", serde.String{}, serde.String{}, "", s, t0.Add(time.Duration(i)*time.Second)); err != nil {
 			t.Fatal(err)
@@ -103,6 +104,30 @@ func TestWordCountLocal(t *testing.T) {
 	}
 	if got := d.ChangelogLen("counts"); got != 5 {
 		t.Errorf("changelog records = %d, want 5 (one per put)", got)
+	}
+}
+
+// TestLocalDriverKeepsStoresInMemory checks that the test driver never opens
+// a persistent store: it keeps every store in memory, and touches no disk.
+func TestLocalDriverKeepsStoresInMemory(t *testing.T) {
+	opened := 0
+	persistent := func(dir string) (state.Backend, error) {
+		opened++
+		return nil, errors.New("the test driver opened a persistent store in " + dir)
+	}
+	d := newDriver(t, wordCount(persistent), streamtest.Config{})
+	if err := streamtest.Pipe(d, "sentences", serde.String{}, serde.String{}, "", "a b a", t0); err != nil {
+		t.Fatal(err)
+	}
+	store, err := streamtest.KeyValueStore[string, int64](d, "counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok, _ := store.Get("a"); !ok || n != 2 {
+		t.Errorf("store a = %d,%v, want 2", n, ok)
+	}
+	if opened != 0 {
+		t.Errorf("the persistent opener was called %d times, want 0", opened)
 	}
 }
 
@@ -343,7 +368,7 @@ func TestValidationReportsEverything(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	topo := wordCount(stream.MemoryBackend)
+	topo := wordCount(nil)
 	want := `Topologies:
   Sub-topology: 0
     Source: sentences (topics: [sentences])

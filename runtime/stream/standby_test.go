@@ -14,15 +14,15 @@ import (
 // tasks restored only what their standbys had not applied yet, and that
 // the counts stay right.
 func TestStandbyTakesOverWithOnlyTheTail(t *testing.T) {
-	for _, backend := range []stream.BackendKind{stream.PebbleBackend, stream.MemoryBackend} {
-		t.Run(backend.String(), func(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
 			c := kafkatest.New(t)
 			in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 			appID := "standby-" + in
 			recs, truth := keyedRecords(in, 20_000, 2_000, 7)
 			produceAll(t, c.Client(t), recs[:10_000])
 			start := func(name string) (*stream.App, context.CancelFunc, chan error) {
-				app, err := stream.New(countTopology(in, out, backend), stream.Brokers(c.Seeds()...),
+				app, err := stream.New(countTopology(in, out, kind.persistent), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
 					stream.Parallelism(1), stream.StandbyReplicas(1), stream.CommitInterval(100*time.Millisecond),
 					stream.Logger(testLogger(t)))

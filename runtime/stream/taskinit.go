@@ -107,8 +107,8 @@ func (t *task) openStores() (err error) {
 		switch {
 		case from != nil:
 			ts.backend, from.inner, from.backend = from.inner, nil, nil
-		case def.opts.Backend == PebbleBackend:
-			ts.backend, err = state.OpenPebble(filepath.Join(t.dir, def.name), state.PebbleOptions{})
+		case def.opts.Persistent != nil:
+			ts.backend, err = def.opts.Persistent(filepath.Join(t.dir, def.name))
 			if err != nil {
 				return fmt.Errorf("task %s: open store %q: %w", id, def.name, err)
 			}
@@ -125,7 +125,7 @@ func (t *task) openStores() (err error) {
 			switch {
 			case from != nil:
 				ts.restoredTo = from.restoredTo
-			case def.opts.Backend == PebbleBackend:
+			case def.opts.Persistent != nil:
 				ts.restoredTo = cp[ts.changelog][id.Partition]
 			}
 			ts.produced.observe(ts.restoredTo)
@@ -180,7 +180,7 @@ func (t *task) writeCheckpoint() error {
 	}
 	cp := state.Checkpoint{}
 	for _, s := range t.stores {
-		if s.changelog == "" || s.def.opts.Backend != PebbleBackend {
+		if s.changelog == "" || s.def.opts.Persistent == nil {
 			continue
 		}
 		cp[s.changelog] = map[int32]int64{s.partition: max(s.restoredTo, s.produced.load())}

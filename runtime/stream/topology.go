@@ -75,28 +75,17 @@ type storeDef struct {
 	processor []string
 }
 
-// BackendKind chooses where a store keeps its data.
-type BackendKind int
-
-const (
-	// MemoryBackend keeps data in an ordered in-memory map; after a restart
-	// the store is rebuilt from its changelog.
-	MemoryBackend BackendKind = iota
-	// PebbleBackend keeps data on disk under the state directory, so a
-	// restart only replays the changelog's tail.
-	PebbleBackend
-)
-
-func (b BackendKind) String() string {
-	if b == PebbleBackend {
-		return "pebble"
-	}
-	return "memory"
-}
-
 // StoreOptions configures a state store.
 type StoreOptions struct {
-	Backend BackendKind
+	// Persistent, if not nil, opens the store on disk, in a directory of its
+	// own under the task's state directory, so that a restart only replays
+	// the changelog's tail past the store's checkpoint: for example
+	// pebblestore.Opener(pebblestore.Options{}) from package
+	// runtime/state/pebblestore. Nil keeps the store in an ordered in-memory
+	// map, rebuilt from its changelog after a restart. The disk backends live
+	// outside this package so that a program that does not use them does not
+	// link them.
+	Persistent state.Opener
 	// Changelog logs every write to the compacted topic
 	// <app>-<store>-changelog, from which the store is restored.
 	Changelog bool

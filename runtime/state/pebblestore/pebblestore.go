@@ -1,4 +1,10 @@
-package state
+// Package pebblestore is the on-disk state backend of kgen, over Pebble. It
+// lives apart from runtime/state so that a program with only in-memory
+// stores does not link Pebble (nor the Prometheus client Pebble imports).
+//
+// Give a store this backend with stream.StoreOptions{Persistent:
+// pebblestore.Opener(pebblestore.Options{})}, or open one directly with Open.
+package pebblestore
 
 import (
 	"bytes"
@@ -12,23 +18,24 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/kgen-dev/kgen/runtime/state"
 )
 
-// DefaultPebbleCacheSize is the block cache of a Pebble store when
-// PebbleOptions.CacheSize is zero: 64 MiB.
-const DefaultPebbleCacheSize = 64 << 20
+// DefaultCacheSize is the block cache of a store when Options.CacheSize is
+// zero: 64 MiB.
+const DefaultCacheSize = 64 << 20
 
-// PebbleOptions tunes a Pebble store. The zero value gives the store its own
+// Options tunes a Pebble store. The zero value gives the store its own
 // 64 MiB block cache (allocated as it fills); with many stores on a small
 // machine, share one cache among them with Cache.
-type PebbleOptions struct {
+type Options struct {
 	// CacheSize is the block cache size in bytes. Zero means
-	// DefaultPebbleCacheSize. It is ignored when Cache is set.
+	// DefaultCacheSize. It is ignored when Cache is set.
 	CacheSize int64
 	// Cache, if not nil, is a block cache shared with other stores, which
 	// bounds the cache memory of all of them together. Nil gives the store a
 	// cache of its own, of CacheSize bytes.
-	Cache *PebbleCache
+	Cache *Cache
 	// MemTableSize is the size in bytes of one memtable. Zero means Pebble's
 	// default (4 MiB).
 	MemTableSize uint64
@@ -39,26 +46,26 @@ type PebbleOptions struct {
 	DisableWAL bool
 }
 
-// PebbleCache is a block cache that several Pebble stores share; see
-// PebbleOptions.Cache. It is safe for concurrent use.
-type PebbleCache struct {
+// Cache is a block cache that several Pebble stores share; see
+// Options.Cache. It is safe for concurrent use.
+type Cache struct {
 	mu sync.Mutex
 	c  *pebble.Cache // nil once closed
 }
 
-// NewPebbleCache returns a block cache of size bytes for Pebble stores to
-// share; size <= 0 means DefaultPebbleCacheSize.
-func NewPebbleCache(size int64) *PebbleCache {
+// NewCache returns a block cache of size bytes for Pebble stores to
+// share; size <= 0 means DefaultCacheSize.
+func NewCache(size int64) *Cache {
 	if size <= 0 {
-		size = DefaultPebbleCacheSize
+		size = DefaultCacheSize
 	}
-	return &PebbleCache{c: pebble.NewCache(size)}
+	return &Cache{c: pebble.NewCache(size)}
 }
 
 // Close releases the cache once every store opened with it is closed too.
 // Stores still open keep using it; no new store may be opened with it.
 // Closing it again does nothing.
-func (c *PebbleCache) Close() error {
+func (c *Cache) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.c != nil {
@@ -68,9 +75,9 @@ func (c *PebbleCache) Close() error {
 	return nil
 }
 
-// pebbleStore is the Pebble Backend. Writes are not synced (the changelog is
-// what survives a crash between commits); Flush syncs the WAL, or flushes the
-// memtable when the WAL is disabled.
+// pebbleStore is the Pebble state.Backend. Writes are not synced (the
+// changelog is what survives a crash between commits); Flush syncs the WAL,
+// or flushes the memtable when the WAL is disabled.
 type pebbleStore struct {
 	dir        string
 	db         *pebble.DB
@@ -84,15 +91,25 @@ type pebbleStore struct {
 	flushing  atomic.Int64
 }
 
-// OpenPebble opens, creating it if needed, the Pebble store in dir. Each store
-// has its own directory; Pebble locks it (a file named LOCK) while open, so a
-// store directory must not be the task directory locked by LockDir.
-func OpenPebble(dir string, opts PebbleOptions) (Backend, error) {
+var _ state.Restorer = (*pebbleStore)(nil) // restoration applies batches
+
+// Open opens, creating it if needed, the Pebble store in dir. Each store has
+// its own directory; Pebble locks it (a file named LOCK) while open, so a
+// store directory must not be the task directory locked by state.LockDir.
+// The backend also implements state.Restorer.
+func Open(dir string, opts Options) (state.Backend, error) {
 	return openPebble(dir, opts, vfs.Default)
 }
 
+// Opener returns a state.Opener that opens Pebble stores with opts, for
+// stream.StoreOptions.Persistent. Stores opened by one Opener share nothing
+// but opts: set opts.Cache to bound their cache memory together.
+func Opener(opts Options) state.Opener {
+	return func(dir string) (state.Backend, error) { return Open(dir, opts) }
+}
+
 // openPebble opens a store on fs; tests pass a file system that can crash.
-func openPebble(dir string, opts PebbleOptions, fs vfs.FS) (*pebbleStore, error) {
+func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open pebble store %s: %w", dir, err)
 	}
@@ -110,7 +127,7 @@ func openPebble(dir string, opts PebbleOptions, fs vfs.FS) (*pebbleStore, error)
 	} else {
 		cacheSize := opts.CacheSize
 		if cacheSize <= 0 {
-			cacheSize = DefaultPebbleCacheSize
+			cacheSize = DefaultCacheSize
 		}
 		cache = pebble.NewCache(cacheSize)
 		defer cache.Unref() // the DB holds its own reference
@@ -148,7 +165,7 @@ func (s *pebbleStore) errorf(op string, err error) error {
 
 func (s *pebbleStore) Get(key []byte) ([]byte, bool, error) {
 	if s.db == nil {
-		return nil, false, s.errorf("get", ErrClosed)
+		return nil, false, s.errorf("get", state.ErrClosed)
 	}
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -166,7 +183,7 @@ func (s *pebbleStore) Get(key []byte) ([]byte, bool, error) {
 
 func (s *pebbleStore) Put(key, value []byte) error {
 	if s.db == nil {
-		return s.errorf("put", ErrClosed)
+		return s.errorf("put", state.ErrClosed)
 	}
 	if err := s.db.Set(key, value, pebble.NoSync); err != nil {
 		return s.errorf("put", err)
@@ -177,7 +194,7 @@ func (s *pebbleStore) Put(key, value []byte) error {
 
 func (s *pebbleStore) Delete(key []byte) error {
 	if s.db == nil {
-		return s.errorf("delete", ErrClosed)
+		return s.errorf("delete", state.ErrClosed)
 	}
 	if err := s.db.Delete(key, pebble.NoSync); err != nil {
 		return s.errorf("delete", err)
@@ -186,10 +203,10 @@ func (s *pebbleStore) Delete(key []byte) error {
 	return nil
 }
 
-// ApplyBatch implements Restorer with one atomic, unsynced Pebble batch.
-func (s *pebbleStore) ApplyBatch(changes []Change) error {
+// ApplyBatch implements state.Restorer with one atomic, unsynced Pebble batch.
+func (s *pebbleStore) ApplyBatch(changes []state.Change) error {
 	if s.db == nil {
-		return s.errorf("apply batch", ErrClosed)
+		return s.errorf("apply batch", state.ErrClosed)
 	}
 	b := s.db.NewBatch()
 	var added int64
@@ -218,9 +235,9 @@ func (s *pebbleStore) ApplyBatch(changes []Change) error {
 	return nil
 }
 
-func (s *pebbleStore) Range(from, to []byte) (Iterator, error) {
+func (s *pebbleStore) Range(from, to []byte) (state.Iterator, error) {
 	if s.db == nil {
-		return nil, s.errorf("range", ErrClosed)
+		return nil, s.errorf("range", state.ErrClosed)
 	}
 	if to != nil && (len(to) == 0 || from != nil && bytes.Compare(from, to) >= 0) {
 		return emptyIter{}, nil // nothing sorts before the empty key
@@ -250,7 +267,7 @@ func (s *pebbleStore) Range(from, to []byte) (Iterator, error) {
 // compaction merges them.
 func (s *pebbleStore) ApproximateCount() (int64, error) {
 	if s.db == nil {
-		return 0, s.errorf("count", ErrClosed)
+		return 0, s.errorf("count", state.ErrClosed)
 	}
 	levels, err := s.db.SSTables(pebble.WithProperties())
 	if err != nil {
@@ -270,7 +287,7 @@ func (s *pebbleStore) ApproximateCount() (int64, error) {
 
 func (s *pebbleStore) Flush() error {
 	if s.db == nil {
-		return s.errorf("flush", ErrClosed)
+		return s.errorf("flush", state.ErrClosed)
 	}
 	var err error
 	if s.disableWAL {
@@ -288,7 +305,7 @@ func (s *pebbleStore) Flush() error {
 
 func (s *pebbleStore) Close() error {
 	if s.db == nil {
-		return s.errorf("close", ErrClosed)
+		return s.errorf("close", state.ErrClosed)
 	}
 	var errs []error
 	if n := len(s.iters); n > 0 {

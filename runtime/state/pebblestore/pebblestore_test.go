@@ -1,4 +1,4 @@
-package state
+package pebblestore
 
 import (
 	"fmt"
@@ -9,18 +9,20 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/statetest"
 )
 
-func TestPebbleReopenKeepsDataAfterFlush(t *testing.T) {
+func TestReopenKeepsDataAfterFlush(t *testing.T) {
 	for _, disableWAL := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disableWAL=%v", disableWAL), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "counts")
-			opts := PebbleOptions{DisableWAL: disableWAL}
-			b, err := OpenPebble(dir, opts)
+			opts := Options{DisableWAL: disableWAL}
+			b, err := Open(dir, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := NewKeyValueStore("counts", b, serde.String{}, serde.Int64{}, nil)
+			s := state.NewKeyValueStore("counts", b, serde.String{}, serde.Int64{}, nil)
 			want := map[string]int64{}
 			for i := range 100 {
 				k := fmt.Sprintf("k%03d", i)
@@ -40,14 +42,14 @@ func TestPebbleReopenKeepsDataAfterFlush(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			b, err = OpenPebble(dir, opts)
+			b, err = Open(dir, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			closeAtEnd(t, b)
-			s = NewKeyValueStore("counts", b, serde.String{}, serde.Int64{}, nil)
+			statetest.CloseAtEnd(t, b)
+			s = state.NewKeyValueStore("counts", b, serde.String{}, serde.Int64{}, nil)
 			got := map[string]int64{}
-			for _, e := range drain(t, must(s.All())) {
+			for _, e := range statetest.Drain(t, must(s.All())) {
 				got[e.K] = e.V
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -73,13 +75,13 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// TestPebbleFlushSurvivesCrash simulates a machine crash, which keeps only
+// TestFlushSurvivesCrash simulates a machine crash, which keeps only
 // what was synced: everything written before Flush must survive it.
-func TestPebbleFlushSurvivesCrash(t *testing.T) {
+func TestFlushSurvivesCrash(t *testing.T) {
 	for _, disableWAL := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disableWAL=%v", disableWAL), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			opts := PebbleOptions{CacheSize: 1 << 20, DisableWAL: disableWAL}
+			opts := Options{CacheSize: 1 << 20, DisableWAL: disableWAL}
 			b, err := openPebble("store", opts, fs)
 			if err != nil {
 				t.Fatal(err)
@@ -108,7 +110,7 @@ func TestPebbleFlushSurvivesCrash(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			got := drainRaw(t, must(rb.Range(nil, nil)))
+			got := statetest.DrainRaw(t, must(rb.Range(nil, nil)))
 			if len(got) != 50 {
 				t.Errorf("after crash: %d keys, want 50", len(got))
 			}
@@ -116,11 +118,11 @@ func TestPebbleFlushSurvivesCrash(t *testing.T) {
 	}
 }
 
-// TestPebbleCrashWithoutFlushLosesWrites shows the crash simulation above can
+// TestCrashWithoutFlushLosesWrites shows the crash simulation above can
 // fail: without Flush, unsynced writes are gone.
-func TestPebbleCrashWithoutFlushLosesWrites(t *testing.T) {
+func TestCrashWithoutFlushLosesWrites(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	b, err := openPebble("store", PebbleOptions{CacheSize: 1 << 20}, fs)
+	b, err := openPebble("store", Options{CacheSize: 1 << 20}, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestPebbleCrashWithoutFlushLosesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{})
-	rb, err := openPebble("store", PebbleOptions{CacheSize: 1 << 20}, crashed)
+	rb, err := openPebble("store", Options{CacheSize: 1 << 20}, crashed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +141,8 @@ func TestPebbleCrashWithoutFlushLosesWrites(t *testing.T) {
 	}
 }
 
-func TestPebbleCloseReportsLeakedIterators(t *testing.T) {
-	b, err := OpenPebble(t.TempDir(), PebbleOptions{CacheSize: 1 << 20})
+func TestCloseReportsLeakedIterators(t *testing.T) {
+	b, err := Open(t.TempDir(), Options{CacheSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +170,8 @@ func TestPebbleCloseReportsLeakedIterators(t *testing.T) {
 	}
 }
 
-func TestPebbleCloseAfterIteratorsClosed(t *testing.T) {
-	b, err := OpenPebble(t.TempDir(), PebbleOptions{CacheSize: 1 << 20})
+func TestCloseAfterIteratorsClosed(t *testing.T) {
+	b, err := Open(t.TempDir(), Options{CacheSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,12 +191,12 @@ func TestPebbleCloseAfterIteratorsClosed(t *testing.T) {
 	}
 }
 
-func TestPebbleApproximateCount(t *testing.T) {
-	b, err := OpenPebble(t.TempDir(), PebbleOptions{CacheSize: 1 << 20, DisableWAL: true})
+func TestApproximateCount(t *testing.T) {
+	b, err := Open(t.TempDir(), Options{CacheSize: 1 << 20, DisableWAL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeAtEnd(t, b)
+	statetest.CloseAtEnd(t, b)
 	for i := range 1000 {
 		if err := b.Put(fmt.Appendf(nil, "%04d", i), []byte("v")); err != nil {
 			t.Fatal(err)
@@ -226,26 +228,26 @@ func TestPebbleApproximateCount(t *testing.T) {
 	assertCount("after deleting half", 450, 550)
 }
 
-func TestPebbleOpenErrorNamesDir(t *testing.T) {
+func TestOpenErrorNamesDir(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenPebble(dir, PebbleOptions{})
+	b, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	// Pebble locks its directory: a second open fails.
-	_, err = OpenPebble(dir, PebbleOptions{})
+	_, err = Open(dir, Options{})
 	if err == nil || !strings.Contains(err.Error(), dir) {
-		t.Fatalf("second OpenPebble = %v, want an error naming %s", err, dir)
+		t.Fatalf("second Open = %v, want an error naming %s", err, dir)
 	}
 }
 
-func TestPebbleSharedCache(t *testing.T) {
-	cache := NewPebbleCache(1 << 20)
+func TestSharedCache(t *testing.T) {
+	cache := NewCache(1 << 20)
 	root := t.TempDir()
-	var stores []Backend
+	var stores []state.Backend
 	for _, name := range []string{"a", "b"} {
-		b, err := OpenPebble(filepath.Join(root, name), PebbleOptions{Cache: cache})
+		b, err := Open(filepath.Join(root, name), Options{Cache: cache})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,8 +259,8 @@ func TestPebbleSharedCache(t *testing.T) {
 	if err := cache.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	if _, err := OpenPebble(filepath.Join(root, "c"), PebbleOptions{Cache: cache}); err == nil {
-		t.Error("OpenPebble with a closed cache succeeded")
+	if _, err := Open(filepath.Join(root, "c"), Options{Cache: cache}); err == nil {
+		t.Error("Open with a closed cache succeeded")
 	}
 	// The stores keep the cache alive until they close.
 	for i, b := range stores {

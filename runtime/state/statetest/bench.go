@@ -1,62 +1,31 @@
-package state
+package statetest
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 )
 
 const benchKeys = 10_000
 
-func benchBackends() []struct {
-	name string
-	open func(b *testing.B) Backend
-} {
-	return []struct {
-		name string
-		open func(b *testing.B) Backend
-	}{
-		{"memory", func(*testing.B) Backend { return NewMemory() }},
-		{"pebble", func(b *testing.B) Backend {
-			s, err := OpenPebble(filepath.Join(b.TempDir(), "store"), PebbleOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-		{"pebble-nowal", func(b *testing.B) Backend {
-			s, err := OpenPebble(filepath.Join(b.TempDir(), "store"), PebbleOptions{DisableWAL: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return s
-		}},
-	}
-}
-
-func benchStore(b *testing.B, open func(*testing.B) Backend) (KeyValueStore[string, int64], []string) {
+func benchStore(b *testing.B, kind Kind) (state.KeyValueStore[string, int64], []string) {
 	b.Helper()
-	be := open(b)
-	b.Cleanup(func() {
-		if err := be.Close(); err != nil {
-			b.Error(err)
-		}
-	})
+	be := kind.Open(b)
 	keys := make([]string, benchKeys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%08d", i*7919%benchKeys)
 	}
-	return NewKeyValueStore("bench", be, serde.String{}, serde.Int64{}, nil), keys
+	return state.NewKeyValueStore("bench", be, serde.String{}, serde.Int64{}, nil), keys
 }
 
 // BenchmarkPut measures a typed Put of a string key and an int64 value,
-// overwriting a working set of benchKeys keys.
-func BenchmarkPut(b *testing.B) {
-	for _, bk := range benchBackends() {
-		b.Run(bk.name, func(b *testing.B) {
-			s, keys := benchStore(b, bk.open)
+// overwriting a working set of 10,000 keys, with a sub-benchmark per kind.
+func BenchmarkPut(b *testing.B, kinds ...Kind) {
+	for _, kind := range kinds {
+		b.Run(kind.Name, func(b *testing.B) {
+			s, keys := benchStore(b, kind)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -69,11 +38,12 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
-// BenchmarkGet measures a typed Get of a present key among benchKeys.
-func BenchmarkGet(b *testing.B) {
-	for _, bk := range benchBackends() {
-		b.Run(bk.name, func(b *testing.B) {
-			s, keys := benchStore(b, bk.open)
+// BenchmarkGet measures a typed Get of a present key among 10,000, with a
+// sub-benchmark per kind.
+func BenchmarkGet(b *testing.B, kinds ...Kind) {
+	for _, kind := range kinds {
+		b.Run(kind.Name, func(b *testing.B) {
+			s, keys := benchStore(b, kind)
 			for i, k := range keys {
 				if err := s.Put(k, int64(i)); err != nil {
 					b.Fatal(err)
@@ -91,11 +61,12 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
-// BenchmarkAll measures a full typed iteration, per entry.
-func BenchmarkAll(b *testing.B) {
-	for _, bk := range benchBackends() {
-		b.Run(bk.name, func(b *testing.B) {
-			s, keys := benchStore(b, bk.open)
+// BenchmarkAll measures a full typed iteration over 10,000 entries, per
+// entry, with a sub-benchmark per kind.
+func BenchmarkAll(b *testing.B, kinds ...Kind) {
+	for _, kind := range kinds {
+		b.Run(kind.Name, func(b *testing.B) {
+			s, keys := benchStore(b, kind)
 			for i, k := range keys {
 				if err := s.Put(k, int64(i)); err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package state
+package statetest
 
 import (
 	"flag"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 )
 
 var (
@@ -30,16 +31,13 @@ func modelSeeds(t *testing.T) []uint64 {
 	return append(seeds, uint64(time.Now().UnixNano()))
 }
 
-// TestModel runs random sequences of operations against each backend, through
-// the typed store and directly, and compares every result with a map.
-func TestModel(t *testing.T) {
-	for _, kind := range backendKinds() {
-		t.Run(kind.name, func(t *testing.T) {
-			for _, seed := range modelSeeds(t) {
-				t.Run(fmt.Sprint(seed), func(t *testing.T) {
-					runModel(t, kind, seed, *opsFlag)
-				})
-			}
+// RunModel runs random sequences of operations against backends of kind,
+// through the typed store and directly, and compares every result with a
+// map: one subtest per seed (see modelSeeds), of -state.ops operations.
+func RunModel(t *testing.T, kind Kind) {
+	for _, seed := range modelSeeds(t) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			RunModelSeed(t, kind, seed, *opsFlag)
 		})
 	}
 }
@@ -48,11 +46,11 @@ func TestModel(t *testing.T) {
 // strings bytewise, as the backends do).
 type model map[string]string
 
-func (m model) between(from, to *string) []kv[string, string] {
-	var out []kv[string, string]
+func (m model) between(from, to *string) []KV[string, string] {
+	var out []KV[string, string]
 	for _, k := range slices.Sorted(mapsKeys(m)) {
 		if (from == nil || k >= *from) && (to == nil || k < *to) {
-			out = append(out, kv[string, string]{k, m[k]})
+			out = append(out, KV[string, string]{k, m[k]})
 		}
 	}
 	return out
@@ -89,16 +87,18 @@ func randomValue(r *rand.Rand) string {
 	return fmt.Sprintf("v%d", r.IntN(1000))
 }
 
-func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
+// RunModelSeed runs the model test of RunModel once: ops operations drawn
+// from seed.
+func RunModelSeed(t *testing.T, kind Kind, seed uint64, ops int) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	keys := randomKeys(r)
 	key := func() string { return keys[r.IntN(len(keys))] }
 
-	b := kind.open(t)
-	log := &recorder{}
-	s := NewKeyValueStore("model", b, serde.String{}, serde.String{}, log)
+	b := kind.Open(t)
+	log := &Recorder{}
+	s := state.NewKeyValueStore("model", b, serde.String{}, serde.String{}, log)
 	m := model{}
-	var wantLog []Change
+	var wantLog []state.Change
 
 	op := 0
 	fail := func(format string, args ...any) {
@@ -114,12 +114,12 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 	put := func(k, v string) {
 		check("put", s.Put(k, v))
 		m[k] = v
-		wantLog = append(wantLog, Change{[]byte(k), []byte(v)})
+		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v)})
 	}
 	del := func(k string) {
 		check("delete", s.Delete(k))
 		delete(m, k)
-		wantLog = append(wantLog, Change{[]byte(k), nil})
+		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: nil})
 	}
 
 	for op = 0; op < ops; op++ {
@@ -149,19 +149,19 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 					fail("PutIfAbsent(%q) = %q, %v; want \"\", false", k, got, existed)
 				}
 				m[k] = v
-				wantLog = append(wantLog, Change{[]byte(k), []byte(v)})
+				wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v)})
 			}
 		case n < 71:
 			from, to := key(), key()
 			it, err := s.Range(from, to)
 			check("range", err)
-			if diff := cmp.Diff(m.between(&from, &to), drain(t, it)); diff != "" {
+			if diff := cmp.Diff(m.between(&from, &to), Drain(t, it)); diff != "" {
 				fail("Range(%q, %q) (-want +got):\n%s", from, to, diff)
 			}
 		case n < 75:
 			it, err := s.All()
 			check("all", err)
-			if diff := cmp.Diff(m.between(nil, nil), drain(t, it)); diff != "" {
+			if diff := cmp.Diff(m.between(nil, nil), Drain(t, it)); diff != "" {
 				fail("All (-want +got):\n%s", diff)
 			}
 		case n < 81:
@@ -178,17 +178,17 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 			}
 			it, err := b.Range(fb, tb)
 			check("backend range", err)
-			var want []Change
+			var want []state.Change
 			for _, e := range m.between(from, to) {
-				want = append(want, Change{[]byte(e.K), []byte(e.V)})
+				want = append(want, state.Change{Key: []byte(e.K), Value: []byte(e.V)})
 			}
-			if diff := cmp.Diff(want, drainRaw(t, it)); diff != "" {
+			if diff := cmp.Diff(want, DrainRaw(t, it)); diff != "" {
 				fail("backend Range(%q, %q) (-want +got):\n%s", fb, tb, diff)
 			}
 		case n < 84:
 			got, err := s.ApproximateCount()
 			check("count", err)
-			if kind.exactCount && got != int64(len(m)) {
+			if kind.ExactCount && got != int64(len(m)) {
 				fail("ApproximateCount = %d, want %d", got, len(m))
 			}
 			if got < 0 {
@@ -196,7 +196,7 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 			}
 		case n < 88:
 			// Restoration: applied in order, not logged.
-			changes := make([]Change, 1+r.IntN(8))
+			changes := make([]state.Change, 1+r.IntN(8))
 			for i := range changes {
 				k := key()
 				changes[i].Key = []byte(k)
@@ -208,22 +208,22 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 					m[k] = v
 				}
 			}
-			check("apply batch", b.(Restorer).ApplyBatch(changes))
+			check("apply batch", b.(state.Restorer).ApplyBatch(changes))
 		case n < 91:
 			check("flush", b.Flush())
 		case n < 92:
-			if nb := kind.reopen(t, b); nb != nil {
-				b = nb
-				s = NewKeyValueStore("model", b, serde.String{}, serde.String{}, log)
+			if kind.Reopen != nil {
+				b = kind.Reopen(t, b)
+				s = state.NewKeyValueStore("model", b, serde.String{}, serde.String{}, log)
 			}
 		default:
 			// Writes while an iterator is open are not seen by it.
 			want := m.between(nil, nil)
 			it, err := s.All()
 			check("all", err)
-			var got []kv[string, string]
+			var got []KV[string, string]
 			for it.Next() {
-				got = append(got, kv[string, string]{it.Key(), it.Value()})
+				got = append(got, KV[string, string]{it.Key(), it.Value()})
 				if len(got) == 1 {
 					put(fmt.Sprintf("new%d", op), "x")
 					del(key())
@@ -235,16 +235,16 @@ func runModel(t *testing.T, kind backendKind, seed uint64, ops int) {
 				fail("All while writing (-want +got):\n%s", diff)
 			}
 		}
-		if len(log.changes) != len(wantLog) {
-			fail("changelog has %d changes, want %d", len(log.changes), len(wantLog))
+		if len(log.Changes) != len(wantLog) {
+			fail("changelog has %d changes, want %d", len(log.Changes), len(wantLog))
 		}
 	}
-	if diff := cmp.Diff(wantLog, log.changes); diff != "" {
+	if diff := cmp.Diff(wantLog, log.Changes); diff != "" {
 		fail("changelog (-want +got):\n%s", diff)
 	}
 	it, err := s.All()
 	check("all", err)
-	if diff := cmp.Diff(m.between(nil, nil), drain(t, it)); diff != "" {
+	if diff := cmp.Diff(m.between(nil, nil), Drain(t, it)); diff != "" {
 		fail("final contents (-want +got):\n%s", diff)
 	}
 }

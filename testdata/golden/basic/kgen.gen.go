@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/testdata/golden/basic/model"
 	"strings"
 	"time"
 )
 
-// The generated code below was written for runtime contract version 1 (stream.GenVersion).
+// The generated code below was written for runtime contract version 2 (stream.GenVersion).
 // If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
 // are out of step: run the kgen generate of the kgen version your go.mod requires.
 const (
-	_ uint = stream.GenVersion - 1 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 1 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
+	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -347,13 +348,10 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	}, "customers-source")
 	stream.AddSink(t, "enriched-sink", TopicEnriched, EnrichedKeySerde, EnrichedValueSerde, "enrich")
 	stream.AddKeyValueStore(t, StoreCustomersById, customersByIdStoreKeySerde, customersByIdStoreValueSerde, stream.StoreOptions{
-		Backend:   stream.PebbleBackend,
-		Changelog: true,
+		Changelog:  true,
+		Persistent: pebblestore.Opener(pebblestore.Options{}),
 	}, "enrich", "remember-customer")
-	stream.AddKeyValueStore(t, StorePending, pendingStoreKeySerde, pendingStoreValueSerde, stream.StoreOptions{
-		Backend:   stream.MemoryBackend,
-		Changelog: false,
-	}, "enrich")
+	stream.AddKeyValueStore(t, StorePending, pendingStoreKeySerde, pendingStoreValueSerde, stream.StoreOptions{Changelog: false}, "enrich")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
