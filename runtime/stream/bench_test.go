@@ -76,6 +76,36 @@ func (keepAlive) Cleanup(func()) {}
 // start until the output topic's end offsets sum to benchRecords.
 func measure(b *testing.B, c *kafkatest.Cluster, out string, want int64, fn func(ctx context.Context)) {
 	adm := kadm.NewClient(c.Client(b))
+	measureUntil(b, want, func() bool {
+		ends, err := adm.ListEndOffsets(context.Background(), out)
+		var n int64
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		}
+		return n >= want
+	}, fn)
+}
+
+// measureCommitted is measure for transactional runs: output end offsets
+// count transaction markers too, so the finish line is the group having
+// committed every input offset, which happens with its last transaction.
+func measureCommitted(b *testing.B, c *kafkatest.Cluster, in, group string, want int64, fn func(ctx context.Context)) {
+	adm := kadm.NewClient(c.Client(b))
+	measureUntil(b, want, func() bool {
+		offs, err := adm.FetchOffsets(context.Background(), group)
+		var n int64
+		if err == nil {
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == in && o.Err == nil {
+					n += o.At
+				}
+			})
+		}
+		return n >= want
+	}, fn)
+}
+
+func measureUntil(b *testing.B, want int64, done func() bool, fn func(ctx context.Context)) {
 	var ms0, ms1 runtime.MemStats
 	var ru0, ru1 syscall.Rusage
 	runtime.GC()
@@ -83,24 +113,16 @@ func measure(b *testing.B, c *kafkatest.Cluster, out string, want int64, fn func
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); fn(ctx) }()
-	for {
-		ends, err := adm.ListEndOffsets(context.Background(), out)
-		var n int64
-		if err == nil {
-			ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-		}
-		if n >= want {
-			break
-		}
+	finished := make(chan struct{})
+	go func() { defer close(finished); fn(ctx) }()
+	for !done() {
 		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	runtime.ReadMemStats(&ms1)
 	cancel()
-	<-done
+	<-finished
 	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
 	b.ReportMetric(float64(want)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(want), "cpu-µs/record")
@@ -139,9 +161,9 @@ func passthrough(in, out string) *stream.Topology {
 	return t
 }
 
-func runKgen(ctx context.Context, b *testing.B, c *kafkatest.Cluster, topo *stream.Topology, appID string) {
+func runKgen(ctx context.Context, b *testing.B, c *kafkatest.Cluster, topo *stream.Topology, appID string, g stream.GuaranteeKind) {
 	app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(b.TempDir()),
-		stream.Parallelism(1), stream.Logger(testLoggerB()))
+		stream.Parallelism(1), stream.Guarantee(g), stream.Logger(testLoggerB()), stream.BufferRecords(benchBuffer()))
 	if err != nil {
 		b.Error(err)
 		return
@@ -155,18 +177,23 @@ func runKgen(ctx context.Context, b *testing.B, c *kafkatest.Cluster, topo *stre
 // loop, over the same million records, in the same run.
 func BenchmarkPassthrough(b *testing.B) {
 	c, in := benchSource(b)
-	for _, contender := range []string{"raw", "kgen"} {
+	for _, contender := range []string{"raw", "kgen", "kgen-eos"} {
 		b.Run(contender, func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				out := c.CreateTopic(&keepAlive{b}, benchPartitions, nil)
 				group := fmt.Sprintf("bench-%s-%d-%s", contender, i, out)
-				measure(b, c, out, benchRecords, func(ctx context.Context) {
-					if contender == "raw" {
-						rawLoop(ctx, b, c, in, out, group)
-					} else {
-						runKgen(ctx, b, c, passthrough(in, out), group)
-					}
-				})
+				switch contender {
+				case "raw":
+					measure(b, c, out, benchRecords, func(ctx context.Context) { rawLoop(ctx, b, c, in, out, group) })
+				case "kgen":
+					measure(b, c, out, benchRecords, func(ctx context.Context) {
+						runKgen(ctx, b, c, passthrough(in, out), group, stream.AtLeastOnce)
+					})
+				default:
+					measureCommitted(b, c, in, group, benchRecords, func(ctx context.Context) {
+						runKgen(ctx, b, c, passthrough(in, out), group, stream.ExactlyOnce)
+					})
+				}
 			}
 		})
 	}
@@ -177,15 +204,23 @@ func BenchmarkPassthrough(b *testing.B) {
 // BenchmarkPassthrough/raw.
 func BenchmarkCount(b *testing.B) {
 	c, in := benchSource(b)
-	for i := 0; b.Loop(); i++ {
-		out := c.CreateTopic(&keepAlive{b}, benchPartitions, nil)
-		topo := stream.NewTopology()
-		stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
-		stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &bytesCounter{} }, "in")
-		stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: onDisk, Changelog: true}, "count")
-		stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
-		measure(b, c, out, benchRecords, func(ctx context.Context) {
-			runKgen(ctx, b, c, topo, fmt.Sprintf("bench-count-%d-%s", i, out))
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		b.Run(g.String(), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				out := c.CreateTopic(&keepAlive{b}, benchPartitions, nil)
+				group := fmt.Sprintf("bench-count-%s-%d-%s", g, i, out)
+				topo := stream.NewTopology()
+				stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
+				stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &bytesCounter{} }, "in")
+				stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: onDisk, Changelog: true}, "count")
+				stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
+				run := func(ctx context.Context) { runKgen(ctx, b, c, topo, group, g) }
+				if g == stream.ExactlyOnce {
+					measureCommitted(b, c, in, group, benchRecords, run)
+				} else {
+					measure(b, c, out, benchRecords, run)
+				}
+			}
 		})
 	}
 }
