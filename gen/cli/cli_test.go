@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kgen-dev/kgen/gen"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -24,7 +27,7 @@ func TestCommands(t *testing.T) {
 		{[]string{"help"}, 0, "Commands:", ""},
 		{nil, 1, "", "Usage:"},
 		{[]string{"frobnicate"}, 1, "", `unknown command "frobnicate"`},
-		{[]string{"version"}, 0, "generated code contract 1", ""},
+		{[]string{"version"}, 0, fmt.Sprintf("generated code contract %d", gen.ContractVersion), ""},
 		{[]string{"check", "../../testdata/golden/basic"}, 0, "ok: app basic: 3 topics, 2 stores, 2 processors", ""},
 		{[]string{"check", "../../testdata/golden/err-cycle"}, 1, "", "kgen.yaml:6:3: cycle among processors: a -> b -> c -> a"},
 		{[]string{"check", "../../testdata/golden/err-typos"}, 1, "", `kgen.yaml:10:71: unknown key "frm" in processor "p" (did you mean "from"?)`},
