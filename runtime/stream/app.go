@@ -164,7 +164,8 @@ func (a *App) Run(ctx context.Context) (err error) {
 			a.setState(Stopped)
 		}
 	}()
-	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...)}, a.cfg.clientOpts...)...)
+	// Fresh metadata: changelogs this app just created must be visible at once.
+	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...), kgo.MetadataMinAge(100 * time.Millisecond)}, a.cfg.clientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}

@@ -36,7 +36,6 @@ type inputState struct {
 	hwm       int64 // high watermark from the last fetch; -1 while unknown
 	fetchedTo int64 // offset after the last record fetched
 	epoch     int32 // leader epoch of the last record taken
-	paused    bool
 }
 
 type sourceNode[K, V any] struct {

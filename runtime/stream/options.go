@@ -92,8 +92,9 @@ func MaxTaskIdle(d time.Duration) Option { return func(c *config) { c.maxTaskIdl
 // fetched yet, or whose first fetch has not arrived. Default 500 ms.
 func FetchGrace(d time.Duration) Option { return func(c *config) { c.fetchGrace = d } }
 
-// BufferRecords bounds the records buffered per input partition; past it,
-// fetching that partition pauses until half is processed. Default 1000.
+// BufferRecords bounds the records a unit buffers per input partition: it
+// takes from the client only what fits, and franz-go fetches no more until
+// it has handed over what it holds. Default 1000.
 func BufferRecords(n int) Option { return func(c *config) { c.bufferRecords = max(n, 1) } }
 
 // CacheRecords sets how many entries each store task keeps in its write-back

@@ -201,7 +201,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, wait)
-		fetches := u.cl.PollRecords(pctx, 0)
+		fetches := u.cl.PollRecords(pctx, u.pollBudget())
 		cancel()
 		start := time.Now()
 		for {
@@ -212,7 +212,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 			if ctx.Err() != nil || time.Since(start) > window || !u.hasWork() {
 				break
 			}
-			fetches = u.cl.PollRecords(nil, 0)
+			fetches = u.cl.PollRecords(nil, u.pollBudget())
 		}
 		u.publish(false)
 		// Decided here: after AllowRebalance the callbacks may change the tasks.
@@ -296,7 +296,6 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	if processed > 0 {
 		u.uncommitted = true
 	}
-	u.flowControl()
 	if u.commitDue(now, processed) {
 		if err := u.commit(context.Background()); err != nil {
 			return err
@@ -333,36 +332,24 @@ func (u *unit) route(fetches kgo.Fetches) {
 	})
 }
 
-// flowControl pauses partitions with full buffers and resumes drained ones.
-func (u *unit) flowControl() {
-	var pause, resume map[string][]int32
+// pollBudget is how many records the unit takes from the client: the free
+// room in its tasks' input buffers (BufferRecords each). What it leaves
+// stays in franz-go, which fetches nothing more from a broker until its
+// buffered fetch has been taken, so a slow unit slows fetching without
+// pausing partitions (a resumed partition would wait out the fetch in
+// flight for the others, up to the fetch max wait).
+func (u *unit) pollBudget() int {
+	free, inputs := 0, 0
 	for _, t := range u.order {
 		for _, in := range t.inputs {
-			st := in.state()
-			switch n := in.buffered(); {
-			case !st.paused && n >= u.cfg.bufferRecords:
-				st.paused = true
-				pause = addTP(pause, in.topic(), st.partition)
-			case st.paused && n <= u.cfg.bufferRecords/2:
-				st.paused = false
-				resume = addTP(resume, in.topic(), st.partition)
-			}
+			inputs++
+			free += max(u.cfg.bufferRecords-in.buffered(), 0)
 		}
 	}
-	if pause != nil {
-		u.cl.PauseFetchPartitions(pause)
+	if inputs == 0 {
+		return u.cfg.bufferRecords
 	}
-	if resume != nil {
-		u.cl.ResumeFetchPartitions(resume)
-	}
-}
-
-func addTP(m map[string][]int32, topic string, p int32) map[string][]int32 {
-	if m == nil {
-		m = map[string][]int32{}
-	}
-	m[topic] = append(m[topic], p)
-	return m
+	return max(free, 1)
 }
 
 func (u *unit) commitDue(now time.Time, processed int) bool {
@@ -876,9 +863,6 @@ func (u *unit) drop(tasks []*task, clean bool) {
 	for _, t := range tasks {
 		for _, in := range t.inputs {
 			delete(u.inputs[in.topic()], t.id.Partition)
-			if in.state().paused {
-				u.cl.ResumeFetchPartitions(map[string][]int32{in.topic(): {t.id.Partition}})
-			}
 		}
 		for _, s := range t.stores {
 			u.stopRestore(s)
