@@ -6,7 +6,7 @@ export KAFKA_PORT
 
 GO ?= go
 
-.PHONY: test test-kafka test-race vet fmt-check bench \
+.PHONY: test test-kafka test-race vet fmt-check bench bench-full bench-micro \
 	kafka-fetch kafka-start kafka-stop kafka-status
 
 ## test: all tests on the in-process kfake cluster
@@ -38,9 +38,18 @@ fmt-check:
 		echo "gofmt would change these files (run gofmt -w):"; echo "$$files"; exit 1; \
 	fi
 
-## bench: the runtime's benchmarks
+## bench: benchmark suite, quick mode (1,000,000 records, 3 runs, at-least-once): kgen against a raw
+## franz-go loop and Kafka Streams 4.4.0 on the real broker (started if needed); BENCH_RECORDS=n sets the size
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
+	bench/run.sh quick
+
+## bench-full: the long benchmark (10,000,000 records of 1 KiB, at-least-once then exactly-once)
+bench-full:
+	bench/run.sh full
+
+## bench-micro: the runtime's Go benchmarks on the in-process broker (raw loop vs kgen, count, restore)
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 ./runtime/stream
 
 ## kafka-fetch / kafka-start / kafka-stop / kafka-status: see scripts/kafka.sh
 kafka-fetch:

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// cluster is the harness's admin view of the broker.
+type cluster struct {
+	brokers []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+}
+
+func dial(brokers []string) (*cluster, error) {
+	// kadm answers metadata (topic lists, leaders) from the client's cache
+	// for up to MetadataMinAge (5 s by default): too long for a harness
+	// that creates, checks and deletes topics every few seconds.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{brokers: brokers, cl: cl, adm: kadm.NewClient(cl)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.adm.BrokerMetadata(ctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("no broker answers at %s: %w", strings.Join(brokers, ","), err)
+	}
+	return c, nil
+}
+
+func (c *cluster) close() { c.cl.Close() }
+
+// createTopic creates a topic and waits until every partition has a leader
+// that answers a list-offsets request.
+func (c *cluster) createTopic(ctx context.Context, name string, partitions int32, configs map[string]*string) error {
+	resp, err := c.adm.CreateTopic(ctx, partitions, -1, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %q: %w", name, err)
+	}
+	for {
+		ends, err := c.adm.ListEndOffsets(ctx, name)
+		if err == nil {
+			ready := 0
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					ready++
+				}
+			})
+			if ready == int(partitions) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %q: partitions not ready: %w", name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// endOffsets sums the end offsets of a topic; a topic that does not exist
+// has none (ok false).
+func (c *cluster) endOffsets(ctx context.Context, topic string) (sum int64, ok bool, err error) {
+	ends, err := c.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, false, err
+	}
+	var errs []error
+	ends.Each(func(o kadm.ListedOffset) {
+		switch {
+		case errors.Is(o.Err, kerr.UnknownTopicOrPartition):
+		case o.Err != nil:
+			errs = append(errs, fmt.Errorf("%s/%d: %w", o.Topic, o.Partition, o.Err))
+		default:
+			ok = true
+			sum += o.Offset
+		}
+	})
+	return sum, ok, errors.Join(errs...)
+}
+
+// committedMatchesEnds checks that group has committed, for every partition
+// of topic, the partition's end offset: it consumed the whole topic.
+func (c *cluster) committedMatchesEnds(ctx context.Context, group, topic string) error {
+	ends, err := c.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	committed, err := c.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return fmt.Errorf("fetch offsets of group %q: %w", group, err)
+	}
+	var errs []error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, o.Err)
+			return
+		}
+		got, ok := committed.Lookup(topic, o.Partition)
+		switch {
+		case !ok && o.Offset == 0:
+		case !ok:
+			errs = append(errs, fmt.Errorf("partition %d: nothing committed, end offset %d", o.Partition, o.Offset))
+		case got.Err != nil:
+			errs = append(errs, fmt.Errorf("partition %d: %w", o.Partition, got.Err))
+		case got.At != o.Offset:
+			errs = append(errs, fmt.Errorf("partition %d: committed %d, end offset %d", o.Partition, got.At, o.Offset))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// cleanup deletes the topics named in known, every topic named prefix or
+// starting with prefix+"-", and the consumer group prefix.
+func (c *cluster) cleanup(ctx context.Context, prefix string, known ...string) error {
+	topics, err := c.adm.ListTopics(ctx)
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	var doomed []string
+	for _, t := range known {
+		if t != "" && !slices.Contains(doomed, t) {
+			doomed = append(doomed, t)
+		}
+	}
+	for _, t := range topics.Names() {
+		if (t == prefix || strings.HasPrefix(t, prefix+"-")) && !slices.Contains(doomed, t) {
+			doomed = append(doomed, t)
+		}
+	}
+	var errs []error
+	if len(doomed) > 0 {
+		resps, err := c.adm.DeleteTopics(ctx, doomed...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete topics: %w", err))
+		}
+		for _, r := range resps.Sorted() {
+			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+				errs = append(errs, fmt.Errorf("delete topic %q: %w", r.Topic, r.Err))
+			}
+		}
+	}
+	resps, err := c.adm.DeleteGroups(ctx, prefix)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("delete group: %w", err))
+	}
+	for _, r := range resps {
+		if r.Err != nil && !errors.Is(r.Err, kerr.GroupIDNotFound) {
+			errs = append(errs, fmt.Errorf("delete group %q: %w", r.Group, r.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// source describes the loaded input topic.
+type source struct {
+	Topic      string           `json:"topic"`
+	Records    int64            `json:"records"`
+	Partitions int32            `json:"partitions"`
+	Keys       int              `json:"keys"`
+	ZipfS      float64          `json:"zipf_s"`
+	ValueSize  int              `json:"value_size"`
+	Bytes      int64            `json:"bytes"` // keys and values
+	LoadSec    float64          `json:"load_sec"`
+	truth      map[string]int64 // records per key
+}
+
+func keyName(i uint64) string { return fmt.Sprintf("key-%05d", i) }
+
+// load writes n records with Zipf-distributed keys over keys keys and
+// incompressible random values of valueSize bytes, partitioned as Kafka's
+// Java producer would.
+func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
+	if err := c.createTopic(ctx, src.Topic, src.Partitions, nil); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...),
+		kgo.DefaultProduceTopic(src.Topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	keyRNG := rand.New(rand.NewPCG(seed, 1))
+	zipf := rand.NewZipf(keyRNG, src.ZipfS, 1, uint64(src.Keys-1))
+	valRNG := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), 'k', 'g', 'e', 'n'})
+	names := make([]string, src.Keys)
+	for i := range names {
+		names[i] = keyName(uint64(i))
+	}
+	src.truth = map[string]int64{}
+	var failed atomic.Pointer[error]
+	start := time.Now()
+	for range src.Records {
+		k := names[zipf.Uint64()]
+		src.truth[k]++
+		v := make([]byte, src.ValueSize)
+		_, _ = valRNG.Read(v)
+		src.Bytes += int64(len(k) + len(v))
+		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+		if failed.Load() != nil {
+			break
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("load %q: flush: %w", src.Topic, err)
+	}
+	if p := failed.Load(); p != nil {
+		return fmt.Errorf("load %q: %w", src.Topic, *p)
+	}
+	src.LoadSec = time.Since(start).Seconds()
+	got, _, err := c.endOffsets(ctx, src.Topic)
+	if err != nil {
+		return fmt.Errorf("load %q: %w", src.Topic, err)
+	}
+	if got != src.Records {
+		return fmt.Errorf("load %q: the topic holds %d records, want %d", src.Topic, got, src.Records)
+	}
+	return nil
+}
+
+// readTopic reads topic from the start and calls fn for every record. With
+// committed (exactly-once runs) it reads only committed records and, since
+// transaction markers take offsets no record is returned for, it stops
+// once no record has come for idle; otherwise it stops at the end offsets.
+func (c *cluster) readTopic(ctx context.Context, topic string, committed bool, fn func(*kgo.Record)) error {
+	const idle = 2 * time.Second
+	ends, err := c.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("end offsets of %q: %w", topic, err)
+	}
+	offsets := map[string]map[int32]kgo.Offset{topic: {}}
+	remaining := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			offsets[topic][o.Partition] = kgo.NewOffset().AtStart()
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	if len(remaining) == 0 {
+		return nil
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(c.brokers...), kgo.ConsumePartitions(offsets)}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	last := time.Now()
+	for len(remaining) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read %q: %w (%d partitions not read to the end)", topic, err, len(remaining))
+		}
+		var ferr error
+		fetches.EachError(func(_ string, p int32, err error) {
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) {
+				ferr = fmt.Errorf("read %s/%d: %w", topic, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			last = time.Now()
+			fn(r)
+			if r.Offset+1 >= remaining[r.Partition] {
+				delete(remaining, r.Partition)
+			}
+		})
+		if time.Since(last) > idle {
+			if committed {
+				return nil // the rest are transaction markers
+			}
+			return fmt.Errorf("read %q: nothing new for %v with %d partitions not read to the end", topic, idle, len(remaining))
+		}
+	}
+	return nil
+}
+
+// countRecords counts the records of topic a consumer sees.
+func (c *cluster) countRecords(ctx context.Context, topic string, committed bool) (int64, error) {
+	var n int64
+	err := c.readTopic(ctx, topic, committed, func(*kgo.Record) { n++ })
+	return n, err
+}
+
+// checkCounts reads a count workload's output topic and checks that the
+// last count of every key is the number of input records with that key.
+func (c *cluster) checkCounts(ctx context.Context, topic string, committed bool, truth map[string]int64) error {
+	last := map[string]int64{}
+	var bad []string
+	err := c.readTopic(ctx, topic, committed, func(r *kgo.Record) {
+		if len(r.Value) != 8 {
+			if len(bad) < 5 {
+				bad = append(bad, fmt.Sprintf("%d/%d: value of %d bytes, want 8", r.Partition, r.Offset, len(r.Value)))
+			}
+			return
+		}
+		n := int64(binary.BigEndian.Uint64(r.Value))
+		last[string(r.Key)] = max(last[string(r.Key)], n)
+	})
+	if err != nil {
+		return err
+	}
+	for k, want := range truth {
+		if got := last[k]; got != want && len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf("key %q: last count %d, want %d", k, got, want))
+		}
+	}
+	for k := range last {
+		if _, ok := truth[k]; !ok && len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf("key %q: counted but never produced", k))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("counts in %q differ from the input: %s", topic, strings.Join(bad, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+// Command kgenbench is the kgen contender of kgen's benchmark: each workload
+// as a topology on kgen's runtime (runtime/stream), built by hand the way
+// generated code builds it. Keys and values stay []byte where the workload
+// does not need their meaning; count decodes keys as strings and counts into
+// an int64 store, as Kafka Streams' count does.
+//
+// KGENBENCH_CPUPROFILE=file and KGENBENCH_TRACE=file write a CPU profile
+// and an execution trace of the run, for looking into the runtime.
+//
+// KGENBENCH_BUFFER_RECORDS=n sets stream.BufferRecords, to look into flow
+// control; the harness never sets it.
+//
+// KGENBENCH_LOG=debug logs the runtime at debug level, KGENBENCH_KGO_LOG=debug
+// its franz-go clients too (both to stderr, which the harness keeps in the
+// run's log file).
+//
+// Acknowledgements are observed with a franz-go hook passed through
+// stream.ClientOpts; input records are counted by the first processor.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"runtime/trace"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kgen-dev/kgen/bench/internal/protocol"
+	"github.com/kgen-dev/kgen/bench/internal/track"
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
+	"github.com/kgen-dev/kgen/runtime/stream"
+)
+
+const name = "kgen"
+
+func main() {
+	var a protocol.Args
+	var backend string
+	a.Register(flag.CommandLine)
+	flag.StringVar(&backend, "store", "persistent", "store backend: persistent (Pebble) or memory")
+	flag.Parse()
+	if a.Probe {
+		// stream.New checks the options without connecting: a placeholder
+		// topology is enough to learn whether the guarantee is supported.
+		a.Workload, a.Source, a.Sink, a.App, a.Expect = protocol.Passthrough, "probe-in", "probe-out", "probe", 1
+	}
+	if err := a.Check(); err != nil {
+		protocol.Fail(name, &a, err)
+	}
+	stopProfiles, err := profiles()
+	if err != nil {
+		protocol.Fail(name, &a, err)
+	}
+	res, err := run(&a, backend)
+	stopProfiles()
+	if err != nil {
+		res.Error = err.Error()
+		protocol.Print(os.Stdout, res)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	protocol.Print(os.Stdout, res)
+}
+
+// acks counts the broker's acknowledgements of sink and changelog records.
+type acks struct {
+	tr              *track.Tracker
+	sink, changelog string
+}
+
+func (h *acks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	if err != nil {
+		return // the runtime fails the app on a produce error
+	}
+	switch r.Topic {
+	case h.sink:
+		h.tr.SinkAck()
+	case h.changelog:
+		h.tr.ChangelogAck()
+	}
+}
+
+func run(a *protocol.Args, backend string) (protocol.Result, error) {
+	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee}
+	exp, _ := protocol.Expected(a.Workload, a.Expect)
+	store := stream.StoreOptions{Changelog: true}
+	desc := ""
+	switch backend {
+	case "persistent":
+		store.Persistent = pebblestore.Opener(pebblestore.Options{})
+		desc = "pebble, changelogged"
+	case "memory":
+		desc = "in-memory, changelogged"
+	default:
+		return res, fmt.Errorf("-store %q: want persistent or memory", backend)
+	}
+	if exp.Store != "" {
+		res.Store = desc
+	}
+	tr := track.New(a.Expect, exp)
+	if a.Guarantee == protocol.ExactlyOnce {
+		tr = track.NewTransactional()
+	}
+	topo, err := topology(a, tr, store)
+	if err != nil {
+		return res, err
+	}
+	guarantee := stream.AtLeastOnce
+	if a.Guarantee == protocol.ExactlyOnce {
+		guarantee = stream.ExactlyOnce
+	}
+	hook := &acks{tr: tr, sink: a.Sink}
+	if exp.Store != "" {
+		hook.changelog = protocol.Changelog(a.App, exp.Store)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("KGENBENCH_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	clientOpts := []kgo.Opt{kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.NoCompression())}
+	if os.Getenv("KGENBENCH_KGO_LOG") == "debug" {
+		clientOpts = append(clientOpts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
+	}
+	extra := []stream.Option{}
+	if v := os.Getenv("KGENBENCH_BUFFER_RECORDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return res, fmt.Errorf("KGENBENCH_BUFFER_RECORDS=%q: %w", v, err)
+		}
+		extra = append(extra, stream.BufferRecords(n))
+	}
+	app, err := stream.New(topo, append([]stream.Option{
+		stream.Brokers(strings.Split(a.Brokers, ",")...),
+		stream.AppID(a.App),
+		stream.Parallelism(a.Parallelism),
+		stream.StateDir(a.StateDir),
+		stream.CommitInterval(a.CommitInterval),
+		// No write-back cache: every store write reaches the store and its
+		// changelog, one changelog record per input, as Kafka Streams does
+		// with its record cache off (the harness checks the count).
+		stream.CacheRecords(0),
+		stream.Guarantee(guarantee),
+		stream.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		stream.ClientOpts(clientOpts...),
+	}, extra...)...)
+	if err != nil {
+		if guarantee == stream.ExactlyOnce {
+			// The runtime refuses the guarantee: report it, not a failure.
+			res.Unsupported, res.Error = true, err.Error()
+			return res, nil
+		}
+		return res, err
+	}
+	if a.Probe {
+		return res, nil
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- app.Run(ctx) }()
+	if guarantee == stream.ExactlyOnce {
+		go func() {
+			if err := track.WatchCommitted(ctx, strings.Split(a.Brokers, ","), a.App, a.Source, tr); err != nil {
+				fmt.Fprintf(os.Stderr, "kgen: watch commits: %v\n", err)
+			}
+		}()
+	}
+	timeout := time.NewTimer(a.Timeout)
+	defer timeout.Stop()
+	select {
+	case <-tr.Done():
+		cancel() // a clean stop: commit, flush, close the stores, leave the group
+		err = <-runErr
+	case err = <-runErr:
+		if err == nil {
+			err = errors.New("app stopped before the work was done")
+		}
+	case <-timeout.C:
+		cancel()
+		<-runErr
+		err = fmt.Errorf("timed out after %v", a.Timeout)
+	}
+	tr.Fill(&res)
+	st := app.Stats()
+	fmt.Fprintf(os.Stderr, "kgen stats: processed=%d skipped=%d commits=%d commit_time=%v restored=%d\n",
+		st.Processed, st.Skipped, st.Commits, st.CommitTime, st.Restored)
+	switch {
+	case err != nil:
+	case guarantee == stream.AtLeastOnce && st.Processed != uint64(a.Expect):
+		err = fmt.Errorf("runtime counted %d records processed, want %d", st.Processed, a.Expect)
+	case guarantee == stream.ExactlyOnce && st.Processed < uint64(a.Expect):
+		// An aborted transaction's records are processed again: more is fine.
+		err = fmt.Errorf("runtime counted %d records processed, want at least %d", st.Processed, a.Expect)
+	}
+	return res, err
+}
+
+func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*stream.Topology, error) {
+	t := stream.NewTopology()
+	switch a.Workload {
+	case protocol.SourceOnly:
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "count-records", func() stream.Processor[[]byte, []byte, []byte, []byte] {
+			return stream.ProcessorFunc[[]byte, []byte, []byte, []byte](func(*stream.Context[[]byte, []byte], stream.Record[[]byte, []byte]) error {
+				tr.Input()
+				return nil
+			})
+		}, "in")
+	case protocol.Passthrough:
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "pass", func() stream.Processor[[]byte, []byte, []byte, []byte] {
+			return stream.ProcessorFunc[[]byte, []byte, []byte, []byte](func(ctx *stream.Context[[]byte, []byte], r stream.Record[[]byte, []byte]) error {
+				tr.Input()
+				ctx.Forward(r)
+				return nil
+			})
+		}, "in")
+		stream.AddSink(t, "out", a.Sink, serde.Bytes{}, serde.Bytes{}, "pass")
+	case protocol.KVPut:
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "put", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &putter{tr: tr} }, "in")
+		stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "put")
+	case protocol.Count:
+		stream.AddSource(t, "in", a.Source, serde.String{}, serde.Bytes{})
+		stream.AddProcessor(t, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{tr: tr} }, "in")
+		stream.AddKeyValueStore(t, protocol.CountStore, serde.String{}, serde.Int64{}, store, "count")
+		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Int64{}, "count")
+	default:
+		return nil, fmt.Errorf("unknown workload %q", a.Workload)
+	}
+	return t, nil
+}
+
+// putter writes every record into the kv store.
+type putter struct {
+	tr    *track.Tracker
+	store state.KeyValueStore[[]byte, []byte]
+}
+
+func (p *putter) Init(ctx *stream.Context[[]byte, []byte]) (err error) {
+	p.store, err = stream.GetKeyValueStore[[]byte, []byte](ctx, protocol.KVStore)
+	return err
+}
+
+func (p *putter) Process(_ *stream.Context[[]byte, []byte], r stream.Record[[]byte, []byte]) error {
+	p.tr.Input()
+	return p.store.Put(r.Key, r.Value)
+}
+
+// counter counts records per key and forwards each new count.
+type counter struct {
+	tr    *track.Tracker
+	store state.KeyValueStore[string, int64]
+}
+
+func (c *counter) Init(ctx *stream.Context[string, int64]) (err error) {
+	c.store, err = stream.GetKeyValueStore[string, int64](ctx, protocol.CountStore)
+	return err
+}
+
+func (c *counter) Process(ctx *stream.Context[string, int64], r stream.Record[string, []byte]) error {
+	c.tr.Input()
+	n, _, err := c.store.Get(r.Key)
+	if err != nil {
+		return err
+	}
+	n++
+	if err := c.store.Put(r.Key, n); err != nil {
+		return err
+	}
+	ctx.Forward(stream.Record[string, int64]{Key: r.Key, Value: n, Timestamp: r.Timestamp})
+	return nil
+}
+
+// profiles starts the CPU profile and execution trace the environment asks
+// for, and returns what stops them.
+func profiles() (func(), error) {
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	if path := os.Getenv("KGENBENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return stop, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return stop, err
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if path := os.Getenv("KGENBENCH_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return stop, err
+		}
+		if err := trace.Start(f); err != nil {
+			return stop, err
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
+	}
+	return stop, nil
+}

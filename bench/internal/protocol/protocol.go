@@ -1,0 +1,202 @@
+// Package protocol is the contract between the benchmark harness
+// (bench/cmd/bench) and its contender processes (bench/cmd/rawloop,
+// bench/cmd/kgenbench and the Kafka Streams program under bench/kstreams):
+// the workloads, the flags every contender takes, what each workload must
+// write, and the result line a contender prints last on stdout.
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Workload names.
+const (
+	SourceOnly  = "source-only"
+	Passthrough = "passthrough"
+	KVPut       = "kv-put"
+	Count       = "count"
+)
+
+// Workloads lists every workload, in the order they are reported.
+var Workloads = []string{SourceOnly, Passthrough, KVPut, Count}
+
+// Store names: the changelog of store S of application A is A-S-changelog,
+// for kgen and Kafka Streams alike.
+const (
+	KVStore    = "kv"
+	CountStore = "counts"
+)
+
+// Guarantees.
+const (
+	AtLeastOnce = "at-least-once"
+	ExactlyOnce = "exactly-once"
+)
+
+// Expect says what a workload writes for n input records.
+type Expect struct {
+	Sink      int64  // records in the sink topic
+	Changelog int64  // records in the store's changelog topic
+	Store     string // the store whose changelog is written, or ""
+}
+
+// Expected returns what workload must write for n input records: one sink
+// record per input for passthrough and count, one changelog record per input
+// for kv-put and count.
+func Expected(workload string, n int64) (Expect, error) {
+	switch workload {
+	case SourceOnly:
+		return Expect{}, nil
+	case Passthrough:
+		return Expect{Sink: n}, nil
+	case KVPut:
+		return Expect{Changelog: n, Store: KVStore}, nil
+	case Count:
+		return Expect{Sink: n, Changelog: n, Store: CountStore}, nil
+	}
+	return Expect{}, fmt.Errorf("unknown workload %q (want one of %v)", workload, Workloads)
+}
+
+// Changelog names the changelog topic of store in application app.
+func Changelog(app, store string) string { return app + "-" + store + "-changelog" }
+
+// Args are the flags every contender takes.
+type Args struct {
+	Brokers        string
+	Workload       string
+	Source         string
+	Sink           string
+	App            string // application id and consumer group
+	Expect         int64  // records in the source topic
+	Parallelism    int
+	StateDir       string
+	Guarantee      string
+	CommitInterval time.Duration
+	Timeout        time.Duration
+	Probe          bool // only say whether the guarantee is supported
+}
+
+// Register defines the flags on fs.
+func (a *Args) Register(fs *flag.FlagSet) {
+	fs.StringVar(&a.Brokers, "brokers", "127.0.0.1:9092", "seed brokers, comma separated")
+	fs.StringVar(&a.Workload, "workload", "", "workload: source-only, passthrough, kv-put or count")
+	fs.StringVar(&a.Source, "source", "", "source topic")
+	fs.StringVar(&a.Sink, "sink", "", "sink topic (passthrough and count)")
+	fs.StringVar(&a.App, "app", "", "application id and consumer group")
+	fs.Int64Var(&a.Expect, "expect", 0, "records in the source topic")
+	fs.IntVar(&a.Parallelism, "parallelism", 2, "processing threads (group members)")
+	fs.StringVar(&a.StateDir, "state-dir", "", "state directory")
+	fs.StringVar(&a.Guarantee, "guarantee", AtLeastOnce, "at-least-once or exactly-once")
+	fs.DurationVar(&a.CommitInterval, "commit-interval", 30*time.Second, "commit interval")
+	fs.DurationVar(&a.Timeout, "timeout", 10*time.Minute, "give up after this long")
+	fs.BoolVar(&a.Probe, "probe", false, "only report whether the guarantee is supported, then exit")
+}
+
+// Check validates the flags of a real run.
+func (a *Args) Check() error {
+	var errs []error
+	exp, err := Expected(a.Workload, a.Expect)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if a.Source == "" {
+		errs = append(errs, errors.New("-source is required"))
+	}
+	if exp.Sink > 0 && a.Sink == "" {
+		errs = append(errs, fmt.Errorf("-sink is required for %s", a.Workload))
+	}
+	if a.App == "" {
+		errs = append(errs, errors.New("-app is required"))
+	}
+	if a.Expect <= 0 {
+		errs = append(errs, errors.New("-expect must be positive"))
+	}
+	if a.Guarantee != AtLeastOnce && a.Guarantee != ExactlyOnce {
+		errs = append(errs, fmt.Errorf("-guarantee %q: want %s or %s", a.Guarantee, AtLeastOnce, ExactlyOnce))
+	}
+	return errors.Join(errs...)
+}
+
+// Result is what a contender reports, as the last line of its stdout. Times
+// are Unix nanoseconds from the contender's clock (the same machine as the
+// harness); zero when the event did not happen.
+type Result struct {
+	Contender string `json:"contender"`
+	Workload  string `json:"workload"`
+	Guarantee string `json:"guarantee"`
+	// Unsupported is set, with Error, when the contender cannot run the
+	// workload under the guarantee.
+	Unsupported bool   `json:"unsupported,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// Store describes the store used (kv-put and count), e.g. "pebble,
+	// changelogged".
+	Store string `json:"store,omitempty"`
+
+	Consumed     int64 `json:"consumed"`      // input records processed
+	SinkAcked    int64 `json:"sink_acked"`    // sink records acknowledged by the broker
+	ChangelogAck int64 `json:"changelog_ack"` // changelog records acknowledged
+
+	FirstRecordNs int64 `json:"first_record_ns"` // first input record seen by the processing code
+	LastRecordNs  int64 `json:"last_record_ns"`  // last input record seen
+	FirstOutputNs int64 `json:"first_output_ns"` // first output (sink or changelog) acknowledged
+	// LastOutputNs is when the expected output was complete: at-least-once,
+	// the acknowledgement that completed it; exactly-once, when the group's
+	// committed offsets were seen to reach the source's end (the outputs are
+	// committed in the same transactions).
+	LastOutputNs int64 `json:"last_output_ns"`
+	DoneNs       int64 `json:"done_ns"` // all expected work done (before the clean close)
+
+	// The process's own CPU time (user+sys, nanoseconds) when the first
+	// input record was seen and when the work was done: CPU spent
+	// processing, without start-up and shutdown.
+	CPUAtFirstRecordNs int64 `json:"cpu_at_first_record_ns"`
+	CPUAtDoneNs        int64 `json:"cpu_at_done_ns"`
+}
+
+// Marker starts the result line, so that it is found among other output.
+const Marker = "KGENBENCH-RESULT "
+
+// Print writes r as the result line.
+func Print(w io.Writer, r Result) {
+	b, _ := json.Marshal(r)
+	fmt.Fprintf(w, "%s%s\n", Marker, b)
+}
+
+// Parse finds the last result line in out.
+func Parse(out []byte) (Result, error) {
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		if line := sc.Bytes(); bytes.HasPrefix(line, []byte(Marker)) {
+			last = append(last[:0], line[len(Marker):]...)
+		}
+	}
+	if last == nil {
+		return Result{}, errors.New("no result line in the contender's output")
+	}
+	var r Result
+	if err := json.Unmarshal(last, &r); err != nil {
+		return Result{}, fmt.Errorf("result line: %w", err)
+	}
+	return r, nil
+}
+
+// Fail prints a result carrying err and exits with status 1.
+func Fail(contender string, a *Args, err error) {
+	Print(os.Stdout, Result{Contender: contender, Workload: a.Workload, Guarantee: a.Guarantee, Error: err.Error()})
+	fmt.Fprintf(os.Stderr, "%s: %v\n", contender, err)
+	os.Exit(1)
+}
+
+// CommitWatchInterval is how often, under exactly-once, a contender asks
+// the broker whether its group has committed the whole source.
+const CommitWatchInterval = 20 * time.Millisecond
