@@ -6,7 +6,7 @@ export KAFKA_PORT
 
 GO ?= go
 
-.PHONY: test test-kafka test-race vet fmt-check bench bench-full bench-micro \
+.PHONY: test test-kafka test-race vet fmt-check generate-check bench bench-full bench-micro \
 	kafka-fetch kafka-start kafka-stop kafka-status
 
 ## test: all tests on the in-process kfake cluster
@@ -26,6 +26,12 @@ test-race:
 		echo $(GO) test -race -count=1 ./runtime/...; \
 		$(GO) test -race -count=1 ./runtime/...; \
 	fi
+
+## generate-check: regenerate the examples and golden cases; fail if anything committed was stale
+generate-check:
+	$(GO) generate ./examples/...
+	$(GO) test -count=1 -run 'TestGolden$$' ./gen/
+	@git diff --exit-code --stat -- examples testdata/golden || { echo "generated files are stale: run go generate ./examples/... and commit"; exit 1; }
 
 ## vet: go vet on every package
 vet:
