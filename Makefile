@@ -6,7 +6,7 @@ export KAFKA_PORT
 
 GO ?= go
 
-.PHONY: test test-kafka test-race vet fmt-check generate-check bench bench-full bench-micro \
+.PHONY: test test-kafka test-race vet fmt-check generate-check faults faults-ci bench bench-full bench-micro \
 	kafka-fetch kafka-start kafka-stop kafka-status
 
 ## test: all tests on the in-process kfake cluster
@@ -69,3 +69,18 @@ kafka-stop:
 
 kafka-status:
 	scripts/kafka.sh status
+
+FAULTS_FLAGS ?=
+
+## faults: the fault-injection suite in both guarantees (200,000 records, 10 SIGKILLs, a 10-20 s broker
+## outage) on a private broker (port 19092, .cache/faults) that the driver starts and stops
+faults:
+	$(GO) build -o bin/faults ./faults/cmd/faults
+	$(GO) build -o bin/faultapp ./faults/cmd/faultapp
+	bin/faults -own-broker -outage -app bin/faultapp -guarantee at-least-once $(FAULTS_FLAGS); alos=$$?; \
+	bin/faults -own-broker -outage -app bin/faultapp -guarantee exactly-once $(FAULTS_FLAGS); eos=$$?; \
+	test $$alos -eq 0 && test $$eos -eq 0
+
+## faults-ci: the CI-sized form (20,000 records, 3 kills per guarantee) on the shared broker
+faults-ci: kafka-start
+	KGEN_TEST_BROKERS=127.0.0.1:$(KAFKA_PORT) $(GO) test -count=1 -v -run TestFaultsShort ./faults/

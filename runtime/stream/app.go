@@ -196,8 +196,30 @@ func (a *App) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	for i, u := range a.units {
 		wg.Go(func() {
-			if errs[i] = u.run(runCtx); errs[i] != nil {
-				cancel(errs[i])
+			for {
+				err := u.run(runCtx)
+				var restart *restartError
+				if !errors.As(err, &restart) || runCtx.Err() != nil {
+					errs[i] = err
+					if err != nil && !errors.As(err, &restart) {
+						cancel(err)
+					}
+					return
+				}
+				a.cfg.logger.Warn("restarting unit with a fresh client", "app", a.cfg.appID, "unit", i, "error", restart.err)
+				select {
+				case <-runCtx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				if u, err = newUnit(a, i); err != nil {
+					errs[i] = err
+					cancel(err)
+					return
+				}
+				a.statsMu.Lock()
+				a.units[i] = u
+				a.statsMu.Unlock()
 			}
 		})
 	}
@@ -422,7 +444,10 @@ type TaskStats struct {
 // unit's last loop iteration.
 func (a *App) Stats() Stats {
 	s := Stats{Tasks: map[TaskID]TaskStats{}}
-	for _, u := range a.units {
+	a.statsMu.Lock()
+	units := slices.Clone(a.units)
+	a.statsMu.Unlock()
+	for _, u := range units {
 		if u == nil {
 			continue
 		}

@@ -124,7 +124,9 @@ func newUnit(a *App, idx int) (*unit, error) {
 		// its own zombie and aborts its unfinished transaction.
 		opts = append(opts,
 			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
-			kgo.TransactionTimeout(10*time.Second))
+			// Longer than a rebalance that waits out a dead member's session,
+			// so a transaction left open across it is not rolled back.
+			kgo.TransactionTimeout(30*time.Second))
 		sess, err := kgo.NewGroupTransactSession(append(opts, a.cfg.clientOpts...)...)
 		if err != nil {
 			return nil, fmt.Errorf("unit %d: %w", idx, err)
@@ -193,7 +195,12 @@ func (u *unit) run(ctx context.Context) (err error) {
 		// done: commit that, so a restart begins at the failed record.
 		// Under exactly-once the open transaction is aborted instead.
 		var rerr *RecordError
+		var restart *restartError
 		clean := err == nil || errors.As(err, &rerr) && u.sess == nil
+		if errors.As(err, &restart) {
+			u.abandon()
+			return
+		}
 		if cerr := u.shutdown(clean); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -487,14 +494,23 @@ func (u *unit) commitTxn(ctx context.Context) error {
 	if !u.inTxn {
 		return nil
 	}
-	committed, err := u.sess.End(ctx, kgo.TryCommit)
+	// A deadline: with the broker gone, ending a transaction can wait
+	// forever on a heartbeat that cannot happen.
+	endCtx, cancel := context.WithTimeout(ctx, txnEndTimeout)
+	committed, err := u.sess.End(endCtx, kgo.TryCommit)
+	cancel()
 	u.inTxn = false
 	u.commits++
 	u.commitDur += time.Since(start)
 	if err != nil {
-		// Not retryable: the producer is fenced or failed. Local state
-		// holds only committed data, so stopping is safe.
-		return fmt.Errorf("end transaction (outcome unknown): %w", err)
+		err = fmt.Errorf("end transaction (outcome unknown): %w", err)
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			return err // another producer has our id, or we may not use it
+		}
+		// The client is in an unknown state (a transaction the broker timed
+		// out, a broker outage). Local state holds only committed data: a
+		// fresh client rebuilds everything from what Kafka committed.
+		return &restartError{err}
 	}
 	if !committed {
 		u.log.Warn("transaction aborted; rebuilding tasks from committed state")
@@ -539,6 +555,15 @@ func (u *unit) checkpointStandbys() {
 		}
 	}
 }
+
+// txnEndTimeout bounds ending a transaction before the unit restarts.
+const txnEndTimeout = 30 * time.Second
+
+// restartError asks the App to replace the unit with a fresh one.
+type restartError struct{ err error }
+
+func (e *restartError) Error() string { return "unit restart: " + e.err.Error() }
+func (e *restartError) Unwrap() error { return e.err }
 
 // rebuildTasks drops every task without committing and creates them again
 // for the current assignment, restoring from checkpoints and changelogs.
@@ -1121,6 +1146,29 @@ func (u *unit) shutdown(clean bool) error {
 		u.rcl.Close()
 	}
 	return err
+}
+
+// abandon closes a unit whose client can no longer be trusted: tasks are
+// dropped without a commit and the client is closed in the background, with
+// bounded waits, since the broker may be unreachable.
+func (u *unit) abandon() {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	u.cl.PollRecords(done, 1)
+	u.drop(append([]*task(nil), u.order...), false)
+	for _, sb := range u.standbys {
+		u.closeStandby(sb)
+	}
+	u.closed = true
+	u.cl.AllowRebalance()
+	cl, rcl := u.cl, u.rcl
+	go func() {
+		// Closing leaves the group and may wait for a broker that is down.
+		cl.Close()
+		if rcl != nil {
+			rcl.Close()
+		}
+	}()
 }
 
 // accumulate folds a closing task's counters into the unit's totals.

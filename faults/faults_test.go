@@ -1,0 +1,93 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/runtime/stream"
+)
+
+// supported reports whether the runtime accepts guarantee g yet.
+func supported(g stream.GuaranteeKind) error {
+	_, err := stream.New(Topology("in", "out"), stream.Brokers("127.0.0.1:1"), stream.AppID("probe"), stream.Guarantee(g))
+	return err
+}
+
+// shortRun runs the driver at a small size: 20,000 records, 3 kills.
+func shortRun(t *testing.T, brokers []string, g stream.GuaranteeKind) {
+	if err := supported(g); err != nil {
+		t.Skipf("the runtime does not support %s yet: %v", g, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if keep := os.Getenv("KGEN_FAULTS_DIR"); keep != "" {
+		// Logs and state outlive the test, for a look after a failure.
+		var err error
+		if dir, err = os.MkdirTemp(keep, "faults-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("work directory %s", dir)
+	}
+	binary, err := Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	sum, err := Run(ctx, Config{
+		Brokers:        brokers,
+		Guarantee:      g,
+		Workload:       Workload{Records: 20_000, Keys: 1000, Skew: 1.1, Seed: uint64(time.Now().UnixNano()%1_000_000 + 1)},
+		Partitions:     8,
+		Instances:      3,
+		Kills:          3,
+		ProduceTime:    15 * time.Second,
+		RestartDelay:   2 * time.Second,
+		CommitInterval: DefaultCommitInterval(g),
+		SessionTimeout: 10 * time.Second,
+		AppBinary:      binary,
+		WorkDir:        dir,
+		Settle:         3 * time.Minute,
+		Log:            &log,
+	})
+	if sum != nil {
+		sum.Write(&log)
+	}
+	t.Log("\n" + log.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if sum.Kills != 3 {
+		t.Errorf("%d kills, want 3", sum.Kills)
+	}
+	if sum.Report.RecordsOut < sum.Report.RecordsIn {
+		t.Errorf("%d records out for %d in", sum.Report.RecordsOut, sum.Report.RecordsIn)
+	}
+	if !sum.Held() {
+		t.Errorf("guarantee %s did not hold: %s", g, sum.LastLine())
+	}
+}
+
+// TestFaultsShort runs the driver at a small size in both guarantees. It
+// kills app processes on the real broker named by KGEN_TEST_BROKERS; without
+// one it runs them against an in-process kfake cluster, which the children
+// reach over loopback, when CI is set (so that CI never skips the suite) or
+// KGEN_FAULTS_KFAKE=1, and is skipped otherwise: it takes a minute or two.
+func TestFaultsShort(t *testing.T) {
+	var brokers []string
+	switch {
+	case len(kafkatest.Brokers()) > 0:
+		brokers = kafkatest.New(t).Seeds() // fails the test if the broker does not answer
+	case os.Getenv("CI") != "" || os.Getenv("KGEN_FAULTS_KFAKE") == "1":
+		brokers = kafkatest.New(t).Seeds()
+	default:
+		t.Skipf("the fault-injection suite needs %s (a real broker), or CI or KGEN_FAULTS_KFAKE=1 to run on kfake", kafkatest.EnvBrokers)
+	}
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) { shortRun(t, brokers, g) })
+	}
+}
