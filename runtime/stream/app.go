@@ -373,7 +373,7 @@ func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) 
 				err = fmt.Errorf("no end offset for %s", missing)
 			}
 			return nil, fmt.Errorf("list end offsets: %w", err)
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
