@@ -115,3 +115,35 @@ func (p *ticker) Init(ctx *stream.Context[string, string]) error {
 func (p *ticker) Process(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
 	return nil
 }
+
+type badInit struct{ panics bool }
+
+func (b badInit) Init(ctx *stream.Context[string, string]) error {
+	if b.panics {
+		panic("init exploded")
+	}
+	return errors.New("no config")
+}
+
+func (badInit) Process(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+	return nil
+}
+
+func TestInitFailuresNameTheProcessor(t *testing.T) {
+	for _, tc := range []struct {
+		panics bool
+		want   string
+	}{
+		{false, `init processor "p": no config`},
+		{true, `init processor "p": panic: init exploded`},
+	} {
+		topo := stream.NewTopology()
+		stream.AddSource(topo, "in", "in", serde.String{}, serde.String{})
+		stream.AddProcessor(topo, "p", func() stream.Processor[string, string, string, string] { return badInit{tc.panics} }, "in")
+		stream.AddSink(topo, "out", "out", serde.String{}, serde.String{}, "p")
+		_, err := stream.NewLocalDriver(topo, stream.LocalConfig{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewLocalDriver error = %v, want it to contain %q", err, tc.want)
+		}
+	}
+}

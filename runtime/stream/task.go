@@ -373,19 +373,25 @@ func (t *task) drain(now time.Time) error {
 	}
 }
 
-// init opens nothing: it runs the processors' Init once restoration is done.
+// initProcessors runs the processors' Init, parents first, once the task's
+// stores are restored.
 func (t *task) initProcessors() error {
 	for _, p := range t.procs {
-		var err error
-		t.running = p.nodeName()
-		t.guard(func() { err = p.init() })
-		if err == nil && t.err != nil {
-			err = t.err
-		}
-		t.err = nil
-		if err != nil {
+		if err := t.callUser(p.nodeName(), p.init); err != nil {
 			return fmt.Errorf("task %s: init processor %q: %w", t.id, p.nodeName(), err)
 		}
 	}
 	return nil
+}
+
+// callUser runs a processor's lifecycle method, turning a panic into an error.
+func (t *task) callUser(node string, fn func() error) error {
+	var err error
+	t.running = node
+	t.guard(func() { err = fn() })
+	if err == nil {
+		err = t.err
+	}
+	t.err = nil
+	return err
 }

@@ -208,14 +208,7 @@ func (t *task) flushStores() error {
 func (t *task) close(clean bool) error {
 	var errs []error
 	for _, p := range t.procs {
-		var err error
-		t.running = p.nodeName()
-		t.guard(func() { err = p.close() })
-		if err == nil && t.err != nil {
-			err = t.err
-		}
-		t.err = nil
-		if err != nil {
+		if err := t.callUser(p.nodeName(), p.close); err != nil {
 			errs = append(errs, fmt.Errorf("task %s: close processor %q: %w", t.id, p.nodeName(), err))
 		}
 	}
