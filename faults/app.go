@@ -95,6 +95,7 @@ type AppConfig struct {
 	CommitInterval time.Duration // 0: the runtime's default for the guarantee
 	Parallelism    int
 	SessionTimeout time.Duration // 0: franz-go's default
+	Standbys       int           // standby replicas of every task (stream.StandbyReplicas)
 	Logger         *slog.Logger
 	// ClientLog, when set, receives franz-go's own log lines (group joins,
 	// heartbeats, retries) at ClientLogLevel.
@@ -111,6 +112,9 @@ func RunApp(ctx context.Context, c AppConfig) error {
 		stream.InstanceID(c.InstanceID),
 		stream.Guarantee(c.Guarantee),
 		stream.Parallelism(max(c.Parallelism, 1)),
+	}
+	if c.Standbys > 0 {
+		opts = append(opts, stream.StandbyReplicas(c.Standbys))
 	}
 	if c.CommitInterval > 0 {
 		opts = append(opts, stream.CommitInterval(c.CommitInterval))

@@ -26,7 +26,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 POM="$ROOT/scripts/kafka/pom.xml"
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")
-CACHE="${KGEN_CACHE_DIR:-$ROOT/.cache}/kafka"
+cache_root="${KGEN_CACHE_DIR:-$ROOT/.cache}"
+# Maven resolves relative paths against the pom's folder: make it absolute.
+case $cache_root in /*) ;; *) cache_root="$PWD/$cache_root" ;; esac
+CACHE="$cache_root/kafka"
 DIST="$CACHE/$KAFKA_VERSION"
 LIBS="$DIST/libs"
 STAMP="$DIST/libs.stamp"

@@ -40,6 +40,7 @@ func run() error {
 		commit    = flag.Duration("commit-interval", 0, "commit interval (0: the runtime's default for the guarantee)")
 		parallel  = flag.Int("parallelism", 1, "processing units in this instance")
 		session   = flag.Duration("session-timeout", 0, "consumer group session timeout (0: the client's default)")
+		standbys  = flag.Int("standbys", 0, "standby replicas of every task's stores on other instances")
 		level     = flag.String("log-level", "info", "log level: debug, info, warn or error")
 		clientLog = flag.String("client-log-level", "none", "franz-go's log level: none, error, warn, info or debug")
 		stdinEOF  = flag.Bool("exit-on-stdin-eof", false, "stop cleanly when standard input closes (the driver holds it open)")
@@ -92,6 +93,7 @@ func run() error {
 		CommitInterval: *commit,
 		Parallelism:    *parallel,
 		SessionTimeout: *session,
+		Standbys:       *standbys,
 		Logger:         logger,
 		ClientLog:      os.Stderr,
 		ClientLogLevel: clientLevel,
