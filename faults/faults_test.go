@@ -73,19 +73,21 @@ func shortRun(t *testing.T, brokers []string, g stream.GuaranteeKind) {
 }
 
 // TestFaultsShort runs the driver at a small size in both guarantees. It
-// kills app processes on the real broker named by KGEN_TEST_BROKERS; without
-// one it runs them against an in-process kfake cluster, which the children
-// reach over loopback, when CI is set (so that CI never skips the suite) or
-// KGEN_FAULTS_KFAKE=1, and is skipped otherwise: it takes a minute or two.
+// kills app processes on the real broker named by KGEN_TEST_BROKERS, which
+// CI's real-broker pass (make test-kafka) sets. With KGEN_FAULTS_KFAKE=1 it
+// runs on an in-process kfake cluster instead, which the children reach over
+// loopback; CI does not do that, because kfake's group coordinator has been
+// seen to stop answering joins after members were killed mid-rebalance (the
+// same runs pass on Apache Kafka). Otherwise it is skipped.
 func TestFaultsShort(t *testing.T) {
 	var brokers []string
 	switch {
 	case len(kafkatest.Brokers()) > 0:
 		brokers = kafkatest.New(t).Seeds() // fails the test if the broker does not answer
-	case os.Getenv("CI") != "" || os.Getenv("KGEN_FAULTS_KFAKE") == "1":
+	case os.Getenv("KGEN_FAULTS_KFAKE") == "1":
 		brokers = kafkatest.New(t).Seeds()
 	default:
-		t.Skipf("the fault-injection suite needs %s (a real broker), or CI or KGEN_FAULTS_KFAKE=1 to run on kfake", kafkatest.EnvBrokers)
+		t.Skipf("the fault-injection suite kills processes on a real broker: it runs when %s names one (make test-kafka, make faults-ci), or on kfake with KGEN_FAULTS_KFAKE=1", kafkatest.EnvBrokers)
 	}
 	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) { shortRun(t, brokers, g) })
