@@ -66,8 +66,10 @@ func TestStandbyTakesOverWithOnlyTheTail(t *testing.T) {
 			produceAll(t, c.Client(t), recs[10_000:])
 			waitCaughtUp(t, adm, appID, in)
 			t.Logf("survivor caught up %v after a was told to stop", time.Since(stopped))
-			if got := len(b.Stats().Tasks); got != 4 {
-				t.Fatalf("survivor owns %d tasks, want all 4", got)
+			for deadline := time.Now().Add(10 * time.Second); len(b.Stats().Tasks) != 4; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("survivor owns %d tasks, want all 4", len(b.Stats().Tasks))
+				}
 			}
 			// The promoted tasks restored only what their standbys had not
 			// read yet (the old owner's last commit): a fraction of what a

@@ -656,6 +656,7 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 	if len(created) > 0 {
 		u.log.Info("tasks assigned", "tasks", taskIDs(created))
 		u.reportState()
+		u.publish(true) // ownership shows in Stats at once
 	}
 }
 
