@@ -172,6 +172,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 	defer a.admClient.Close()
 	a.adm = kadm.NewClient(a.admClient)
 	if err := a.prepareTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: a clean stop
+		}
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
 	var ends kadm.ListedOffsets

@@ -205,10 +205,10 @@ func (u *unit) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	wait := 100 * time.Millisecond
+	wait, budget := 100*time.Millisecond, u.cfg.bufferRecords
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, wait)
-		fetches := u.cl.PollRecords(pctx, u.pollBudget())
+		fetches := u.cl.PollRecords(pctx, budget)
 		cancel()
 		start := time.Now()
 		for {
@@ -223,7 +223,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 		}
 		u.publish(false)
 		// Decided here: after AllowRebalance the callbacks may change the tasks.
-		wait = u.pollWait()
+		wait, budget = u.pollWait(), u.pollBudget()
 		u.cl.AllowRebalance()
 	}
 	return nil
