@@ -893,6 +893,7 @@ func (u *unit) drop(tasks []*task, clean bool) {
 		for _, s := range t.stores {
 			u.stopRestore(s)
 		}
+		u.setRestoring(t, false)
 		u.accumulate(t)
 		if err := t.close(clean); err != nil {
 			u.log.Error("close task", "task", t.id.String(), "error", err)
@@ -958,8 +959,7 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 	if len(consume) == 0 {
 		return t.initProcessors()
 	}
-	t.restoring = true
-	u.a.markBusy(1)
+	u.setRestoring(t, true)
 	if err := u.ensureRestoreClient(); err != nil {
 		return fmt.Errorf("task %s: restore client: %w", t.id, err)
 	}
@@ -988,6 +988,7 @@ func (u *unit) ensureRestoreClient() error {
 	return nil
 }
 
+// stopRestore stops reading one store's changelog.
 func (u *unit) stopRestore(s *taskStore) {
 	if u.restoring[s.changelog][s.partition] != s {
 		return
@@ -997,8 +998,18 @@ func (u *unit) stopRestore(s *taskStore) {
 		delete(u.restoring, s.changelog)
 	}
 	u.rcl.RemoveConsumePartitions(map[string][]int32{s.changelog: {s.partition}})
-	if s.t.restoring {
-		s.t.restoring = false
+}
+
+// setRestoring is the one place a task's restoring flag changes, keeping
+// the App's busy count (its rebalancing state) in step with it.
+func (u *unit) setRestoring(t *task, on bool) {
+	if t.restoring == on {
+		return
+	}
+	t.restoring = on
+	if on {
+		u.a.markBusy(1)
+	} else {
 		u.a.markBusy(-1)
 	}
 }
@@ -1057,12 +1068,6 @@ func (u *unit) restoreStep() error {
 	if err != nil {
 		return err
 	}
-	for _, t := range u.order {
-		if t.restoring && !u.anyRestoring(t) {
-			// finishRestore cleared every store of t during this step.
-			t.restoring = false
-		}
-	}
 	return u.fatal
 }
 
@@ -1087,15 +1092,13 @@ func (u *unit) anyRestoring(t *task) bool {
 func (u *unit) finishRestore(s *taskStore) {
 	t := s.t
 	u.stopRestore(s)
-	t.restoring = u.anyRestoring(t)
-	if !t.restoring {
-		u.log.Info("restored task", "task", t.id.String())
-		if err := t.initProcessors(); err != nil && u.fatal == nil {
-			u.fatal = err
-		}
-	} else {
-		t.restoring = true
-		u.a.markBusy(1)
+	if u.anyRestoring(t) {
+		return
+	}
+	u.setRestoring(t, false)
+	u.log.Info("restored task", "task", t.id.String())
+	if err := t.initProcessors(); err != nil && u.fatal == nil {
+		u.fatal = err
 	}
 }
 
