@@ -56,6 +56,8 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 		d.cfg.appID = "test"
 	}
 	d.cfg.maxTaskIdle = -1
+	// Local tasks keep every store in memory: nothing touches the disk.
+	d.cfg.memoryStores = true
 	// Every write reaches the store's changelog at once, so tests see each.
 	d.cfg.cacheRecords = 0
 	d.cfg.now = func() time.Time { return d.now }
@@ -65,8 +67,7 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	}
 	d.cfg.onProcessError, d.cfg.onDeserializeError = lc.OnProcessError, lc.OnDeserializeError
 	for _, s := range t.subs {
-		// Local tasks keep every store in memory: nothing touches the disk.
-		tk, err := newLocalTask(TaskID{Subtopology: s.id}, t, d)
+		tk, err := newTask(TaskID{Subtopology: s.id}, t, d)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -84,20 +85,6 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 		}
 	}
 	return d, nil
-}
-
-func newLocalTask(id TaskID, t *Topology, env taskEnv) (*task, error) {
-	saved := map[string]state.Opener{}
-	for _, s := range t.subs[id.Subtopology].stores {
-		saved[s.name] = s.opts.Persistent
-		s.opts.Persistent = nil
-	}
-	defer func() {
-		for _, s := range t.subs[id.Subtopology].stores {
-			s.opts.Persistent = saved[s.name]
-		}
-	}()
-	return newTask(id, t, env)
 }
 
 func (d *LocalDriver) config() *config { return &d.cfg }

@@ -25,6 +25,7 @@ type config struct {
 	bufferRecords  int
 	cacheRecords   int
 	standbys       int
+	memoryStores   bool // every store in memory, whatever it asks for (LocalDriver)
 	logger         *slog.Logger
 	clientOpts     []kgo.Opt
 	guarantee      GuaranteeKind

@@ -89,7 +89,7 @@ func (t *task) openStores() (err error) {
 		// Take over the standby's lock and open stores: no reopen, no
 		// checkpoint read, and in-memory stores stay warm too.
 		t.dir, t.unlock, h.unlock = h.dir, h.unlock, nil
-	} else if len(sub.stores) > 0 {
+	} else if t.anyPersistent() {
 		t.dir = filepath.Join(cfg.stateDir, cfg.appID, id.String())
 		if t.unlock, err = state.LockDir(t.dir); err != nil {
 			return fmt.Errorf("task %s: %w", id, err)
@@ -107,7 +107,7 @@ func (t *task) openStores() (err error) {
 		switch {
 		case from != nil:
 			ts.backend, from.inner, from.backend = from.inner, nil, nil
-		case def.opts.Persistent != nil:
+		case t.persistent(def):
 			ts.backend, err = def.opts.Persistent(filepath.Join(t.dir, def.name))
 			if err != nil {
 				return fmt.Errorf("task %s: open store %q: %w", id, def.name, err)
@@ -125,7 +125,7 @@ func (t *task) openStores() (err error) {
 			switch {
 			case from != nil:
 				ts.restoredTo = from.restoredTo
-			case def.opts.Persistent != nil:
+			case t.persistent(def):
 				ts.restoredTo = cp[ts.changelog][id.Partition]
 			}
 			ts.produced.observe(ts.restoredTo)
@@ -148,6 +148,22 @@ func (t *task) openStores() (err error) {
 		ts.typed = def.open(ts.backend, logger)
 	}
 	return nil
+}
+
+// persistent says whether a store lives on disk: it asks for it, and the
+// runtime is not one that keeps everything in memory (the LocalDriver).
+func (t *task) persistent(def *storeDef) bool {
+	return def.opts.Persistent != nil && !t.env.config().memoryStores
+}
+
+// anyPersistent says whether the task needs a state directory.
+func (t *task) anyPersistent() bool {
+	for _, def := range t.sub.stores {
+		if t.persistent(def) {
+			return true
+		}
+	}
+	return false
 }
 
 // newStandby opens a task's stores only, to follow their changelogs.
@@ -180,7 +196,7 @@ func (t *task) writeCheckpoint() error {
 	}
 	cp := state.Checkpoint{}
 	for _, s := range t.stores {
-		if s.changelog == "" || s.def.opts.Persistent == nil {
+		if s.changelog == "" || !t.persistent(s.def) {
 			continue
 		}
 		cp[s.changelog] = map[int32]int64{s.partition: max(s.restoredTo, s.produced.load())}
