@@ -227,6 +227,36 @@ func TestCanaryTransactions(t *testing.T) {
 	}
 }
 
+// TestReadCommittedWithOpenTransaction checks that ReadToEnd with
+// ReadCommitted gives up waiting for an open transaction after the settle
+// timeout and returns the committed records before it.
+func TestReadCommittedWithOpenTransaction(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.New(t)
+	ctx := testContext(t)
+	topic := c.CreateTopic(t, 1, nil)
+	producer := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID(kafkatest.TopicName(t)))
+	for _, v := range []string{"c1", "open"} {
+		if err := producer.BeginTransaction(); err != nil {
+			t.Fatalf("begin transaction: %v", err)
+		}
+		produce(ctx, t, producer, &kgo.Record{Value: []byte(v)})
+		if v == "open" {
+			break
+		}
+		if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("end transaction: %v", err)
+		}
+	}
+	got := c.ReadToEnd(t, topic, kafkatest.ReadCommitted(), kafkatest.SettleTimeout(500*time.Millisecond))
+	if len(got) != 1 || string(got[0].Value) != "c1" {
+		t.Errorf("read_committed with an open transaction: got %d records, want only c1", len(got))
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+}
+
 // sortRecs orders records by partition, then offset, as ReadToEnd does.
 func sortRecs(rs []rec) []rec {
 	slices.SortFunc(rs, func(a, b rec) int {

@@ -137,13 +137,24 @@ type ReadOption func(*readConfig)
 type readConfig struct {
 	committed bool
 	timeout   time.Duration
+	settle    time.Duration
 }
 
 // ReadCommitted makes ReadToEnd read with the read_committed isolation level:
 // records of aborted and still open transactions are not returned, and the
-// end is the last stable offset instead of the high watermark.
+// end is the last stable offset instead of the high watermark. Because a
+// committed transaction's markers land shortly after its commit returns,
+// ReadToEnd first waits (see SettleTimeout) for the last stable offset to
+// reach the high watermark.
 func ReadCommitted() ReadOption {
 	return func(rc *readConfig) { rc.committed = true }
+}
+
+// SettleTimeout bounds how long ReadToEnd with ReadCommitted waits for open
+// transactions to end before it reads to the last stable offset anyway; the
+// default is 10 s.
+func SettleTimeout(d time.Duration) ReadOption {
+	return func(rc *readConfig) { rc.settle = d }
 }
 
 // ReadTimeout bounds how long ReadToEnd may take; the default is 30 s.
@@ -157,14 +168,18 @@ func ReadTimeout(d time.Duration) ReadOption {
 // test fails if the end is not reached before the timeout (see ReadTimeout).
 func (c *Cluster) ReadToEnd(t testing.TB, topic string, opts ...ReadOption) []*kgo.Record {
 	t.Helper()
-	rc := readConfig{timeout: defaultReadTimeout}
+	rc := readConfig{timeout: defaultReadTimeout, settle: defaultSettleTimeout}
 	for _, o := range opts {
 		o(&rc)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rc.timeout)
 	defer cancel()
 
-	starts, ends, err := c.offsetRange(ctx, topic, rc.committed)
+	starts, ends, err := c.offsetRange(ctx, topic, rc.committed, rc.settle)
+	if errors.Is(err, errOpenTransaction) {
+		t.Logf("kafkatest: topic %q still has an open transaction after %v; reading to the last stable offset", topic, rc.settle)
+		err = nil
+	}
 	if err != nil {
 		t.Fatalf("kafkatest: read topic %q: %v", topic, err)
 	}
@@ -226,7 +241,7 @@ func (c *Cluster) ReadToEnd(t testing.TB, topic string, opts ...ReadOption) []*k
 
 // offsetRange lists the start and end offset of every partition of topic;
 // with committed, the end is the last stable offset.
-func (c *Cluster) offsetRange(ctx context.Context, topic string, committed bool) (starts, ends map[int32]int64, err error) {
+func (c *Cluster) offsetRange(ctx context.Context, topic string, committed bool, settleTimeout time.Duration) (starts, ends map[int32]int64, err error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("create admin client: %w", err)
@@ -252,15 +267,45 @@ func (c *Cluster) offsetRange(ctx context.Context, topic string, committed bool)
 	if starts, err = list("start", adm.ListStartOffsets); err != nil {
 		return nil, nil, err
 	}
-	endFn, which := adm.ListEndOffsets, "end"
-	if committed {
-		endFn, which = adm.ListCommittedOffsets, "last stable"
+	if !committed {
+		ends, err = list("end", adm.ListEndOffsets)
+		return starts, ends, err
 	}
-	if ends, err = list(which, endFn); err != nil {
-		return nil, nil, err
+	// A transaction's EndTxn returns once the coordinator has logged its
+	// decision; the markers reach the partitions a little later, and until
+	// then the last stable offset stays before the transaction. Tests read
+	// after their writers finished, so wait for the markers to land.
+	settle := time.NewTimer(settleTimeout)
+	defer settle.Stop()
+	for {
+		if ends, err = list("last stable", adm.ListCommittedOffsets); err != nil {
+			return nil, nil, err
+		}
+		highs, err := list("end", adm.ListEndOffsets)
+		if err != nil {
+			return nil, nil, err
+		}
+		if maps.Equal(ends, highs) {
+			return starts, ends, nil
+		}
+		select {
+		case <-settle.C:
+			return starts, ends, errOpenTransaction
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return starts, ends, nil
 }
+
+// defaultSettleTimeout is long enough for markers to land on a loaded
+// machine; a writer's transaction timeout is not needed, since a test's
+// writers have ended their transactions by the time it reads.
+const defaultSettleTimeout = 10 * time.Second
+
+// errOpenTransaction says a topic still had an open transaction after the
+// settle timeout; ReadToEnd then reads to the last stable offset.
+var errOpenTransaction = errors.New("a transaction is still open")
 
 // reachedEnd reports whether every partition in pos has been read to its end.
 func reachedEnd(pos, ends map[int32]int64) bool {

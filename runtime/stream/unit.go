@@ -126,7 +126,12 @@ func newUnit(a *App, idx int) (*unit, error) {
 			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
 			// Longer than a rebalance that waits out a dead member's session,
 			// so a transaction left open across it is not rolled back.
-			kgo.TransactionTimeout(30*time.Second))
+			kgo.TransactionTimeout(30*time.Second),
+			// A partition's new owner must not start from an offset that
+			// the old owner's just-committed transaction has moved past but
+			// whose marker has not landed yet: that would process the
+			// transaction's input twice (KIP-447).
+			kgo.RequireStableFetchOffsets())
 		sess, err := kgo.NewGroupTransactSession(append(opts, a.cfg.clientOpts...)...)
 		if err != nil {
 			return nil, fmt.Errorf("unit %d: %w", idx, err)
