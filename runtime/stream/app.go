@@ -381,6 +381,48 @@ func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) 
 	}
 }
 
+// changelogEnds returns where restoring topics' changelogs ends. Under
+// exactly-once that is the last stable offset, but a transaction the
+// previous owner has just committed keeps it back until its markers land,
+// a moment after the commit returned; restoring to there would lose that
+// transaction's writes while its input offsets count as done. So while
+// a stable offset is behind the high watermark, list again until
+// deadline: a transaction still open after that belongs to a crashed owner
+// and will be aborted, and its writes must not be restored anyway.
+func (a *App) changelogEnds(ctx context.Context, deadline time.Time, topics ...string) (kadm.ListedOffsets, error) {
+	if a.cfg.guarantee != ExactlyOnce {
+		return a.endOffsets(ctx, false, topics...)
+	}
+	for {
+		stable, err := a.endOffsets(ctx, true, topics...)
+		if err != nil {
+			return nil, err
+		}
+		highs, err := a.endOffsets(ctx, false, topics...)
+		if err != nil {
+			return nil, err
+		}
+		behind := false
+		stable.Each(func(o kadm.ListedOffset) {
+			if h, ok := highs.Lookup(o.Topic, o.Partition); ok && h.Offset > o.Offset {
+				behind = true
+			}
+		})
+		if !behind || time.Now().After(deadline) {
+			return stable, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// markerWait bounds how long the restores of one assignment wait for
+// transaction markers; they normally land within milliseconds of the commit.
+const markerWait = 2 * time.Second
+
 // watchCaughtUp ends the run once the group's committed offsets reach the
 // end offsets the sources had at start.
 func (a *App) watchCaughtUp(ctx context.Context, cancel context.CancelCauseFunc, ends kadm.ListedOffsets) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -132,5 +134,64 @@ func TestExactlyOnceAcrossFailures(t *testing.T) {
 			}
 			checkExactlyOnce(t, c, out, truth)
 		})
+	}
+}
+
+// TestExactlyOnceRestoreSkipsOpenTransaction restores a store whose
+// changelog ends in a transaction that stays open (a crashed owner's): the
+// restore must take the committed writes, leave out the open ones, and not
+// wait for the open transaction to time out.
+func TestExactlyOnceRestoreSkipsOpenTransaction(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	appID := "eos-open-" + in
+	changelog := appID + "-counts-changelog"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	compact := "compact"
+	if _, err := c.Admin(t).CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, changelog); err != nil {
+		t.Fatalf("create changelog: %v", err)
+	}
+	t.Cleanup(func() { c.Admin(t).DeleteTopics(context.Background(), changelog) })
+
+	write := func(txnID string, n int64, commit bool) *kgo.Client {
+		cl := c.Client(t, kgo.TransactionalID(txnID), kgo.TransactionTimeout(time.Minute))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		v, _ := serde.Int64{}.Serialize(n)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: changelog, Key: []byte("k"), Value: v}).FirstErr(); err != nil {
+			t.Fatalf("produce to changelog: %v", err)
+		}
+		if commit {
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+		}
+		return cl
+	}
+	write(appID+"-earlier-owner", 5, true)
+	zombie := write(appID+"-crashed-owner", 100, false)
+	t.Cleanup(func() { zombie.EndTransaction(context.Background(), kgo.TryAbort) })
+
+	produceAll(t, c.Client(t), []*kgo.Record{
+		{Topic: in, Key: []byte("k"), Value: []byte("a")},
+		{Topic: in, Key: []byte("k"), Value: []byte("b")},
+	})
+	if _, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+		stream.StateDir(t.TempDir()), stream.Guarantee(stream.ExactlyOnce), stream.Logger(testLogger(t)),
+		stream.ExitWhenCaughtUp()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var got []int64
+	for _, r := range c.ReadToEnd(t, out, kafkatest.ReadCommitted()) {
+		n, err := serde.Int64{}.Deserialize(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if fmt.Sprint(got) != "[6 7]" {
+		t.Errorf("counts %v, want [6 7]: the committed 5 restored, the open 100 left out", got)
 	}
 }

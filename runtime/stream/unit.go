@@ -652,8 +652,9 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 		}
 	}
 	u.reorder()
+	markersBy := time.Now().Add(markerWait)
 	for _, t := range created {
-		if err := u.startRestore(ctx, t); err != nil {
+		if err := u.startRestore(ctx, t, markersBy); err != nil {
 			u.fatal = err
 			return
 		}
@@ -923,7 +924,7 @@ func (u *unit) reorder() {
 // startRestore positions each logged store of t at its checkpoint and
 // starts reading its changelog to the end; the task processes nothing until
 // every store has caught up.
-func (u *unit) startRestore(ctx context.Context, t *task) error {
+func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) error {
 	var topics []string
 	for _, s := range t.stores {
 		if s.changelog != "" {
@@ -933,7 +934,7 @@ func (u *unit) startRestore(ctx context.Context, t *task) error {
 	if len(topics) == 0 {
 		return t.initProcessors()
 	}
-	ends, err := u.a.endOffsets(ctx, u.cfg.guarantee == ExactlyOnce, topics...)
+	ends, err := u.a.changelogEnds(ctx, markersBy, topics...)
 	if err != nil {
 		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
