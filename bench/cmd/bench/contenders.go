@@ -188,6 +188,11 @@ func execute(ctx context.Context, name string, args []string, logFile string, de
 	}
 	res, perr := protocol.Parse(stdout.Bytes())
 	ex.Result = res
+	if res.PeakRSSBytes > 0 {
+		// ru_maxrss above is at least the harness's own peak (see
+		// protocol.Result.PeakRSSBytes); the process's own figure is exact.
+		ex.MaxRSS = res.PeakRSSBytes
+	}
 	switch {
 	case werr != nil && perr == nil && res.Error != "":
 		return ex, fmt.Errorf("%s: %s", filepath.Base(name), res.Error)

@@ -159,13 +159,24 @@ type Result struct {
 	// processing, without start-up and shutdown.
 	CPUAtFirstRecordNs int64 `json:"cpu_at_first_record_ns"`
 	CPUAtDoneNs        int64 `json:"cpu_at_done_ns"`
+
+	// PeakRSSBytes is the process's own high-water resident set (Linux
+	// VmHWM), read when the result is printed. The kernel's ru_maxrss of a
+	// child cannot stand in for it: on Linux it starts at the parent's peak
+	// when the child execs, so every contender would weigh at least what
+	// the harness does.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Marker starts the result line, so that it is found among other output.
 const Marker = "KGENBENCH-RESULT "
 
-// Print writes r as the result line.
+// Print writes r as the result line, with the process's peak RSS unless r
+// has one.
 func Print(w io.Writer, r Result) {
+	if r.PeakRSSBytes == 0 {
+		r.PeakRSSBytes = SelfPeakRSS()
+	}
 	b, _ := json.Marshal(r)
 	fmt.Fprintf(w, "%s%s\n", Marker, b)
 }
@@ -200,3 +211,32 @@ func Fail(contender string, a *Args, err error) {
 // CommitWatchInterval is how often, under exactly-once, a contender asks
 // the broker whether its group has committed the whole source.
 const CommitWatchInterval = 20 * time.Millisecond
+
+// SelfPeakRSS returns this process's peak resident set size in bytes, from
+// /proc/self/status, or 0 where that is not available.
+func SelfPeakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	n, _ := parseVmHWM(status)
+	return n
+}
+
+// parseVmHWM reads the VmHWM line ("VmHWM:    2020 kB") of a
+// /proc/<pid>/status file.
+func parseVmHWM(status []byte) (int64, error) {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		var kb int64
+		var unit string
+		if _, err := fmt.Sscan(string(rest), &kb, &unit); err != nil || unit != "kB" {
+			return 0, fmt.Errorf("unreadable VmHWM line %q", bytes.TrimSpace(line))
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("no VmHWM line")
+}
