@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,11 @@ type App struct {
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
 	topicSub   map[string]int   // source topic -> sub-topology
+
+	// Changelog topics are created while the units join the group; tasks
+	// with stores wait for changelogsReady, then read changelogsErr.
+	changelogsReady chan struct{}
+	changelogsErr   error
 
 	statsMu sync.Mutex
 	units   []*unit
@@ -171,7 +177,8 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	defer a.admClient.Close()
 	a.adm = kadm.NewClient(a.admClient)
-	if err := a.prepareTopics(ctx); err != nil {
+	changelogs, err := a.prepareTopics(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean stop
 		}
@@ -186,6 +193,23 @@ func (a *App) Run(ctx context.Context) (err error) {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// Creating changelog topics and waiting for their leaders takes as long
+	// as joining the group, so both happen at once: it shortens the time to
+	// the first output of an app with new stores.
+	a.changelogsReady = make(chan struct{})
+	go func() {
+		defer close(a.changelogsReady)
+		if err := a.prepareChangelogs(runCtx, changelogs); err != nil && runCtx.Err() == nil {
+			a.changelogsErr = err
+			cancel(err)
+		}
+	}()
+	defer func() {
+		<-a.changelogsReady // it uses the admin client, closed on return
+		if err == nil && a.changelogsErr != nil {
+			err = fmt.Errorf("run %s: %w", a.cfg.appID, a.changelogsErr)
+		}
+	}()
 	a.units = make([]*unit, a.cfg.parallelism)
 	for i := range a.units {
 		if a.units[i], err = newUnit(a, i); err != nil {
@@ -237,10 +261,10 @@ func (a *App) Run(ctx context.Context) (err error) {
 	return errors.Join(errs...)
 }
 
-// prepareTopics checks that source and sink topics exist, that the sources
-// of each sub-topology are co-partitioned, and creates (or checks) the
-// changelog topics.
-func (a *App) prepareTopics(ctx context.Context) error {
+// prepareTopics checks that source and sink topics exist and that the
+// sources of each sub-topology are co-partitioned, and returns the changelog
+// topics with their partition counts, for prepareChangelogs.
+func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, err error) {
 	var topics []string
 	topics = append(topics, a.topo.SourceTopics()...)
 	topics = append(topics, a.topo.SinkTopics()...)
@@ -253,7 +277,7 @@ func (a *App) prepareTopics(ctx context.Context) error {
 	topics = slices.Compact(topics)
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("describe topics: %w", err)
+		return nil, fmt.Errorf("describe topics: %w", err)
 	}
 	a.partitions = map[string]int32{}
 	var errs []error
@@ -270,7 +294,7 @@ func (a *App) prepareTopics(ctx context.Context) error {
 		a.partitions[topic] = int32(len(d.Partitions))
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	for _, s := range a.topo.subs {
 		var counts []string
@@ -285,20 +309,26 @@ func (a *App) prepareTopics(ctx context.Context) error {
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
-	return a.prepareChangelogs(ctx)
-}
-
-func (a *App) prepareChangelogs(ctx context.Context) error {
-	want := map[string]int32{}
+	// A changelog has its sub-topology's partition count; a.partitions
+	// takes it now, before the units start reading the map.
+	changelogs = map[string]int32{}
 	for _, s := range a.topo.subs {
 		for _, st := range s.stores {
 			if st.opts.Changelog {
-				want[changelogTopic(a.cfg.appID, st.name)] = a.partitions[s.topics[0]]
+				changelogs[changelogTopic(a.cfg.appID, st.name)] = a.partitions[s.topics[0]]
 			}
 		}
 	}
+	maps.Copy(a.partitions, changelogs)
+	return changelogs, nil
+}
+
+// prepareChangelogs checks the changelog topics that exist and creates the
+// others, then waits for their partitions to have leaders. It must not
+// touch a.partitions: the units read it meanwhile.
+func (a *App) prepareChangelogs(ctx context.Context, want map[string]int32) error {
 	if len(want) == 0 {
 		return nil
 	}
@@ -318,7 +348,6 @@ func (a *App) prepareChangelogs(ctx context.Context) error {
 			if got := int32(len(d.Partitions)); got != want[name] {
 				errs = append(errs, fmt.Errorf("changelog topic %q has %d partitions, the sources have %d", name, got, want[name]))
 			}
-			a.partitions[name] = want[name]
 			continue
 		}
 		resp, err := a.adm.CreateTopic(ctx, want[name], -1, map[string]*string{"cleanup.policy": &compact}, name)
@@ -330,7 +359,6 @@ func (a *App) prepareChangelogs(ctx context.Context) error {
 			continue
 		}
 		a.cfg.logger.Info("created changelog topic", "topic", name, "partitions", want[name])
-		a.partitions[name] = want[name]
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -378,6 +406,20 @@ func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) 
 			return nil, fmt.Errorf("list end offsets: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// awaitChangelogs waits until the changelog topics are ready, and returns
+// the error that kept them from being so.
+func (a *App) awaitChangelogs(ctx context.Context) error {
+	if a.changelogsReady == nil {
+		return nil // not started by Run (the LocalDriver)
+	}
+	select {
+	case <-a.changelogsReady:
+		return a.changelogsErr
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

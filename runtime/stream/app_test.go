@@ -500,3 +500,26 @@ func mapDiff(want, got map[string]int64) string {
 	fmt.Fprintf(&b, "(%d keys wanted, %d got)", len(want), len(got))
 	return b.String()
 }
+
+// TestChangelogWithWrongPartitionCount checks that an existing changelog
+// whose partition count differs from its sources' stops Run with an error
+// that names it: the store's partitions would not line up with the tasks.
+func TestChangelogWithWrongPartitionCount(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+	appID := "wrong-changelog-" + in
+	changelog := appID + "-counts-changelog"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Admin(t).CreateTopic(ctx, 2, -1, nil, changelog); err != nil {
+		t.Fatalf("create changelog: %v", err)
+	}
+	t.Cleanup(func() { c.Admin(t).DeleteTopics(context.Background(), changelog) })
+	produceAll(t, c.Client(t), []*kgo.Record{{Topic: in, Key: []byte("k"), Value: []byte("v")}})
+	_, err := runApp(t, countTopology(in, out, nil), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+		stream.StateDir(t.TempDir()), stream.Logger(testLogger(t)))
+	want := fmt.Sprintf("changelog topic %q has 2 partitions, the sources have 4", changelog)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run: %v, want an error containing %q", err, want)
+	}
+}

@@ -210,6 +210,13 @@ func (u *unit) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
+	if u.sess == nil {
+		// The idempotent producer's id is otherwise fetched at the first
+		// produce, one more round trip before the first output; get it
+		// while the group is being joined. Failing here costs nothing: the
+		// first produce tries again.
+		go func() { _, _, _ = u.cl.ProducerID(ctx) }()
+	}
 	wait, budget := 100*time.Millisecond, u.cfg.bufferRecords
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, wait)
@@ -608,6 +615,12 @@ func (u *unit) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 // createTasks creates the missing tasks for assigned partitions and starts
 // restoring their stores; a failure is left in u.fatal.
 func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
+	if err := u.a.awaitChangelogs(ctx); err != nil {
+		if ctx.Err() == nil {
+			u.fatal = err
+		}
+		return
+	}
 	var created []*task
 	for topic, parts := range assigned {
 		sub, ok := u.a.topicSub[topic]
@@ -703,6 +716,11 @@ func (u *unit) reconcileStandbys() error {
 		// which the assignment callback does.
 		if !want[id] && !actives[id] {
 			u.closeStandby(sb)
+		}
+	}
+	if len(want) > 0 {
+		if err := u.a.awaitChangelogs(context.Background()); err != nil {
+			return err
 		}
 	}
 	for id := range want {
