@@ -111,12 +111,6 @@ func newUnit(a *App, idx int) (*unit, error) {
 		// Kafka's own consumer default. franz-go's 5 s lets an idle long
 		// poll delay newly assigned partitions (a failover) by that much.
 		kgo.FetchMaxWait(500 * time.Millisecond),
-		// A quarter of Kafka's 1 MiB default: records wait in the fetch
-		// buffers and in the producer until acknowledged, so this bounds
-		// memory per task. On loopback it cost no throughput and cut the
-		// peak RSS of bench's passthrough from 147 to 89 MiB. ClientOpts
-		// can raise it for links with a long round trip.
-		kgo.FetchMaxPartitionBytes(256 << 10),
 		// A crashed instance's tasks move once its session times out;
 		// franz-go's 45 s default would leave them idle that long.
 		kgo.SessionTimeout(10 * time.Second),
