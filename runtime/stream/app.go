@@ -205,6 +205,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 	}()
 	defer func() {
+		cancel(nil)         // an early return stops the preparation
 		<-a.changelogsReady // it uses the admin client, closed on return
 		if err == nil && a.changelogsErr != nil {
 			err = fmt.Errorf("run %s: %w", a.cfg.appID, a.changelogsErr)
