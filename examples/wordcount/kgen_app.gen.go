@@ -4,148 +4,16 @@ package wordcount
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"flag"
-	"fmt"
-	"log/slog"
-	"net/http"
-	"os"
-	"os/signal"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
-
+	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"github.com/kgen-dev/kgen/runtime/streamprom"
 )
 
-// Config is how the application connects and runs. RegisterFlags fills it
-// from command-line flags, whose defaults come from KGEN_* environment
-// variables.
-type Config struct {
-	Brokers     []string // seed brokers; none starts the embedded development broker
-	AppID       string   // consumer group and internal topic prefix
-	StateDir    string   // where persistent stores and checkpoints live
-	Parallelism int      // processing goroutines
-	Guarantee   string   // at-least-once or exactly-once
-
-	TLS         bool   // connect with TLS
-	TLSCAFile   string // PEM file of the CA to trust; empty means the system pool
-	TLSCertFile string // PEM client certificate, for mutual TLS
-	TLSKeyFile  string // PEM client key, for mutual TLS
-
-	SASLMechanism string // plain, scram-sha-256 or scram-sha-512; empty for none
-	SASLUser      string
-	SASLPassword  string
-
-	MetricsAddr string // address of the /metrics (Prometheus), /healthz and /readyz endpoints; empty for none
-}
-
-// RegisterFlags defines the application's flags on fs, writing into c.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	env := func(name, def string) string {
-		if v, ok := os.LookupEnv(name); ok {
-			return v
-		}
-		return def
-	}
-	envInt := func(name string, def int) int {
-		if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-			return v
-		}
-		return def
-	}
-	fs.Func("brokers", "comma-separated seed brokers; none starts the embedded development broker (env KGEN_BROKERS)", func(s string) error {
-		c.Brokers = splitList(s)
-		return nil
-	})
-	c.Brokers = splitList(os.Getenv("KGEN_BROKERS"))
-	fs.StringVar(&c.AppID, "app-id", env("KGEN_APP_ID", AppID), "application id: consumer group and prefix of internal topics (env KGEN_APP_ID)")
-	fs.StringVar(&c.StateDir, "state-dir", env("KGEN_STATE_DIR", ""), "directory of persistent stores; empty means a directory under the system temp dir (env KGEN_STATE_DIR)")
-	fs.IntVar(&c.Parallelism, "parallelism", envInt("KGEN_PARALLELISM", 1), "processing goroutines (env KGEN_PARALLELISM)")
-	fs.StringVar(&c.Guarantee, "guarantee", env("KGEN_GUARANTEE", "at-least-once"), "processing guarantee: at-least-once or exactly-once (env KGEN_GUARANTEE)")
-	fs.BoolVar(&c.TLS, "tls", env("KGEN_TLS", "") == "true", "connect to the brokers with TLS (env KGEN_TLS=true)")
-	fs.StringVar(&c.TLSCAFile, "tls-ca", env("KGEN_TLS_CA", ""), "PEM file of the CA to trust (env KGEN_TLS_CA)")
-	fs.StringVar(&c.TLSCertFile, "tls-cert", env("KGEN_TLS_CERT", ""), "PEM client certificate (env KGEN_TLS_CERT)")
-	fs.StringVar(&c.TLSKeyFile, "tls-key", env("KGEN_TLS_KEY", ""), "PEM client key (env KGEN_TLS_KEY)")
-	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", env("KGEN_SASL_MECHANISM", ""), "SASL mechanism: plain, scram-sha-256 or scram-sha-512 (env KGEN_SASL_MECHANISM)")
-	fs.StringVar(&c.SASLUser, "sasl-user", env("KGEN_SASL_USER", ""), "SASL user (env KGEN_SASL_USER)")
-	fs.StringVar(&c.SASLPassword, "sasl-password", env("KGEN_SASL_PASSWORD", ""), "SASL password (env KGEN_SASL_PASSWORD)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("KGEN_METRICS_ADDR", ""), "address of the /metrics (Prometheus), /healthz and /readyz endpoints, e.g. :9090 (env KGEN_METRICS_ADDR)")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-// Options turns the configuration into runtime options. Brokers must be set.
-func (c Config) Options() ([]stream.Option, error) {
-	opts := []stream.Option{stream.Brokers(c.Brokers...), stream.AppID(c.AppID), stream.Parallelism(c.Parallelism)}
-	if c.StateDir != "" {
-		opts = append(opts, stream.StateDir(c.StateDir))
-	}
-	switch c.Guarantee {
-	case "", "at-least-once":
-		opts = append(opts, stream.Guarantee(stream.AtLeastOnce))
-	case "exactly-once":
-		opts = append(opts, stream.Guarantee(stream.ExactlyOnce))
-	default:
-		return nil, fmt.Errorf("guarantee %q: want at-least-once or exactly-once", c.Guarantee)
-	}
-	var client []kgo.Opt
-	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.TLSCAFile != "" {
-			pem, err := os.ReadFile(c.TLSCAFile)
-			if err != nil {
-				return nil, fmt.Errorf("tls ca: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("tls ca %s: no PEM certificates", c.TLSCAFile)
-			}
-		}
-		if c.TLSCertFile != "" || c.TLSKeyFile != "" {
-			cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("tls client certificate: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		client = append(client, kgo.DialTLSConfig(cfg))
-	}
-	switch strings.ToLower(c.SASLMechanism) {
-	case "":
-	case "plain":
-		client = append(client, kgo.SASL(plain.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsMechanism()))
-	case "scram-sha-256":
-		client = append(client, kgo.SASL(scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha256Mechanism()))
-	case "scram-sha-512":
-		client = append(client, kgo.SASL(scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism()))
-	default:
-		return nil, fmt.Errorf("sasl mechanism %q: want plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
-	}
-	if len(client) > 0 {
-		opts = append(opts, stream.ClientOpts(client...))
-	}
-	return opts, nil
-}
+// Config is how the application connects and runs (appmain.Config).
+// RegisterFlags fills it from command-line flags, whose defaults come from
+// KGEN_* environment variables; an empty AppID means AppID.
+type Config = appmain.Config
 
 // Topics maps every topic of kgen.yaml to its partition count (1 where the
 // spec gives none): what the embedded broker creates.
@@ -160,92 +28,26 @@ func StartDevBroker() (*embedded.Broker, error) {
 	return embedded.Start(embedded.Config{Topics: Topics})
 }
 
+// Application describes the application to appmain, with p building its
+// processors.
+func Application(p Processors) appmain.App {
+	return appmain.App{
+		ID:       AppID,
+		Topics:   Topics,
+		Topology: func() (*stream.Topology, error) { return NewTopology(p) },
+	}
+}
+
 // Run runs the application until ctx ends (or, with stream.ExitWhenCaughtUp,
 // until the input is consumed). With no brokers configured it starts the
 // embedded development broker first.
 func Run(ctx context.Context, cfg Config, p Processors, opts ...stream.Option) error {
-	dev := len(cfg.Brokers) == 0
-	if dev {
-		b, err := StartDevBroker()
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		cfg.Brokers = b.Addrs()
-		slog.Info("no brokers given: started the embedded development broker", "addrs", cfg.Brokers)
-	}
-	t, err := NewTopology(p)
-	if err != nil {
-		return err
-	}
-	base, err := cfg.Options()
-	if err != nil {
-		return err
-	}
-	app, err := stream.New(t, append(base, opts...)...)
-	if err != nil {
-		return err
-	}
-	if cfg.MetricsAddr != "" {
-		handler, err := opsHandler(app)
-		if err != nil {
-			return err
-		}
-		srv := &http.Server{Addr: cfg.MetricsAddr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				slog.Error("metrics endpoint", "addr", cfg.MetricsAddr, "err", err)
-			}
-		}()
-		defer srv.Close()
-	}
-	return app.Run(ctx)
-}
-
-// opsHandler serves /metrics (the app's counters for Prometheus), /healthz
-// (the app has not failed) and /readyz (it is running).
-func opsHandler(app *stream.App) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(streamprom.NewCollector(app)); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if app.State() == stream.Failed {
-			http.Error(w, app.State().String(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, app.State())
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if app.State() != stream.Running {
-			http.Error(w, app.State().String(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, app.State())
-	})
-	return mux, nil
+	return appmain.Run(ctx, cfg, Application(p), opts...)
 }
 
 // Main is a complete main function: it reads flags and environment, runs the
 // application until SIGINT or SIGTERM, and exits with status 1 on failure and
 // 2 on bad flags.
 func Main(p Processors, opts ...stream.Option) {
-	var cfg Config
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	cfg.RegisterFlags(fs)
-	fs.Parse(os.Args[1:])
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := Run(ctx, cfg, p, opts...); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, err)
-		stop()
-		os.Exit(1)
-	}
+	appmain.Main(Application(p), opts...)
 }
