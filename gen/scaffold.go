@@ -259,6 +259,20 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 			}
 		}
 	}
+	// Tests that build Processors literals fail at NewTopology until they
+	// name the new processor too; say so rather than let the user find out.
+	tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	for _, test := range tests {
+		body, err := os.ReadFile(test)
+		if err != nil || !bytes.Contains(body, []byte("Processors{")) {
+			continue
+		}
+		for _, p := range e.g.Processors {
+			if !bytes.Contains(body, []byte(p.Ident+":")) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in the Processors this test builds, as in main.go", path.Join(filepath.Base(dir), filepath.Base(test)), p.Name.Value))
+			}
+		}
+	}
 	res.Files = append(res.Files, File{Path: mainPath, Data: src, Scaffold: true})
 	return nil
 }

@@ -183,6 +183,9 @@ func TestGenerateScaffoldsNewProcessor(t *testing.T) {
 	if want := "register processor \"audit-log\" in Processors:\n\tAuditLog: func() basic.AuditLogProcessor { return &basic.AuditLog{} },"; !strings.Contains(errs, want) {
 		t.Errorf("main not announced; stderr:\n%s", errs)
 	}
+	if want := "basic_test.go: register processor \"audit-log\" in the Processors this test builds"; !strings.Contains(errs, want) {
+		t.Errorf("the test building Processors not announced; stderr:\n%s", errs)
+	}
 	src, err := os.ReadFile(filepath.Join(dir, "audit_log.go"))
 	if err != nil {
 		t.Fatal(err)
