@@ -240,7 +240,8 @@ func (c *Cluster) ReadToEnd(t testing.TB, topic string, opts ...ReadOption) []*k
 }
 
 // offsetRange lists the start and end offset of every partition of topic;
-// with committed, the end is the last stable offset.
+// with committed, the end is the last stable offset once it has reached the
+// high watermark, or, with errOpenTransaction, when settleTimeout ran out.
 func (c *Cluster) offsetRange(ctx context.Context, topic string, committed bool, settleTimeout time.Duration) (starts, ends map[int32]int64, err error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds...))
 	if err != nil {
