@@ -518,6 +518,9 @@ type Stats struct {
 	// StandbyLag is how many changelog records the standbys have yet to
 	// apply, as of their last fetch.
 	StandbyLag int64
+	// Generation is the newest consumer group generation the units have
+	// joined: it grows by one with every rebalance of the group.
+	Generation int32
 }
 
 // TaskStats is one task's share of Stats.
@@ -557,6 +560,8 @@ func (a *App) Stats() Stats {
 		s.Standbys = append(s.Standbys, us.Standbys...)
 		s.StandbyRestored += us.StandbyRestored
 		s.StandbyLag += us.StandbyLag
+		_, gen := u.cl.GroupMetadata()
+		s.Generation = max(s.Generation, gen)
 	}
 	return s
 }

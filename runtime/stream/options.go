@@ -25,6 +25,7 @@ type config struct {
 	bufferRecords  int
 	cacheRecords   int
 	standbys       int
+	static         bool
 	memoryStores   bool // every store in memory, whatever it asks for (LocalDriver)
 	logger         *slog.Logger
 	clientOpts     []kgo.Opt
@@ -63,6 +64,15 @@ func AppID(id string) Option { return func(c *config) { c.appID = id } }
 // stable across restarts. Default: an id created once and kept in the state
 // directory, so a restart with the same state directory keeps it.
 func InstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
+
+// StaticMembership makes each unit a static member of the consumer group
+// (KIP-345), named by the instance id and the unit's index. A restart within
+// the session timeout (10 s unless ClientOpts sets kgo.SessionTimeout) takes
+// the instance's tasks back with no rebalance: the other instances keep
+// processing. The price: a stopped instance does not leave the group, so its
+// tasks wait out the session timeout before they move. Restart with the same
+// InstanceID (or state directory) and Parallelism.
+func StaticMembership() Option { return func(c *config) { c.static = true } }
 
 // StateDir is where persistent stores live, under StateDir/AppID/TaskID.
 // Default: kgen-state in the system's temporary directory.

@@ -119,6 +119,9 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsRevoked(u.onRevoked),
 		kgo.OnPartitionsLost(u.onLost),
 	}
+	if a.cfg.static {
+		opts = append(opts, kgo.InstanceID(fmt.Sprintf("%s-%d", a.cfg.instanceID, idx)))
+	}
 	if a.cfg.guarantee == ExactlyOnce {
 		// Stable across restarts, unique per unit: a restarted unit fences
 		// its own zombie and aborts its unfinished transaction.
