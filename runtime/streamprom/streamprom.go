@@ -43,6 +43,9 @@ var (
 	descProcessTime  = prometheus.NewDesc("kgen_process_seconds_total", "Time tasks spent processing records; divide by kgen_records_processed_total for the mean latency.", appLabels, nil)
 	descRestored     = prometheus.NewDesc("kgen_restored_records_total", "Changelog records applied while restoring stores.", appLabels, nil)
 	descEnforced     = prometheus.NewDesc("kgen_enforced_processing_total", "Records processed while another input of their task was empty past its grace.", appLabels, nil)
+	descGeneration   = prometheus.NewDesc("kgen_group_generation", "Newest consumer group generation the app's members joined; it grows with every rebalance.", appLabels, nil)
+	descStandbys     = prometheus.NewDesc("kgen_standby_tasks", "Standby tasks this instance keeps warm.", appLabels, nil)
+	descStandbyLag   = prometheus.NewDesc("kgen_standby_lag_records", "Changelog records the standby tasks have yet to apply.", appLabels, nil)
 	descState        = prometheus.NewDesc("kgen_app_state", "1 for the app's current state.", []string{"app", "state"}, nil)
 	descTaskRecords  = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
 	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
@@ -53,7 +56,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDeadLettered, descPunctuations, descCommits,
-		descCommitTime, descProcessTime, descRestored, descEnforced, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords} {
+		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords} {
 		ch <- d
 	}
 }
@@ -77,6 +80,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descProcessTime, s.ProcessTime.Seconds(), app)
 	counter(descRestored, float64(s.Restored), app)
 	counter(descEnforced, float64(s.EnforcedSteps), app)
+	gauge(descGeneration, float64(s.Generation), app)
+	gauge(descStandbys, float64(len(s.Standbys)), app)
+	gauge(descStandbyLag, float64(s.StandbyLag), app)
 	gauge(descState, 1, app, c.src.State().String())
 
 	ids := make([]stream.TaskID, 0, len(s.Tasks))

@@ -19,7 +19,7 @@ func (f fakeApp) Stats() stream.Stats { return f.stats }
 
 func TestCollector(t *testing.T) {
 	app := fakeApp{stream.Stats{
-		Processed: 42, Commits: 3, CommitTime: 1500 * time.Millisecond,
+		Processed: 42, Commits: 3, CommitTime: 1500 * time.Millisecond, Generation: 5,
 		Tasks: map[stream.TaskID]stream.TaskStats{
 			{Subtopology: 0, Partition: 1}: {Processed: 40, Lag: 7, ProcessorCount: map[string]uint64{"split": 40, "count": 120}},
 		},
@@ -30,6 +30,9 @@ func TestCollector(t *testing.T) {
 # HELP kgen_commit_seconds_total Time spent committing.
 # TYPE kgen_commit_seconds_total counter
 kgen_commit_seconds_total{app="wc"} 1.5
+# HELP kgen_group_generation Newest consumer group generation the app's members joined; it grows with every rebalance.
+# TYPE kgen_group_generation gauge
+kgen_group_generation{app="wc"} 5
 # HELP kgen_processor_records_total Records each processor handled without error.
 # TYPE kgen_processor_records_total counter
 kgen_processor_records_total{app="wc",processor="count",task="0_1"} 120
@@ -42,10 +45,10 @@ kgen_records_processed_total{app="wc"} 42
 kgen_task_lag_records{app="wc",task="0_1"} 7
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"kgen_commit_seconds_total", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
+		"kgen_commit_seconds_total", "kgen_group_generation", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 15 {
-		t.Fatalf("collected %d metrics, want 15: 10 per app, 3 for the task, 1 per processor", n)
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 18 {
+		t.Fatalf("collected %d metrics, want 18: 13 per app, 3 for the task, 1 per processor", n)
 	}
 }
