@@ -62,6 +62,12 @@ type Config struct {
 	StateDir    string   // where persistent stores and checkpoints live
 	Parallelism int      // processing goroutines
 	Guarantee   string   // at-least-once or exactly-once
+	// InstanceID names this instance among the application's instances
+	// (e.g. a StatefulSet pod name); empty keeps the id stored in the state
+	// directory. StaticMembership makes the instance a static group member
+	// (stream.StaticMembership), which needs a stable InstanceID.
+	InstanceID       string
+	StaticMembership bool
 
 	TLS         bool   // connect with TLS
 	TLSCAFile   string // PEM file of the CA to trust; empty means the system pool
@@ -108,6 +114,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StateDir, "state-dir", env("KGEN_STATE_DIR", c.StateDir), "directory of persistent stores; empty means a directory under the system temp dir (env KGEN_STATE_DIR)")
 	fs.IntVar(&c.Parallelism, "parallelism", envInt("KGEN_PARALLELISM", max(c.Parallelism, 1)), "processing goroutines (env KGEN_PARALLELISM)")
 	fs.StringVar(&c.Guarantee, "guarantee", env("KGEN_GUARANTEE", cmpOr(c.Guarantee, "at-least-once")), "processing guarantee: at-least-once or exactly-once (env KGEN_GUARANTEE)")
+	fs.StringVar(&c.InstanceID, "instance-id", env("KGEN_INSTANCE_ID", c.InstanceID), "name of this instance, stable across restarts; empty keeps the one stored in the state directory (env KGEN_INSTANCE_ID)")
+	fs.BoolVar(&c.StaticMembership, "static-membership", env("KGEN_STATIC_MEMBERSHIP", strconv.FormatBool(c.StaticMembership)) == "true", "join as a static group member: a restart within the session timeout causes no rebalance (env KGEN_STATIC_MEMBERSHIP=true)")
 	fs.BoolVar(&c.TLS, "tls", env("KGEN_TLS", strconv.FormatBool(c.TLS)) == "true", "connect to the brokers with TLS (env KGEN_TLS=true)")
 	fs.StringVar(&c.TLSCAFile, "tls-ca", env("KGEN_TLS_CA", c.TLSCAFile), "PEM file of the CA to trust (env KGEN_TLS_CA)")
 	fs.StringVar(&c.TLSCertFile, "tls-cert", env("KGEN_TLS_CERT", c.TLSCertFile), "PEM client certificate (env KGEN_TLS_CERT)")
@@ -142,6 +150,12 @@ func (c Config) Options() ([]stream.Option, error) {
 	opts := []stream.Option{stream.Brokers(c.Brokers...), stream.AppID(c.AppID), stream.Parallelism(max(c.Parallelism, 1))}
 	if c.StateDir != "" {
 		opts = append(opts, stream.StateDir(c.StateDir))
+	}
+	if c.InstanceID != "" {
+		opts = append(opts, stream.InstanceID(c.InstanceID))
+	}
+	if c.StaticMembership {
+		opts = append(opts, stream.StaticMembership())
 	}
 	switch c.Guarantee {
 	case "", "at-least-once":

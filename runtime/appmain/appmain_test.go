@@ -34,15 +34,16 @@ func TestRegisterFlags(t *testing.T) {
 	t.Setenv("KGEN_BROKERS", "a:9092, b:9092")
 	t.Setenv("KGEN_PARALLELISM", "3")
 	t.Setenv("KGEN_GUARANTEE", "exactly-once")
+	t.Setenv("KGEN_STATIC_MEMBERSHIP", "true")
 	cfg := appmain.Config{AppID: "preset", StateDir: "/kept"}
 	fs := flag.NewFlagSet("app", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"-parallelism", "4", "-sasl-mechanism", "plain"}); err != nil {
+	if err := fs.Parse([]string{"-parallelism", "4", "-sasl-mechanism", "plain", "-instance-id", "pod-0"}); err != nil {
 		t.Fatal(err)
 	}
 	want := appmain.Config{
 		Brokers: []string{"a:9092", "b:9092"}, AppID: "preset", StateDir: "/kept", Parallelism: 4,
-		Guarantee: "exactly-once", SASLMechanism: "plain",
+		Guarantee: "exactly-once", SASLMechanism: "plain", InstanceID: "pod-0", StaticMembership: true,
 	}
 	if got := cfg; !equalConfig(got, want) {
 		t.Errorf("config %+v, want %+v", got, want)
@@ -68,7 +69,8 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 func equalConfig(a, b appmain.Config) bool {
 	return strings.Join(a.Brokers, ",") == strings.Join(b.Brokers, ",") && a.AppID == b.AppID &&
 		a.StateDir == b.StateDir && a.Parallelism == b.Parallelism && a.Guarantee == b.Guarantee &&
-		a.SASLMechanism == b.SASLMechanism && a.TLS == b.TLS && a.MetricsAddr == b.MetricsAddr
+		a.SASLMechanism == b.SASLMechanism && a.TLS == b.TLS && a.MetricsAddr == b.MetricsAddr &&
+		a.InstanceID == b.InstanceID && a.StaticMembership == b.StaticMembership
 }
 
 func TestOptionsErrors(t *testing.T) {
