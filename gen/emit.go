@@ -9,6 +9,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/kgen-dev/kgen/gen/internal/gotype"
 	"github.com/kgen-dev/kgen/gen/model"
 	"github.com/kgen-dev/kgen/schema"
 )
@@ -70,51 +71,9 @@ func render(f *jen.File) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// goType is the Go type of a model type.
-func goType(t *model.Type) *jen.Statement {
-	if t == nil {
-		return jen.Struct()
-	}
-	if t.IsNamed() {
-		if t.GoPackage != "" {
-			return jen.Qual(t.GoPackage, t.Name)
-		}
-		return jen.Id(t.Name)
-	}
-	switch t.Kind {
-	case model.String, model.UUID:
-		return jen.String()
-	case model.Bytes:
-		return jen.Index().Byte()
-	case model.Bool:
-		return jen.Bool()
-	case model.Int32:
-		return jen.Int32()
-	case model.Int64:
-		return jen.Int64()
-	case model.Float32:
-		return jen.Float32()
-	case model.Float64:
-		return jen.Float64()
-	case model.Timestamp, model.Date:
-		return jen.Qual("time", "Time")
-	case model.Decimal:
-		return jen.Op("*").Qual("math/big", "Rat")
-	case model.Fixed:
-		return jen.Index(jen.Lit(t.Size)).Byte()
-	case model.Array:
-		return jen.Index().Add(goType(t.Elem))
-	case model.Map:
-		return jen.Map(jen.String()).Add(goType(t.Elem))
-	case model.Optional:
-		return jen.Op("*").Add(goType(t.Elem))
-	}
-	return jen.Struct()
-}
-
 // kvTypes are the type arguments [K, V] of a key/value pair.
 func kvTypes(kv schema.KV) []jen.Code {
-	return []jen.Code{goType(kv.Key.Type), goType(kv.Value.Type)}
+	return []jen.Code{gotype.Of(kv.Key.Type), gotype.Of(kv.Value.Type)}
 }
 
 // outTypes are a processor's output type arguments; a processor that
@@ -140,7 +99,7 @@ func serdeExpr(format string, t *model.Type) (jen.Code, error) {
 	case schema.FormatFloat64:
 		return jen.Qual(pkgSerde, "Float64").Values(), nil
 	case schema.FormatJSON:
-		return jen.Qual(pkgSerde, "JSON").Types(goType(t)).Values(), nil
+		return jen.Qual(pkgSerde, "JSON").Types(gotype.Of(t)).Values(), nil
 	case schema.FormatAvro, schema.FormatAvroConfluent:
 		return avroSerdeExpr(format, t)
 	}
@@ -229,8 +188,8 @@ func (e *emitter) main() ([]byte, error) {
 		}
 		f.Commentf("%sKeySerde and %sValueSerde encode the keys and values of topic %q.", t.Ident, t.Ident, t.Name.Value)
 		f.Var().Defs(
-			jen.Id(t.Ident+"KeySerde").Qual(pkgSerde, "Serde").Types(goType(t.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(t.Ident+"ValueSerde").Qual(pkgSerde, "Serde").Types(goType(t.KV.Value.Type)).Op("=").Add(vs),
+			jen.Id(t.Ident+"KeySerde").Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Key.Type)).Op("=").Add(ks),
+			jen.Id(t.Ident+"ValueSerde").Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Value.Type)).Op("=").Add(vs),
 		)
 	}
 	for _, s := range g.Stores {
@@ -244,8 +203,8 @@ func (e *emitter) main() ([]byte, error) {
 		}
 		f.Commentf("Serdes of store %q.", s.Name.Value)
 		f.Var().Defs(
-			jen.Id(lowerFirst(s.Ident)+"StoreKeySerde").Qual(pkgSerde, "Serde").Types(goType(s.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(lowerFirst(s.Ident)+"StoreValueSerde").Qual(pkgSerde, "Serde").Types(goType(s.KV.Value.Type)).Op("=").Add(vs),
+			jen.Id(lowerFirst(s.Ident)+"StoreKeySerde").Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Key.Type)).Op("=").Add(ks),
+			jen.Id(lowerFirst(s.Ident)+"StoreValueSerde").Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Value.Type)).Op("=").Add(vs),
 		)
 	}
 
@@ -275,7 +234,7 @@ func (e *emitter) processor(f *jen.File, p *schema.ProcNode) {
 	f.Comment("before the first record, and Close() error, called when the task closes.")
 	methods := []jen.Code{
 		jen.Comment("Process handles one input record."),
-		jen.Id("Process").Params(jen.Id("ctx").Op("*").Id(ctx), jen.Id("key").Add(goType(p.In.Key.Type)), jen.Id("value").Add(goType(p.In.Value.Type))).Error(),
+		jen.Id("Process").Params(jen.Id("ctx").Op("*").Id(ctx), jen.Id("key").Add(gotype.Of(p.In.Key.Type)), jen.Id("value").Add(gotype.Of(p.In.Value.Type))).Error(),
 	}
 	for _, pu := range p.Punctuations {
 		kind := "stream time"
@@ -299,7 +258,7 @@ func (e *emitter) processor(f *jen.File, p *schema.ProcNode) {
 
 	recv := func() *jen.Statement { return f.Func().Params(jen.Id("c").Op("*").Id(ctx)) }
 	if p.HasOut && len(p.Children) > 0 {
-		kt, vt := goType(p.Out.Key.Type), goType(p.Out.Value.Type)
+		kt, vt := gotype.Of(p.Out.Key.Type), gotype.Of(p.Out.Value.Type)
 		newRec := jen.Qual(pkgStream, "Record").Types(kt.Clone(), vt.Clone()).Values(jen.Dict{
 			jen.Id("Key"): jen.Id("key"), jen.Id("Value"): jen.Id("value"),
 			jen.Id("Timestamp"): jen.Id("c").Dot("rt").Dot("Timestamp").Call(),
@@ -475,7 +434,7 @@ func (e *emitter) topology(f *jen.File) {
 		args := []jen.Code{jen.Id("t"), jen.Lit(sourceNode(t)), jen.Id(e.topicConst(t)), jen.Id(t.Ident + "KeySerde"), jen.Id(t.Ident + "ValueSerde")}
 		if tf := t.TimestampField; tf != nil {
 			args = append(args, jen.Qual(pkgStream, "WithTimestamp").Call(
-				jen.Func().Params(jen.Id("_").Add(goType(t.KV.Key.Type)), jen.Id("v").Add(goType(t.KV.Value.Type)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(timestampBody(tf)...)))
+				jen.Func().Params(jen.Id("_").Add(gotype.Of(t.KV.Key.Type)), jen.Id("v").Add(gotype.Of(t.KV.Value.Type)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(timestampBody(tf)...)))
 		}
 		body = append(body, jen.Qual(pkgStream, "AddSource").Call(args...))
 	}
@@ -560,7 +519,7 @@ func (e *emitter) testDriver() ([]byte, error) {
 	for _, t := range g.Topics {
 		if len(t.Readers) > 0 {
 			f.Commentf("Pipe%s writes a record with timestamp ts to topic %q and processes it.", t.Ident, t.Name.Value)
-			recv().Id("Pipe"+t.Ident).Params(jen.Id("key").Add(goType(t.KV.Key.Type)), jen.Id("value").Add(goType(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+			recv().Id("Pipe"+t.Ident).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
 				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(e.topicConst(t)), jen.Id(t.Ident+"KeySerde"), jen.Id(t.Ident+"ValueSerde"), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
 		if len(t.Writers) > 0 {

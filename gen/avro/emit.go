@@ -8,6 +8,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/kgen-dev/kgen/gen/internal/gotype"
 	"github.com/kgen-dev/kgen/gen/model"
 )
 
@@ -136,42 +137,6 @@ func (e *emitter) checkNames() error {
 func (e *emitter) fresh(base string) string {
 	e.n++
 	return base + strconv.Itoa(e.n)
-}
-
-// goType is the Go type of values of t.
-func goType(t *model.Type) jen.Code {
-	switch t.Kind {
-	case model.String, model.UUID:
-		return jen.String()
-	case model.Bytes:
-		return jen.Index().Byte()
-	case model.Bool:
-		return jen.Bool()
-	case model.Int32:
-		return jen.Int32()
-	case model.Int64:
-		return jen.Int64()
-	case model.Float32:
-		return jen.Float32()
-	case model.Float64:
-		return jen.Float64()
-	case model.Timestamp, model.Date:
-		return jen.Qual("time", "Time")
-	case model.Decimal:
-		return jen.Op("*").Qual("math/big", "Rat")
-	case model.Fixed, model.Enum, model.Record, model.Union:
-		return jen.Id(t.Name)
-	case model.Array:
-		return jen.Index().Add(goType(t.Elem))
-	case model.Map:
-		return jen.Map(jen.String()).Add(goType(t.Elem))
-	case model.Optional:
-		if t.Elem.Kind == model.Decimal {
-			return goType(t.Elem) // *big.Rat, nil is null
-		}
-		return jen.Op("*").Add(goType(t.Elem))
-	}
-	return jen.Struct() // null
 }
 
 func zero(t *model.Type) jen.Code {
@@ -388,7 +353,7 @@ func (e *emitter) decodeValue(x jen.Code, t *model.Type, fail failFn) []jen.Code
 			some = e.decodeValue(x, t.Elem, fail)
 		} else {
 			o := e.fresh("o")
-			some = append([]jen.Code{jen.Var().Id(o).Add(goType(t.Elem))}, e.decodeValue(jen.Id(o), t.Elem, fail)...)
+			some = append([]jen.Code{jen.Var().Id(o).Add(gotype.Of(t.Elem))}, e.decodeValue(jen.Id(o), t.Elem, fail)...)
 			some = append(some, jen.Add(x).Op("=").Op("&").Id(o))
 		}
 		return []jen.Code{
@@ -418,7 +383,7 @@ func (e *emitter) decodeValue(x jen.Code, t *model.Type, fail failFn) []jen.Code
 		body := []jen.Code{
 			jen.Var().Id(k).String(),
 			jen.If(jen.List(jen.Id(k), jen.Id("src"), jen.Err()).Op("=").Qual(rt, "ReadString").Call(jen.Id("src"), jen.Id("whole")), jen.Err().Op("!=").Nil()).Block(fail(jen.Err())),
-			jen.Var().Id(v).Add(goType(t.Elem)),
+			jen.Var().Id(v).Add(gotype.Of(t.Elem)),
 		}
 		body = append(body, e.decodeValue(jen.Id(v), t.Elem, wrapWith(fail, "Key", jen.Id(k)))...)
 		body = append(body, jen.Add(x).Index(jen.Id(k)).Op("=").Id(v))
@@ -429,7 +394,7 @@ func (e *emitter) decodeValue(x jen.Code, t *model.Type, fail failFn) []jen.Code
 				jen.If(jen.List(jen.Id(n), jen.Id("src"), jen.Err()).Op("=").Qual(rt, "ReadBlockCount").Call(jen.Id("src"), jen.Id(total), jen.Lit(1)), jen.Err().Op("!=").Nil()).Block(fail(jen.Err())),
 				jen.If(jen.Id(n).Op("==").Lit(0)).Block(jen.Break()),
 				jen.Id(total).Op("+=").Id(n),
-				jen.If(jen.Add(x).Op("==").Nil()).Block(jen.Add(x).Op("=").Make(goType(t), jen.Min(jen.Id(n), jen.Lit(1024)))),
+				jen.If(jen.Add(x).Op("==").Nil()).Block(jen.Add(x).Op("=").Make(gotype.Of(t), jen.Min(jen.Id(n), jen.Lit(1024)))),
 				jen.For(jen.Range().Id(n)).Block(body...),
 			),
 		}
@@ -464,7 +429,7 @@ func (e *emitter) record(t *model.Type) {
 	f := e.f
 	fields := make([]jen.Code, 0, len(t.Fields))
 	for _, fl := range t.Fields {
-		c := jen.Id(fl.Name).Add(goType(fl.Type)).Tag(map[string]string{"json": fl.WireName, "avro": fl.WireName})
+		c := jen.Id(fl.Name).Add(gotype.Of(fl.Type)).Tag(map[string]string{"json": fl.WireName, "avro": fl.WireName})
 		if fl.Doc != "" {
 			fields = append(fields, jen.Comment(fl.Doc))
 		}
@@ -683,7 +648,7 @@ func (e *emitter) union(t *model.Type) {
 		default:
 			w := t.Name + VariantSuffix(v)
 			f.Comment(w + " is the " + VariantSuffix(v) + " branch of " + t.Name + ".")
-			f.Type().Id(w).Struct(jen.Id("Value").Add(goType(v)))
+			f.Type().Id(w).Struct(jen.Id("Value").Add(gotype.Of(v)))
 			f.Line()
 			f.Func().Params(jen.Id(w)).Id(sealed).Params().Block()
 		}
