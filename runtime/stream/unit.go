@@ -752,12 +752,7 @@ func (u *unit) reconcileStandbys() error {
 // followChangelogs starts reading a standby's changelogs from its
 // checkpoint; it never stops until the standby closes.
 func (u *unit) followChangelogs(ctx context.Context, t *task) error {
-	var topics []string
-	for _, s := range t.stores {
-		if s.changelog != "" {
-			topics = append(topics, s.changelog)
-		}
-	}
+	topics := t.changelogs()
 	if len(topics) == 0 {
 		return nil
 	}
@@ -772,14 +767,7 @@ func (u *unit) followChangelogs(ctx context.Context, t *task) error {
 		}
 		end, _ := ends.Lookup(s.changelog, s.partition)
 		s.restoreEnd = end.Offset // the lag is known before the first fetch
-		if u.restoring[s.changelog] == nil {
-			u.restoring[s.changelog] = map[int32]*taskStore{}
-		}
-		u.restoring[s.changelog][s.partition] = s
-		if consume[s.changelog] == nil {
-			consume[s.changelog] = map[int32]kgo.Offset{}
-		}
-		consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
+		u.readChangelog(s, consume)
 	}
 	if err := u.ensureRestoreClient(); err != nil {
 		return err
@@ -946,12 +934,7 @@ func (u *unit) reorder() {
 // starts reading its changelog to the end; the task processes nothing until
 // every store has caught up.
 func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) error {
-	var topics []string
-	for _, s := range t.stores {
-		if s.changelog != "" {
-			topics = append(topics, s.changelog)
-		}
-	}
+	topics := t.changelogs()
 	if len(topics) == 0 {
 		return t.initProcessors()
 	}
@@ -974,14 +957,7 @@ func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) e
 			continue
 		}
 		u.log.Info("restoring store", "task", t.id.String(), "store", s.def.name, "from", s.restoredTo, "to", s.restoreEnd)
-		if u.restoring[s.changelog] == nil {
-			u.restoring[s.changelog] = map[int32]*taskStore{}
-		}
-		u.restoring[s.changelog][s.partition] = s
-		if consume[s.changelog] == nil {
-			consume[s.changelog] = map[int32]kgo.Offset{}
-		}
-		consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
+		u.readChangelog(s, consume)
 	}
 	if len(consume) == 0 {
 		return t.initProcessors()
@@ -992,6 +968,31 @@ func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) e
 	}
 	u.rcl.AddConsumePartitions(consume)
 	return nil
+}
+
+// changelogs lists the changelog topics of t's logged stores.
+func (t *task) changelogs() []string {
+	var topics []string
+	for _, s := range t.stores {
+		if s.changelog != "" {
+			topics = append(topics, s.changelog)
+		}
+	}
+	return topics
+}
+
+// readChangelog makes the restore client feed s from its changelog, from
+// its checkpoint on: s joins u.restoring, and its partition joins consume,
+// the partitions to add to the client.
+func (u *unit) readChangelog(s *taskStore, consume map[string]map[int32]kgo.Offset) {
+	if u.restoring[s.changelog] == nil {
+		u.restoring[s.changelog] = map[int32]*taskStore{}
+	}
+	u.restoring[s.changelog][s.partition] = s
+	if consume[s.changelog] == nil {
+		consume[s.changelog] = map[int32]kgo.Offset{}
+	}
+	consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
 }
 
 func (u *unit) ensureRestoreClient() error {
