@@ -39,6 +39,15 @@ func (m *memory) Get(key []byte) ([]byte, bool, error) {
 	return append(make([]byte, 0, len(v)), v...), true, nil
 }
 
+// view lends the stored bytes, which are never modified once written.
+func (m *memory) view(key []byte) ([]byte, bool, error) {
+	if m.tree == nil {
+		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
+	}
+	_, v, ok := m.tree.Get(key)
+	return v, ok, nil
+}
+
 func (m *memory) Put(key, value []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: put: %w", ErrClosed)

@@ -57,7 +57,15 @@ func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs se
 		// (serde.Bytes does): iterators hand them a copy, since backend
 		// iterator bytes change at the next step.
 		copyIterBytes: !decodesToCopy(ks) || !decodesToCopy(vs),
+		viewValues:    decodesToCopy(vs),
 	}
+}
+
+// viewer is a backend that can lend a value without copying it: the bytes
+// stay valid and unchanged, and must not be modified. A typed store whose
+// value serde never keeps the bytes it decodes reads through it.
+type viewer interface {
+	view(key []byte) ([]byte, bool, error)
 }
 
 // decodesToCopy tells whether s is one of the serdes known never to keep the
@@ -78,6 +86,7 @@ type kvStore[K, V any] struct {
 	vs            serde.Serde[V]
 	logger        ChangeLogger
 	copyIterBytes bool
+	viewValues    bool
 }
 
 func (s *kvStore[K, V]) Name() string { return s.name }
@@ -100,7 +109,13 @@ func (s *kvStore[K, V]) Get(key K) (V, bool, error) {
 	if err != nil {
 		return zero, false, err
 	}
-	vb, ok, err := s.b.Get(kb)
+	var vb []byte
+	var ok bool
+	if v, can := s.b.(viewer); can && s.viewValues {
+		vb, ok, err = v.view(kb)
+	} else {
+		vb, ok, err = s.b.Get(kb)
+	}
 	if err != nil {
 		return zero, false, s.errorf("get", err)
 	}

@@ -167,7 +167,7 @@ func (d *LocalDriver) Changelog(store string) []*kgo.Record {
 // would give a processor), or nil.
 func (d *LocalDriver) Store(name string) any {
 	for _, tk := range d.tasks {
-		if s := tk.stores[name]; s != nil {
+		if s := tk.sm.stores[name]; s != nil {
 			return s.typed
 		}
 	}
@@ -177,7 +177,7 @@ func (d *LocalDriver) Store(name string) any {
 // StoreBackend returns the byte-level backend of a store, or nil.
 func (d *LocalDriver) StoreBackend(name string) state.Backend {
 	for _, tk := range d.tasks {
-		if s := tk.stores[name]; s != nil {
+		if s := tk.sm.stores[name]; s != nil {
 			return s.backend
 		}
 	}

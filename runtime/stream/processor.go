@@ -140,7 +140,7 @@ func (c *nodeContext) Store(name string) any {
 	if !slices.Contains(c.t.topo.nodes[c.name].stores, name) {
 		return nil
 	}
-	if s := c.t.stores[name]; s != nil {
+	if s := c.t.sm.stores[name]; s != nil {
 		return s.typed
 	}
 	return nil

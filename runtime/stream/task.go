@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,9 +19,7 @@ type task struct {
 
 	inputs []input // one per source topic, sorted by topic
 	procs  []lifecycle
-	stores map[string]*taskStore
-	dir    string
-	unlock func() error
+	sm     *stateManager // the task's stores
 
 	schedules []*schedule
 
@@ -36,7 +33,6 @@ type task struct {
 	commitRequested bool
 	draining        bool      // processing everything buffered before a transaction commits
 	standby         bool      // a standby: stores only, following their changelogs
-	handoff         *task     // a standby whose open stores this new active task takes over
 	waitingSince    time.Time // when the partition group last started holding back
 	restoring       bool
 
@@ -54,27 +50,6 @@ type taskEnv interface {
 	config() *config
 	logChange(s *taskStore, key, value []byte)
 }
-
-type taskStore struct {
-	def     *storeDef
-	backend state.Backend // what the typed store writes to (the cache, if any)
-	// inner is the backend below the cache; restoration writes here, so
-	// restored records are neither cached nor logged again.
-	inner     state.Backend
-	typed     any
-	changelog string // topic; empty when not logged
-	partition int32
-	// restoredTo is the changelog offset the store holds data up to.
-	restoredTo int64
-	restoreEnd int64
-	// produced is one past the largest changelog offset acknowledged.
-	produced offsetMax
-	ack      func(*kgo.Record, error)
-	t        *task
-}
-
-// LogChange implements state.ChangeLogger.
-func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
 
 type schedule struct {
 	node      string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,7 @@ type unit struct {
 	lastPub   time.Time
 	restored  uint64
 	commits   uint64
+	aborts    uint64
 	commitDur time.Duration
 	procDur   time.Duration
 }
@@ -199,12 +201,14 @@ func (u *unit) producedErr() error {
 // punctuate, commit; rebalances happen between windows.
 func (u *unit) run(ctx context.Context) (err error) {
 	defer func() {
-		// A record that fails stops the app, but what came before it is
-		// done: commit that, so a restart begins at the failed record.
-		// Under exactly-once the open transaction is aborted instead.
-		var rerr *RecordError
+		// A record that fails stops the app and closes its tasks dirty, as
+		// Kafka Streams does: nothing since the last commit reaches the
+		// stores, the changelogs or the committed offsets, so a restart
+		// begins at the last commit with the state it left (a commit here
+		// would keep the failed record's own writes while its offset is
+		// not done, and every restart would apply them again).
 		var restart *restartError
-		clean := err == nil || errors.As(err, &rerr) && u.sess == nil
+		clean := err == nil
 		if errors.As(err, &restart) {
 			u.abandon()
 			return
@@ -399,9 +403,7 @@ func (u *unit) commit(ctx context.Context) error {
 	}
 	start := time.Now()
 	for _, t := range u.order {
-		if err := t.flushStores(); err != nil {
-			return err
-		}
+		t.sm.prepare()
 	}
 	if err := u.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("commit: flush producer: %w", err)
@@ -410,10 +412,8 @@ func (u *unit) commit(ctx context.Context) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	for _, t := range u.order {
-		if !t.restoring {
-			if err := t.writeCheckpoint(); err != nil {
-				return err
-			}
+		if err := t.sm.committed(); err != nil {
+			return err
 		}
 	}
 	u.checkpointStandbys()
@@ -488,13 +488,7 @@ func (u *unit) commitTxn(ctx context.Context) error {
 		}
 	}
 	for _, t := range u.order {
-		for _, s := range t.stores {
-			if c, ok := s.backend.(*cachedBackend); ok {
-				if err := c.flushDirty(); err != nil {
-					return fmt.Errorf("task %s: store %q: %w", t.id, s.def.name, err)
-				}
-			}
-		}
+		t.sm.prepare()
 	}
 	if !u.inTxn && u.uncommitted {
 		u.beginTxn() // progress without output still commits offsets
@@ -515,7 +509,6 @@ func (u *unit) commitTxn(ctx context.Context) error {
 	committed, err := u.sess.End(endCtx, kgo.TryCommit)
 	cancel()
 	u.inTxn = false
-	u.commits++
 	u.commitDur += time.Since(start)
 	if err != nil {
 		err = fmt.Errorf("end transaction (outcome unknown): %w", err)
@@ -529,23 +522,13 @@ func (u *unit) commitTxn(ctx context.Context) error {
 	}
 	if !committed {
 		u.log.Warn("transaction aborted; rebuilding tasks from committed state")
+		u.aborts++
 		return u.rebuildTasks(ctx)
 	}
+	u.commits++
 	for _, t := range u.order {
-		for _, s := range t.stores {
-			if c, ok := s.backend.(*cachedBackend); ok {
-				if err := c.applyPending(); err != nil {
-					return fmt.Errorf("task %s: store %q: %w", t.id, s.def.name, err)
-				}
-			}
-		}
-		if !t.restoring {
-			if err := t.flushStores(); err != nil {
-				return err
-			}
-			if err := t.writeCheckpoint(); err != nil {
-				return err
-			}
+		if err := t.sm.committed(); err != nil {
+			return err
 		}
 		for _, in := range t.inputs {
 			in.state().committed = in.state().next
@@ -561,11 +544,7 @@ func (u *unit) commitTxn(ctx context.Context) error {
 // checkpointStandbys makes the standbys' progress survive a restart.
 func (u *unit) checkpointStandbys() {
 	for _, sb := range u.standbys {
-		err := sb.flushStores()
-		if err == nil {
-			err = sb.writeCheckpoint()
-		}
-		if err != nil {
+		if err := sb.sm.checkpoint(); err != nil {
 			u.log.Warn("checkpoint standby", "task", sb.id.String(), "error", err)
 		}
 	}
@@ -583,7 +562,15 @@ func (e *restartError) Unwrap() error { return e.err }
 // rebuildTasks drops every task without committing and creates them again
 // for the current assignment, restoring from checkpoints and changelogs.
 func (u *unit) rebuildTasks(ctx context.Context) error {
-	u.drop(append([]*task(nil), u.order...), false)
+	// The aborted writes never reached the stores: each new task takes
+	// over its predecessor's open stores, at their committed positions, and
+	// replays nothing from the changelog. Its processors start afresh.
+	old := map[TaskID]*task{}
+	for _, t := range u.order {
+		t.sm.aborted()
+		old[t.id] = t
+	}
+	u.forget(u.order)
 	u.uncommitted = false
 	assigned := map[string][]int32{}
 	for topic, ps := range u.assigned {
@@ -591,7 +578,14 @@ func (u *unit) rebuildTasks(ctx context.Context) error {
 			assigned[topic] = append(assigned[topic], p)
 		}
 	}
-	u.createTasks(ctx, assigned)
+	u.createTasks(ctx, assigned, old)
+	for _, t := range old {
+		// Its stores are the new task's now (or, for a task no longer
+		// assigned, closed here): only its processors are left.
+		if err := t.close(false); err != nil {
+			u.log.Error("close task", "task", t.id.String(), "error", err)
+		}
+	}
 	u.lastCommit = u.cfg.now()
 	return u.fatal
 }
@@ -612,12 +606,13 @@ func (u *unit) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 			u.assigned[topic][p] = true
 		}
 	}
-	u.createTasks(ctx, assigned)
+	u.createTasks(ctx, assigned, nil)
 }
 
 // createTasks creates the missing tasks for assigned partitions and starts
 // restoring their stores; a failure is left in u.fatal.
-func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
+// A task in handoff takes over the open stores of the task it replaces.
+func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32, handoff map[TaskID]*task) {
 	if err := u.a.awaitChangelogs(ctx); err != nil {
 		if ctx.Err() == nil {
 			u.fatal = err
@@ -635,17 +630,18 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 			if _, ok := u.tasks[id]; ok {
 				continue
 			}
-			sb := u.standbys[id]
-			if sb != nil {
+			from := handoff[id]
+			if sb := u.standbys[id]; sb != nil && from == nil {
 				// Promote: the active task takes the standby's warm stores
 				// and replays only the changelog's tail.
-				for _, s := range sb.stores {
+				for _, s := range sb.sm.order {
 					u.stopRestore(s)
 				}
 				delete(u.standbys, id)
 				u.log.Info("promoting standby", "task", id.String())
+				from = sb
 			}
-			t, err := newTaskFrom(id, u.a.topo, u, sb)
+			t, err := newTaskFrom(id, u.a.topo, u, from)
 			if errors.Is(err, state.ErrDirLocked) {
 				// Another unit of this instance has not let go yet.
 				u.retry[id] = true
@@ -655,7 +651,6 @@ func (u *unit) createTasks(ctx context.Context, assigned map[string][]int32) {
 				u.fatal = err
 				return
 			}
-			t.handoff = nil
 			delete(u.retry, id)
 			u.tasks[id] = t
 			created = append(created, t)
@@ -695,7 +690,7 @@ func (u *unit) reconcileStandbys() error {
 			}
 		}
 		clear(u.retry)
-		u.createTasks(context.Background(), parts)
+		u.createTasks(context.Background(), parts, nil)
 		if u.fatal != nil {
 			return u.fatal
 		}
@@ -752,7 +747,7 @@ func (u *unit) reconcileStandbys() error {
 // followChangelogs starts reading a standby's changelogs from its
 // checkpoint; it never stops until the standby closes.
 func (u *unit) followChangelogs(ctx context.Context, t *task) error {
-	topics := t.changelogs()
+	topics := t.sm.changelogs()
 	if len(topics) == 0 {
 		return nil
 	}
@@ -761,7 +756,7 @@ func (u *unit) followChangelogs(ctx context.Context, t *task) error {
 		return fmt.Errorf("standby %s: changelog end offsets: %w", t.id, err)
 	}
 	consume := map[string]map[int32]kgo.Offset{}
-	for _, s := range t.stores {
+	for _, s := range t.sm.order {
 		if s.changelog == "" {
 			continue
 		}
@@ -777,7 +772,7 @@ func (u *unit) followChangelogs(ctx context.Context, t *task) error {
 }
 
 func (u *unit) closeStandby(t *task) {
-	for _, s := range t.stores {
+	for _, s := range t.sm.order {
 		u.stopRestore(s)
 	}
 	if err := t.close(true); err != nil {
@@ -798,10 +793,10 @@ func (u *unit) reportState() {
 		}
 	}
 	for _, t := range u.order {
-		add(t.id, t.stateOffset())
+		add(t.id, t.sm.offset())
 	}
 	for _, t := range u.standbys {
-		add(t.id, t.stateOffset())
+		add(t.id, t.sm.offset())
 	}
 	if u.idx == 0 {
 		for _, s := range u.a.topo.subs {
@@ -901,22 +896,30 @@ func (u *unit) tasksOf(parts map[string][]int32) []*task {
 }
 
 func (u *unit) drop(tasks []*task, clean bool) {
+	tasks = slices.Clone(tasks)
+	u.forget(tasks)
 	for _, t := range tasks {
+		if err := t.close(clean); err != nil {
+			u.log.Error("close task", "task", t.id.String(), "error", err)
+		}
+	}
+	u.publish(true)
+}
+
+// forget takes tasks out of the unit's books without closing them.
+func (u *unit) forget(tasks []*task) {
+	for _, t := range slices.Clone(tasks) {
 		for _, in := range t.inputs {
 			delete(u.inputs[in.topic()], t.id.Partition)
 		}
-		for _, s := range t.stores {
+		for _, s := range t.sm.order {
 			u.stopRestore(s)
 		}
 		u.setRestoring(t, false)
 		u.accumulate(t)
-		if err := t.close(clean); err != nil {
-			u.log.Error("close task", "task", t.id.String(), "error", err)
-		}
 		delete(u.tasks, t.id)
 	}
 	u.reorder()
-	u.publish(true)
 }
 
 func (u *unit) reorder() {
@@ -934,7 +937,7 @@ func (u *unit) reorder() {
 // starts reading its changelog to the end; the task processes nothing until
 // every store has caught up.
 func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) error {
-	topics := t.changelogs()
+	topics := t.sm.changelogs()
 	if len(topics) == 0 {
 		return t.initProcessors()
 	}
@@ -943,7 +946,7 @@ func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) e
 		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
 	consume := map[string]map[int32]kgo.Offset{}
-	for _, s := range t.stores {
+	for _, s := range t.sm.order {
 		if s.changelog == "" {
 			continue
 		}
@@ -970,16 +973,6 @@ func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) e
 	return nil
 }
 
-// changelogs lists the changelog topics of t's logged stores.
-func (t *task) changelogs() []string {
-	var topics []string
-	for _, s := range t.stores {
-		if s.changelog != "" {
-			topics = append(topics, s.changelog)
-		}
-	}
-	return topics
-}
 
 // readChangelog makes the restore client feed s from its changelog, from
 // its checkpoint on: s joins u.restoring, and its partition joins consume,
@@ -1079,7 +1072,7 @@ func (u *unit) restoreStep() error {
 				changes = append(changes, state.Change{Key: r.Key, Value: r.Value})
 			}
 		}
-		if err = applyChanges(s.inner, changes); err != nil {
+		if err = state.ApplyChanges(s.inner, changes); err != nil {
 			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 			return
 		}
@@ -1109,7 +1102,7 @@ func (u *unit) anyActiveRestoring() bool {
 }
 
 func (u *unit) anyRestoring(t *task) bool {
-	for _, s := range t.stores {
+	for _, s := range t.sm.order {
 		if u.restoring[s.changelog][s.partition] == s {
 			return true
 		}
@@ -1125,28 +1118,16 @@ func (u *unit) finishRestore(s *taskStore) {
 	}
 	u.setRestoring(t, false)
 	u.log.Info("restored task", "task", t.id.String())
+	// Record the position reached, so a restart does not restore again.
+	if err := t.sm.checkpoint(); err != nil && u.fatal == nil {
+		u.fatal = err
+		return
+	}
 	if err := t.initProcessors(); err != nil && u.fatal == nil {
 		u.fatal = err
 	}
 }
 
-func applyChanges(b state.Backend, changes []state.Change) error {
-	if r, ok := b.(state.Restorer); ok {
-		return r.ApplyBatch(changes)
-	}
-	for _, c := range changes {
-		var err error
-		if c.Value == nil {
-			err = b.Delete(c.Key)
-		} else {
-			err = b.Put(c.Key, c.Value)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // shutdown commits (when clean), closes every task and leaves the group.
 func (u *unit) shutdown(clean bool) error {
@@ -1166,6 +1147,13 @@ func (u *unit) shutdown(clean bool) error {
 		u.sess.End(ctx, kgo.TryAbort)
 		cancel()
 		u.inTxn = false
+	} else if u.sess == nil {
+		// Outputs already handed to the producer are delivered, as Kafka
+		// Streams' producer does when it closes; nothing is committed, so
+		// their inputs are processed again after a restart.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = u.cl.Flush(ctx)
+		cancel()
 	}
 	u.drop(append([]*task(nil), u.order...), clean)
 	for _, sb := range u.standbys {
@@ -1221,11 +1209,11 @@ func (u *unit) publish(force bool) {
 	}
 	u.lastPub = now
 	s := u.totals
-	s.Commits, s.CommitTime, s.Restored, s.ProcessTime = u.commits, u.commitDur, u.restored, u.procDur
+	s.Commits, s.Aborts, s.CommitTime, s.Restored, s.ProcessTime = u.commits, u.aborts, u.commitDur, u.restored, u.procDur
 	s.StandbyRestored = u.standbyRestored
 	for id, sb := range u.standbys {
 		s.Standbys = append(s.Standbys, id)
-		for _, st := range sb.stores {
+		for _, st := range sb.sm.order {
 			if st.changelog != "" {
 				s.StandbyLag += max(st.restoreEnd-st.restoredTo, 0)
 			}

@@ -1,0 +1,253 @@
+package state
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Cache is a write-back cache over a Backend, as Kafka Streams' record
+// cache: reads of cached keys and repeated writes of one key stay in memory,
+// and only the last value of each dirty key leaves the cache, when its owner
+// takes the dirty entries (Dirty) or flushes (Flush). It knows nothing of
+// changelogs or transactions: the owner decides what to do with what it
+// takes, and when.
+//
+// Put copies key and value, and Get returns a copy, as the Backend contract
+// says: a caller may reuse its buffers, or modify what it got.
+//
+// A Cache is not safe for concurrent use.
+type Cache struct {
+	b       Backend
+	entries map[string]*cacheEntry
+	dirty   []string // keys in the order they became dirty
+	limit   int
+	onFull  func()
+}
+
+type cacheEntry struct {
+	value   []byte // nil: deleted, or absent in the backend. Never modified in place.
+	isDirty bool
+}
+
+// NewCache returns a cache of at most about limit entries over b (limit < 1
+// means 1). When it holds more and every entry is dirty, it calls onFull,
+// which should make its owner take the dirty entries soon, and keeps
+// holding them; with onFull nil it writes them back to b itself.
+func NewCache(b Backend, limit int, onFull func()) *Cache {
+	limit = max(limit, 1)
+	return &Cache{b: b, entries: make(map[string]*cacheEntry, min(limit, 1<<16)), limit: limit, onFull: onFull}
+}
+
+// Get returns a copy of the value of key, from the cache or the backend.
+func (c *Cache) Get(key []byte) ([]byte, bool, error) {
+	v, ok, err := c.view(key)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return append(make([]byte, 0, len(v)), v...), true, nil
+}
+
+// view is Get without the copy: the bytes stay valid, unchanged, but must
+// not be modified. Typed stores whose value serde copies use it.
+func (c *Cache) view(key []byte) ([]byte, bool, error) {
+	if e, ok := c.entries[string(key)]; ok {
+		return e.value, e.value != nil, nil
+	}
+	v, ok, err := c.b.Get(key)
+	if err != nil {
+		return nil, false, err
+	}
+	c.entries[string(key)] = &cacheEntry{value: v}
+	c.overflow()
+	return v, ok, nil
+}
+
+// Put caches a copy of value under key, as dirty.
+func (c *Cache) Put(key, value []byte) error {
+	return c.write(key, append(make([]byte, 0, len(value)), value...))
+}
+
+// Delete caches the deletion of key, as dirty.
+func (c *Cache) Delete(key []byte) error { return c.write(key, nil) }
+
+func (c *Cache) write(key, value []byte) error {
+	if e, ok := c.entries[string(key)]; ok {
+		e.value = value
+		if !e.isDirty {
+			e.isDirty = true
+			c.dirty = append(c.dirty, string(key))
+		}
+	} else {
+		k := string(key)
+		c.entries[k] = &cacheEntry{value: value, isDirty: true}
+		c.dirty = append(c.dirty, k)
+	}
+	return c.overflow()
+}
+
+// overflow keeps the cache near its limit: clean entries go first, as they
+// cost nothing to drop; then the owner is asked to take the dirty ones, or,
+// with no one to ask, they are written back.
+func (c *Cache) overflow() error {
+	if len(c.entries) <= c.limit {
+		return nil
+	}
+	if len(c.dirty) < len(c.entries) {
+		for k, e := range c.entries {
+			if !e.isDirty {
+				delete(c.entries, k)
+			}
+		}
+		if len(c.entries) <= c.limit {
+			return nil
+		}
+	}
+	if c.onFull != nil {
+		c.onFull()
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	clear(c.entries)
+	return nil
+}
+
+// Dirty returns the dirty entries as changes, in the order they became
+// dirty (Value nil for a deletion), and marks them clean: they stay cached
+// with their values. The changes' bytes must not be modified.
+func (c *Cache) Dirty() []Change {
+	if len(c.dirty) == 0 {
+		return nil
+	}
+	changes := make([]Change, 0, len(c.dirty))
+	for _, k := range c.dirty {
+		e := c.entries[k]
+		e.isDirty = false
+		changes = append(changes, Change{Key: []byte(k), Value: e.value})
+	}
+	c.dirty = c.dirty[:0]
+	return changes
+}
+
+// Discard forgets every entry, dirty ones included: what they held never
+// reaches the backend.
+func (c *Cache) Discard() {
+	clear(c.entries)
+	c.dirty = c.dirty[:0]
+}
+
+// Range merges the cache over the backend: a cached entry is the key's
+// current value, so nothing has to be written back first.
+func (c *Cache) Range(from, to []byte) (Iterator, error) {
+	var keys []string
+	for k := range c.entries {
+		if (from == nil || k >= string(from)) && (to == nil || k < string(to)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	it, err := c.b.Range(from, to)
+	if err != nil {
+		return nil, err
+	}
+	// The iterator sees the store as it is now: take the cached values
+	// (never modified in place) rather than the live entries.
+	values := make([][]byte, len(keys))
+	for i, k := range keys {
+		values[i] = c.entries[k].value
+	}
+	m := &mergedIter{back: it, keys: keys, values: values}
+	m.backOK = it.Next()
+	return m, nil
+}
+
+// ApproximateCount is the backend's estimate: cached writes are not counted.
+func (c *Cache) ApproximateCount() (int64, error) { return c.b.ApproximateCount() }
+
+// Flush writes the dirty entries back to the backend, then flushes it.
+func (c *Cache) Flush() error {
+	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
+		return err
+	}
+	return c.b.Flush()
+}
+
+// Close closes the backend; dirty entries are not written.
+func (c *Cache) Close() error {
+	c.Discard()
+	return c.b.Close()
+}
+
+// ApplyChanges writes changes to b in order: as one batch when b is a
+// Restorer, one write at a time otherwise.
+func ApplyChanges(b Backend, changes []Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if r, ok := b.(Restorer); ok {
+		return r.ApplyBatch(changes)
+	}
+	for _, c := range changes {
+		var err error
+		if c.Value == nil {
+			err = b.Delete(c.Key)
+		} else {
+			err = b.Put(c.Key, c.Value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergedIter walks the backend's iterator and the sorted cached keys
+// together; for a key in both, the cache wins, and a cached deletion hides
+// the key.
+type mergedIter struct {
+	back   Iterator
+	backOK bool
+	keys   []string
+	values [][]byte
+	key    []byte
+	value  []byte
+}
+
+func (m *mergedIter) Next() bool {
+	for {
+		var fromCache bool
+		switch {
+		case len(m.keys) == 0 && !m.backOK:
+			return false
+		case len(m.keys) == 0:
+			fromCache = false
+		case !m.backOK:
+			fromCache = true
+		default:
+			cmp := bytes.Compare([]byte(m.keys[0]), m.back.Key())
+			if cmp == 0 {
+				m.backOK = m.back.Next() // shadowed by the cache
+			}
+			fromCache = cmp <= 0
+		}
+		if !fromCache {
+			m.key = append(m.key[:0], m.back.Key()...)
+			m.value = append(m.value[:0], m.back.Value()...)
+			m.backOK = m.back.Next()
+			return true
+		}
+		k, v := m.keys[0], m.values[0]
+		m.keys, m.values = m.keys[1:], m.values[1:]
+		if v == nil {
+			continue // deleted in the cache, or known absent
+		}
+		m.key, m.value = []byte(k), v
+		return true
+	}
+}
+
+func (m *mergedIter) Key() []byte   { return m.key }
+func (m *mergedIter) Value() []byte { return m.value }
+func (m *mergedIter) Err() error    { return m.back.Err() }
+func (m *mergedIter) Close() error  { return m.back.Close() }

@@ -1,0 +1,135 @@
+package state_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+)
+
+func TestCacheHoldsWritesUntilTaken(t *testing.T) {
+	mem := state.NewMemory()
+	full := 0
+	c := state.NewCache(mem, 3, func() { full++ })
+	put := func(k, v string) {
+		t.Helper()
+		if err := c.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "1")
+	put("a", "2")
+	put("b", "1")
+	if err := c.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := c.Get([]byte("a")); !ok || string(v) != "2" {
+		t.Fatalf("Get(a) = %q,%v, want the cached 2", v, ok)
+	}
+	if _, ok, _ := mem.Get([]byte("a")); ok {
+		t.Fatal("backend has a: the cache wrote through")
+	}
+	want := []state.Change{{Key: []byte("a"), Value: []byte("2")}, {Key: []byte("b")}}
+	if diff := cmp.Diff(want, c.Dirty()); diff != "" {
+		t.Fatalf("Dirty (-want +got):\n%s", diff)
+	}
+	if got := c.Dirty(); got != nil {
+		t.Fatalf("second Dirty = %v, want nothing: the first marked the entries clean", got)
+	}
+	if v, ok, _ := c.Get([]byte("a")); !ok || string(v) != "2" {
+		t.Fatalf("Get(a) after Dirty = %q,%v, want 2 still cached", v, ok)
+	}
+	// a and b are clean now: going over the limit drops them, not the dirty ones.
+	put("c", "1")
+	put("d", "1")
+	put("e", "1")
+	if full != 0 {
+		t.Fatalf("onFull called %d times while clean entries could go", full)
+	}
+	put("f", "1")
+	if full != 1 {
+		t.Fatalf("onFull called %d times with 4 dirty entries over a limit of 3, want 1", full)
+	}
+	if err := c.Delete([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Put([]byte("b0"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := c.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var keys []string
+	for it.Next() {
+		keys = append(keys, string(it.Key()))
+	}
+	if diff := cmp.Diff([]string{"b0", "c", "e", "f"}, keys); diff != "" {
+		t.Fatalf("range (-want +got):\n%s", diff)
+	}
+	c.Discard()
+	if _, ok, _ := c.Get([]byte("c")); ok {
+		t.Fatal("c readable after Discard: a discarded write reached the backend")
+	}
+}
+
+func TestCacheWritesBackWithoutOwner(t *testing.T) {
+	mem := state.NewMemory()
+	c := state.NewCache(mem, 2, nil)
+	for _, k := range []string{"a", "b", "c"} {
+		if err := c.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := mem.Get([]byte("a")); !ok {
+		t.Fatal("a not written back when the cache overflowed with no owner to ask")
+	}
+	if err := c.Put([]byte("d"), []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := mem.Get([]byte("d")); string(v) != "w" {
+		t.Fatalf("backend d = %q after Flush, want w", v)
+	}
+}
+
+// The caller's buffers are the caller's: a reused buffer must not change
+// what the cache holds, returns, or hands on as a change (issue: the cache
+// aliased caller bytes where the memory backend copied).
+func TestCacheCopiesCallerBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    func() state.Backend
+	}{
+		{"memory", state.NewMemory},
+		{"cache", func() state.Backend { return state.NewCache(state.NewMemory(), 10, func() {}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b()
+			store := state.NewKeyValueStore("s", b, serde.Bytes{}, serde.Bytes{}, nil)
+			buf := []byte("first")
+			if err := store.Put([]byte("k"), buf); err != nil {
+				t.Fatal(err)
+			}
+			copy(buf, "XXXXX") // the caller reuses its buffer
+			got, _, err := store.Get([]byte("k"))
+			if err != nil || string(got) != "first" {
+				t.Fatalf("Get after the caller reused its buffer = %q, %v; want first", got, err)
+			}
+			copy(got, "YYYYY") // and modifies what it got
+			again, _, _ := store.Get([]byte("k"))
+			if string(again) != "first" {
+				t.Fatalf("Get after the caller modified a returned value = %q; want first", again)
+			}
+			if c, ok := b.(*state.Cache); ok {
+				if diff := cmp.Diff([]state.Change{{Key: []byte("k"), Value: []byte("first")}}, c.Dirty()); diff != "" {
+					t.Fatalf("change handed on (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}

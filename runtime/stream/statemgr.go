@@ -1,0 +1,321 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// checkpointFile is a hint for assignment only (how much state a task
+// directory holds, read without opening its stores). Restoration never
+// trusts it: a store's position lives inside the store.
+const checkpointFile = ".checkpoint"
+
+// stateManager owns one task's stores (Kafka Streams' ProcessorStateManager):
+// it locks the task directory, opens the stores with their changelog
+// positions, and runs the store side of every commit in three steps, which
+// both committers call in this order:
+//
+//  1. prepare: each store cache's dirty entries are logged to the changelog
+//     (through the task's env, so inside the transaction under
+//     exactly-once) and held; nothing reaches a store yet;
+//  2. once the commit is durable in Kafka (the producer flushed and the
+//     offsets are about to be committed, or the transaction committed),
+//     committed: the held writes reach the stores, each logged store records
+//     its new changelog position with them, and the stores are flushed;
+//  3. or, if the commit failed or the task fails, aborted: held and cached
+//     writes are dropped, so the stores are exactly as of the last commit.
+//
+// So a store's data and position only ever move together, at a commit, and
+// a record that fails leaves no trace in the stores (with the write-back
+// cache on; with CacheRecords(0) every write reaches its store and changelog
+// at once, as in Kafka Streams without a record cache).
+type stateManager struct {
+	id     TaskID
+	dir    string // "" when no store lives on disk
+	unlock func() error
+	stores map[string]*taskStore
+	order  []*taskStore // by name: commits touch stores in a fixed order
+	env    taskEnv
+}
+
+type taskStore struct {
+	def *storeDef
+	// backend is what the typed store writes to: the cache, or inner
+	// without one.
+	backend state.Backend
+	cache   *state.Cache
+	// inner is the store itself; restoration writes here, so restored
+	// records are neither cached nor logged again.
+	inner     state.Backend
+	typed     any
+	changelog string // topic; empty when not logged
+	partition int32
+	// restoredTo is the changelog offset the store holds data up to: its
+	// position, kept inside the store at every commit.
+	restoredTo int64
+	restoreEnd int64
+	// produced is one past the largest changelog offset acknowledged.
+	produced offsetMax
+	ack      func(*kgo.Record, error)
+	// held is what prepare logged and committed will apply.
+	held []state.Change
+	t    *task
+}
+
+// LogChange implements state.ChangeLogger, for stores without a cache.
+func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
+
+// offsetMax holds the largest offset+1 seen, written from producer callbacks.
+type offsetMax struct{ v atomic.Int64 }
+
+func (o *offsetMax) observe(next int64) {
+	for {
+		cur := o.v.Load()
+		if next <= cur || o.v.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+func (o *offsetMax) load() int64 { return o.v.Load() }
+
+// changelogTopic names a store's changelog, as Kafka Streams does.
+func changelogTopic(appID, store string) string { return appID + "-" + store + "-changelog" }
+
+// openStores locks the task directory (when a store lives on disk) and
+// opens every store of t's sub-topology at its position. A standby's stores
+// get neither a cache nor a changelog logger: they only follow the log.
+// With handoff set, t takes over the handoff task's lock and open stores
+// (a standby promoted, or a task rebuilt after an abort), whose positions
+// are current: nothing is reopened, and in-memory stores stay warm.
+func openStores(t *task, handoff *task) (*stateManager, error) {
+	cfg := t.env.config()
+	m := &stateManager{id: t.id, stores: map[string]*taskStore{}, env: t.env}
+	if h := handoff; h != nil && h.sm != nil {
+		m.dir, m.unlock, h.sm.unlock = h.sm.dir, h.sm.unlock, nil
+	} else if t.anyPersistent() {
+		m.dir = filepath.Join(cfg.stateDir, cfg.appID, t.id.String())
+		var err error
+		if m.unlock, err = state.LockDir(m.dir); err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.id, err)
+		}
+	}
+	for _, def := range t.sub.stores {
+		ts := &taskStore{def: def, partition: t.id.Partition, t: t}
+		if err := m.openStore(t, ts, handoff); err != nil {
+			if ts.inner != nil {
+				_ = ts.inner.Close()
+			}
+			m.close(false)
+			return nil, err
+		}
+		m.stores[def.name] = ts
+		m.order = append(m.order, ts)
+	}
+	slices.SortFunc(m.order, func(a, b *taskStore) int {
+		if a.def.name < b.def.name {
+			return -1
+		}
+		return 1
+	})
+	return m, nil
+}
+
+func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
+	cfg := t.env.config()
+	def := ts.def
+	var from *taskStore
+	if handoff != nil && handoff.sm != nil {
+		from = handoff.sm.stores[def.name]
+	}
+	switch {
+	case from != nil:
+		ts.inner, ts.restoredTo = from.inner, from.restoredTo
+		from.inner, from.backend, from.cache = nil, nil, nil
+	case t.persistent(def):
+		b, err := m.openPersistent(def, cfg.logger)
+		if err != nil {
+			return err
+		}
+		ts.inner = b
+	default:
+		ts.inner = state.NewMemory()
+	}
+	var logger state.ChangeLogger
+	if def.opts.Changelog {
+		ts.changelog = changelogTopic(cfg.appID, def.name)
+		logger = ts
+		if p, ok := ts.inner.(state.Positioned); ok && from == nil {
+			pos, ok, err := p.Position()
+			if err != nil {
+				return fmt.Errorf("task %s: store %q: read position: %w", t.id, def.name, err)
+			}
+			if ok {
+				ts.restoredTo = pos
+			}
+		}
+		ts.produced.observe(ts.restoredTo)
+	}
+	ts.backend = ts.inner
+	if t.standby {
+		return nil
+	}
+	n := cfg.cacheRecords
+	if cfg.guarantee == ExactlyOnce && n == 0 {
+		n = 1000 // exactly-once holds every write until its transaction commits
+	}
+	if n > 0 {
+		// The state manager logs what it takes from the cache at commit;
+		// the typed store logs nothing itself. A full cache asks for a
+		// commit rather than letting writes reach the store between commits.
+		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
+		ts.backend, logger = ts.cache, nil
+	}
+	ts.typed = def.open(ts.backend, logger)
+	return nil
+}
+
+// openPersistent opens a store on disk. A logged store whose files are
+// unreadable is removed and rebuilt from its changelog, which holds every
+// committed write; an unlogged one has no other copy, so its error stands.
+func (m *stateManager) openPersistent(def *storeDef, log *slog.Logger) (state.Backend, error) {
+	dir := filepath.Join(m.dir, def.name)
+	b, err := def.opts.Persistent(dir)
+	if err != nil && errors.Is(err, state.ErrCorrupt) && def.opts.Changelog {
+		log.Warn("store is unreadable; removing it and restoring it from its changelog",
+			"task", m.id.String(), "store", def.name, "dir", dir, "error", err)
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return nil, fmt.Errorf("task %s: remove unreadable store %q: %w", m.id, def.name, rerr)
+		}
+		b, err = def.opts.Persistent(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s: open store %q: %w", m.id, def.name, err)
+	}
+	return b, nil
+}
+
+// prepare is the first commit step: it logs each cache's dirty entries to
+// the changelog and holds them for committed.
+func (m *stateManager) prepare() {
+	for _, s := range m.order {
+		if s.cache == nil {
+			continue
+		}
+		changes := s.cache.Dirty()
+		if s.changelog != "" {
+			for _, c := range changes {
+				m.env.logChange(s, c.Key, c.Value)
+			}
+		}
+		s.held = append(s.held, changes...)
+	}
+}
+
+// committed is the second commit step, once the logged writes are durable
+// in Kafka: the held writes reach the stores, with their positions.
+func (m *stateManager) committed() error {
+	for _, s := range m.order {
+		if err := state.ApplyChanges(s.inner, s.held); err != nil {
+			return fmt.Errorf("task %s: store %q: %w", m.id, s.def.name, err)
+		}
+		s.held = nil
+	}
+	return m.checkpoint()
+}
+
+// aborted drops what prepare held and what the caches hold: the stores stay
+// as of the last commit.
+func (m *stateManager) aborted() {
+	for _, s := range m.order {
+		s.held = nil
+		if s.cache != nil {
+			s.cache.Discard()
+		}
+	}
+}
+
+// checkpoint records each logged store's position inside the store, flushes
+// every store, and writes the assignment hint. A standby calls it alone, as
+// it has nothing held.
+func (m *stateManager) checkpoint() error {
+	hint := state.Checkpoint{}
+	for _, s := range m.order {
+		if s.inner == nil {
+			continue
+		}
+		if s.changelog != "" {
+			s.restoredTo = max(s.restoredTo, s.produced.load())
+			if p, ok := s.inner.(state.Positioned); ok {
+				if err := p.SetPosition(s.restoredTo); err != nil {
+					return fmt.Errorf("task %s: store %q: record position: %w", m.id, s.def.name, err)
+				}
+				hint[s.changelog] = map[int32]int64{s.partition: s.restoredTo}
+			}
+		}
+		if err := s.inner.Flush(); err != nil {
+			return fmt.Errorf("task %s: flush store %q: %w", m.id, s.def.name, err)
+		}
+	}
+	if m.dir == "" || len(hint) == 0 {
+		return nil
+	}
+	if err := state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint); err != nil {
+		return fmt.Errorf("task %s: %w", m.id, err)
+	}
+	return nil
+}
+
+// offset sums how far the logged stores are, for assignment.
+func (m *stateManager) offset() int64 {
+	var sum int64
+	for _, s := range m.order {
+		if s.changelog != "" {
+			sum += max(s.restoredTo, s.produced.load())
+		}
+	}
+	return sum
+}
+
+// changelogs lists the changelog topics of the logged stores.
+func (m *stateManager) changelogs() []string {
+	var topics []string
+	for _, s := range m.order {
+		if s.changelog != "" {
+			topics = append(topics, s.changelog)
+		}
+	}
+	return topics
+}
+
+// close closes the stores and releases the directory. A dirty close (no
+// commit just before) first drops everything since the last commit.
+func (m *stateManager) close(clean bool) error {
+	if !clean {
+		m.aborted()
+	}
+	var errs []error
+	for _, s := range m.order {
+		if s.inner != nil {
+			if err := s.inner.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("task %s: close store %q: %w", m.id, s.def.name, err))
+			}
+			s.inner, s.backend, s.cache = nil, nil, nil
+		}
+	}
+	if m.unlock != nil {
+		if err := m.unlock(); err != nil {
+			errs = append(errs, err)
+		}
+		m.unlock = nil
+	}
+	return errors.Join(errs...)
+}
