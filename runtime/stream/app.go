@@ -505,8 +505,8 @@ type Stats struct {
 	Skipped       uint64 // records that failed and were skipped by LogAndContinue
 	DeadLettered  uint64 // records sent to a dead-letter topic
 	Punctuations  uint64
-	Commits       uint64 // commits that succeeded
-	Aborts        uint64 // exactly-once transactions that were aborted
+	Commits       uint64        // commits that succeeded
+	Aborts        uint64        // exactly-once transactions that were aborted
 	CommitTime    time.Duration // total time spent committing
 	ProcessTime   time.Duration // total time tasks spent processing records
 	Restored      uint64        // changelog records applied while restoring

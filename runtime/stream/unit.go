@@ -973,7 +973,6 @@ func (u *unit) startRestore(ctx context.Context, t *task, markersBy time.Time) e
 	return nil
 }
 
-
 // readChangelog makes the restore client feed s from its changelog, from
 // its checkpoint on: s joins u.restoring, and its partition joins consume,
 // the partitions to add to the client.
@@ -1127,7 +1126,6 @@ func (u *unit) finishRestore(s *taskStore) {
 		u.fatal = err
 	}
 }
-
 
 // shutdown commits (when clean), closes every task and leaves the group.
 func (u *unit) shutdown(clean bool) error {
