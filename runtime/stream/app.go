@@ -1,15 +1,10 @@
 package stream
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -79,7 +74,7 @@ func New(t *Topology, opts ...Option) (*App, error) {
 			cfg.commitInterval = 100 * time.Millisecond
 		}
 	}
-	var errs []error
+	errs := cfg.errs
 	if err := t.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -91,15 +86,13 @@ func New(t *Topology, opts ...Option) (*App, error) {
 	} else if strings.ContainsAny(cfg.appID, "/\\ ") {
 		errs = append(errs, fmt.Errorf("application id %q: must not contain slashes or spaces", cfg.appID))
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if cfg.instanceID == "" {
-		id, err := stableInstanceID(filepath.Join(cfg.stateDir, cfg.appID))
-		if err != nil {
-			return nil, err
+	for _, p := range []ErrorPolicy{cfg.onProcessError, cfg.onDeserializeError, cfg.onProduceError} {
+		if p.action == actionDeadLetter && p.topic == "" {
+			errs = append(errs, errors.New("DeadLetter: the dead-letter topic must not be empty"))
 		}
-		cfg.instanceID = id
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("new app: %w", errors.Join(errs...))
 	}
 	a := &App{topo: t, cfg: cfg, topicSub: map[string]int{}}
 	for _, s := range t.subs {
@@ -108,26 +101,6 @@ func New(t *Topology, opts ...Option) (*App, error) {
 		}
 	}
 	return a, nil
-}
-
-// stableInstanceID reads the instance id kept in dir, creating it once.
-func stableInstanceID(dir string) (string, error) {
-	path := filepath.Join(dir, ".instance-id")
-	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		return string(bytes.TrimSpace(b)), nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
-	}
-	var r [6]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", err
-	}
-	id := hex.EncodeToString(r[:])
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
-	}
-	return id, nil
 }
 
 // AppID is the application id.
@@ -170,6 +143,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 			a.setState(Stopped)
 		}
 	}()
+	release, err := a.claimStateDir()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
+	}
+	defer release()
 	// Fresh metadata: changelogs this app just created must be visible at once.
 	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...), kgo.MetadataMinAge(100 * time.Millisecond)}, a.cfg.clientOpts...)...)
 	if err != nil {
@@ -543,12 +521,10 @@ func (a *App) Stats() Stats {
 		if u == nil {
 			continue
 		}
-		u.statsMu.Lock()
-		us := u.published
+		us := u.st.snapshot()
 		for id, ts := range us.Tasks {
 			s.Tasks[id] = ts
 		}
-		u.statsMu.Unlock()
 		s.Processed += us.Processed
 		s.Skipped += us.Skipped
 		s.DeadLettered += us.DeadLettered

@@ -38,8 +38,9 @@ func TestProduceErrorFailsTheApp(t *testing.T) {
 	_, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID("big-"+in), stream.Parallelism(1),
 		stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(),
 		stream.OnStateChange(func(_, to stream.State) { mu.Lock(); states = append(states, to); mu.Unlock() }))
-	if err == nil || !strings.Contains(err.Error(), "produce to "+out) || !errors.Is(err, kerr.MessageTooLarge) {
-		t.Fatalf("Run error = %v, want a produce failure to %s wrapping MESSAGE_TOO_LARGE", err, out)
+	var perr *stream.ProduceError
+	if !errors.As(err, &perr) || perr.Topic != out || perr.SourceTopic != in || perr.SourceOffset != 1 || !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("Run error = %v, want a produce failure to %s of input %s/0@1 wrapping MESSAGE_TOO_LARGE", err, out, in)
 	}
 	mu.Lock()
 	defer mu.Unlock()

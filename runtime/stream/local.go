@@ -91,6 +91,23 @@ func (d *LocalDriver) config() *config { return &d.cfg }
 
 func (d *LocalDriver) partitions(string) int32 { return 1 }
 
+// localMaxRecordBytes is the producer's default limit (franz-go's
+// ProducerBatchMaxBytes), so the driver refuses what an App would.
+const localMaxRecordBytes = 1_000_012
+
+func (d *LocalDriver) send(t *task, o *outRecord) {
+	if size := recordSize(&o.rec); size > localMaxRecordBytes {
+		t.outputFailed(o, tooLarge(size, localMaxRecordBytes))
+		return
+	}
+	d.produce(&o.rec)
+}
+
+func (d *LocalDriver) deadLetter(topic string, in *kgo.Record, node string, cause error) {
+	c := collector{partitions: d.partitions}
+	d.produce(c.deadLetter(topic, in, node, cause))
+}
+
 func (d *LocalDriver) produce(r *kgo.Record) {
 	r.Offset = d.offsets[r.Topic]
 	d.offsets[r.Topic]++

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -170,7 +171,10 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 	if ts.IsZero() {
 		ts = fromMillis(t.currentTime)
 	}
-	t.produce(&kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts})
+	o := &outRecord{rec: kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts}}
+	o.src = produceSource{Context: context.Background(), in: t.current, node: s.name}
+	o.rec.Context = &o.src
+	t.env.send(t, o)
 }
 
 // KafkaPartition is the partition Apache Kafka's Java producer picks for a

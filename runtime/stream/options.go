@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,6 +37,15 @@ type config struct {
 
 	onProcessError     ErrorPolicy
 	onDeserializeError ErrorPolicy
+	onProduceError     ErrorPolicy
+
+	// errs are the options' complaints about their values, which New
+	// returns: a bad value is an error, not silently clamped.
+	errs []error
+}
+
+func (c *config) invalid(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
 }
 
 func (c *config) clock() time.Time { return c.now() }
@@ -87,11 +97,25 @@ func StateDir(dir string) Option {
 
 // Parallelism is the number of processing units (each a goroutine with its
 // own group member, running a share of the tasks). Default: the CPU count.
-func Parallelism(n int) Option { return func(c *config) { c.parallelism = max(n, 1) } }
+func Parallelism(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.invalid("Parallelism(%d): must be at least 1", n)
+		}
+		c.parallelism = n
+	}
+}
 
-// CommitInterval is how often progress is committed. Default 30 s under
-// at-least-once, 100 ms under exactly-once.
-func CommitInterval(d time.Duration) Option { return func(c *config) { c.commitInterval = d } }
+// CommitInterval is how often progress is committed. Default (or 0): 30 s
+// under at-least-once, 100 ms under exactly-once.
+func CommitInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("CommitInterval(%s): must not be negative", d)
+		}
+		c.commitInterval = d
+	}
+}
 
 // MaxTaskIdle is how long a task with several inputs waits for an empty
 // input before processing the others out of timestamp order. Default 0:
@@ -101,28 +125,67 @@ func MaxTaskIdle(d time.Duration) Option { return func(c *config) { c.maxTaskIdl
 
 // FetchGrace bounds how long a task waits for an input that has data not
 // fetched yet, or whose first fetch has not arrived. Default 500 ms.
-func FetchGrace(d time.Duration) Option { return func(c *config) { c.fetchGrace = d } }
+func FetchGrace(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("FetchGrace(%s): must not be negative", d)
+		}
+		c.fetchGrace = d
+	}
+}
 
 // BufferRecords bounds the records a unit buffers per input partition: it
 // takes from the client only what fits, and franz-go fetches no more until
 // it has handed over what it holds. Default 1000.
-func BufferRecords(n int) Option { return func(c *config) { c.bufferRecords = max(n, 1) } }
+func BufferRecords(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.invalid("BufferRecords(%d): must be at least 1", n)
+		}
+		c.bufferRecords = n
+	}
+}
 
 // CacheRecords sets how many entries each store task keeps in its write-back
 // cache: reads of cached keys and repeated writes of a key stay in memory,
-// and only each key's last value reaches the backend and the changelog, at
-// commit or when the cache fills. 0 turns caching off (every write is
-// logged). Default 10,000.
-func CacheRecords(n int) Option { return func(c *config) { c.cacheRecords = max(n, 0) } }
+// and only each key's last value reaches the store and the changelog, at the
+// next commit; a full cache asks for a commit early. With the cache on, a
+// record that fails leaves no trace in the stores. 0 turns caching off under
+// at-least-once: every write reaches its store and changelog at once, as in
+// Kafka Streams without a record cache (exactly-once then keeps 1,000, since
+// it holds every write until its transaction commits). Default 10,000.
+func CacheRecords(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.invalid("CacheRecords(%d): must not be negative", n)
+		}
+		c.cacheRecords = n
+	}
+}
 
 // StandbyReplicas keeps n warm copies of every task's stores on other
 // instances, following the changelogs, so a task that moves is ready after
 // replaying only the tail. Assignment prefers the instance holding a task's
 // state. Default 0.
-func StandbyReplicas(n int) Option { return func(c *config) { c.standbys = max(n, 0) } }
+func StandbyReplicas(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.invalid("StandbyReplicas(%d): must not be negative", n)
+		}
+		c.standbys = n
+	}
+}
 
 // Logger sets the structured logger. Default: slog.Default().
-func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func Logger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.invalid("Logger(nil): give a logger, or leave the option out for slog.Default()")
+			return
+		}
+		c.logger = l
+	}
+}
 
 // ClientOpts passes extra options (TLS, SASL, tuning) to every franz-go
 // client the app creates. They apply after kgen's own, which differ from
@@ -154,7 +217,14 @@ func (g GuaranteeKind) String() string {
 }
 
 // Guarantee sets the processing guarantee. Default AtLeastOnce.
-func Guarantee(g GuaranteeKind) Option { return func(c *config) { c.guarantee = g } }
+func Guarantee(g GuaranteeKind) Option {
+	return func(c *config) {
+		if g != AtLeastOnce && g != ExactlyOnce {
+			c.invalid("Guarantee(%d): unknown guarantee", int(g))
+		}
+		c.guarantee = g
+	}
+}
 
 // ExitWhenCaughtUp makes Run return nil once every input partition has been
 // processed and committed up to the end offsets it had when Run started: for
@@ -198,3 +268,14 @@ func OnProcessError(p ErrorPolicy) Option { return func(c *config) { c.onProcess
 // OnDeserializeError sets the policy for records whose key or value cannot
 // be decoded. Default Fail.
 func OnDeserializeError(p ErrorPolicy) Option { return func(c *config) { c.onDeserializeError = p } }
+
+// OnProduceError sets the policy for output records that cannot be produced
+// (Kafka Streams' ProductionExceptionHandler): a record too large for the
+// producer, a topic that rejects it. Fail stops the app with a
+// ProduceError naming the output topic and the input record (topic,
+// partition, offset) it came from; LogAndContinue drops the output and
+// counts it as skipped; DeadLetter(topic) sends the output's key and value
+// there instead, with the kgen.error and kgen.source.* headers. Changelog
+// records are never dropped: their failure always stops the app, since
+// state would be lost. Default Fail.
+func OnProduceError(p ErrorPolicy) Option { return func(c *config) { c.onProduceError = p } }

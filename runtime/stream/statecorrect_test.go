@@ -1,10 +1,13 @@
 package stream_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -108,4 +111,63 @@ func readCommitted(t *testing.T, c *kafkatest.Cluster, topic string, g stream.Gu
 		return c.ReadToEnd(t, topic, kafkatest.ReadCommitted())
 	}
 	return c.ReadToEnd(t, topic)
+}
+
+// Two instances on one state directory would share the instance id kept
+// there, so one transactional id and one group.instance.id, and fence each
+// other: the second is refused, with the directory and the way out.
+func TestSecondInstanceOnOneStateDirIsRefused(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	dir := t.TempDir()
+	opts := []stream.Option{stream.Brokers(c.Seeds()...), stream.AppID("lock-" + in), stream.StateDir(dir),
+		stream.Parallelism(1), stream.Logger(testLogger(t))}
+	first, err := stream.New(countTopology(in, out, nil), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("first instance: %v", err)
+		}
+	}()
+	waitFor(t, "the first instance to run", func() bool { return first.State() == stream.Running })
+	_, err = runApp(t, countTopology(in, out, nil), opts...)
+	want := filepath.Join(dir, "lock-"+in)
+	if err == nil || !strings.Contains(err.Error(), want+" is in use") || !strings.Contains(err.Error(), "StateDir") {
+		t.Fatalf("second instance: error %v, want one naming %s as in use and saying how to give each its own", err, want)
+	}
+}
+
+func TestOptionsAreValidated(t *testing.T) {
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", "in", serde.String{}, serde.String{})
+	stream.AddSink(topo, "out", "out", serde.String{}, serde.String{}, "in")
+	base := []stream.Option{stream.Brokers("127.0.0.1:1"), stream.AppID("v")}
+	for _, tc := range []struct {
+		opt  stream.Option
+		want string
+	}{
+		{stream.Logger(nil), "Logger(nil)"},
+		{stream.Parallelism(0), "Parallelism(0)"},
+		{stream.BufferRecords(-1), "BufferRecords(-1)"},
+		{stream.CacheRecords(-5), "CacheRecords(-5)"},
+		{stream.StandbyReplicas(-1), "StandbyReplicas(-1)"},
+		{stream.CommitInterval(-time.Second), "CommitInterval(-1s)"},
+		{stream.FetchGrace(-time.Second), "FetchGrace(-1s)"},
+		{stream.Guarantee(7), "Guarantee(7)"},
+		{stream.OnProduceError(stream.DeadLetter("")), "dead-letter topic"},
+	} {
+		_, err := stream.New(topo, append(base, tc.opt)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with %s: error %v, want one naming it", tc.want, err)
+		}
+	}
+	if _, err := stream.New(topo, base...); err != nil {
+		t.Fatalf("New with valid options: %v", err)
+	}
 }

@@ -43,12 +43,15 @@ type task struct {
 	enforcedSteps uint64
 }
 
-// taskEnv is what a task needs from the unit that runs it.
+// taskEnv is what a task needs from the unit (or LocalDriver) that runs it.
 type taskEnv interface {
-	produce(r *kgo.Record)
+	// send produces a sink's output.
+	send(t *task, o *outRecord)
+	// deadLetter produces the dead letter of a failed input record.
+	deadLetter(topic string, in *kgo.Record, node string, cause error)
+	logChange(s *taskStore, key, value []byte)
 	partitions(topic string) int32
 	config() *config
-	logChange(s *taskStore, key, value []byte)
 }
 
 type schedule struct {
@@ -83,7 +86,27 @@ func (t *task) fail(node string, err error) {
 	}
 }
 
-func (t *task) produce(r *kgo.Record) { t.env.produce(r) }
+// outputFailed applies the production error policy to an output refused
+// before it reached the producer, with its input record still in hand.
+func (t *task) outputFailed(o *outRecord, err error) {
+	perr := produceError(&o.rec, &o.src, err)
+	cfg := t.env.config()
+	policy := cfg.onProduceError
+	if policy.action == actionDeadLetter && o.src.in == nil {
+		policy = Fail() // a punctuation's output has no input to dead-letter
+	}
+	switch policy.action {
+	case actionContinue:
+		cfg.logger.Warn("dropping output that could not be produced", "task", t.id.String(), "node", o.src.node, "error", perr)
+		t.skipped++
+	case actionDeadLetter:
+		cfg.logger.Warn("dead-lettering the input of an output that could not be produced", "task", t.id.String(), "node", o.src.node, "error", perr, "dead_letter_topic", policy.topic)
+		t.deadLettered++
+		t.env.deadLetter(policy.topic, o.src.in, o.src.node, perr)
+	default:
+		t.fail(o.src.node, perr)
+	}
+}
 
 // RecordError is a record that could not be processed, with its coordinates.
 type RecordError struct {
@@ -252,8 +275,12 @@ func (t *task) handle(in input, raw *kgo.Record, node string, deser bool, err er
 	rerr := &RecordError{Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset, Node: node, Deserialize: deser, Err: err}
 	cfg := t.env.config()
 	policy := cfg.onProcessError
-	if deser {
+	var perr *ProduceError
+	switch {
+	case deser:
 		policy = cfg.onDeserializeError
+	case errors.As(err, &perr):
+		policy = Fail() // the production policy said so already
 	}
 	log := cfg.logger.With("task", t.id.String(), "topic", raw.Topic, "partition", raw.Partition, "offset", raw.Offset, "node", node)
 	var pe *panicError
@@ -272,18 +299,7 @@ func (t *task) handle(in input, raw *kgo.Record, node string, deser bool, err er
 	case actionDeadLetter:
 		log.Warn("dead-lettering record", "error", err, "dead_letter_topic", policy.topic)
 		t.deadLettered++
-		hdrs := append(append([]kgo.RecordHeader(nil), raw.Headers...),
-			kgo.RecordHeader{Key: "kgen.error", Value: []byte(err.Error())},
-			kgo.RecordHeader{Key: "kgen.error.node", Value: []byte(node)},
-			kgo.RecordHeader{Key: "kgen.source.topic", Value: []byte(raw.Topic)},
-			kgo.RecordHeader{Key: "kgen.source.partition", Value: fmt.Appendf(nil, "%d", raw.Partition)},
-			kgo.RecordHeader{Key: "kgen.source.offset", Value: fmt.Appendf(nil, "%d", raw.Offset)},
-		)
-		p := int32(0)
-		if n := t.env.partitions(policy.topic); n > 0 && raw.Key != nil {
-			p = KafkaPartition(raw.Key, n)
-		}
-		t.produce(&kgo.Record{Topic: policy.topic, Partition: p, Key: raw.Key, Value: raw.Value, Headers: hdrs, Timestamp: raw.Timestamp})
+		t.env.deadLetter(policy.topic, raw, node, err)
 		return nil
 	default:
 		// The failed record is not done: a restart must begin with it.

@@ -588,3 +588,17 @@ func mermaidID(name string) string {
 		return '_'
 	}, name)
 }
+
+// anyPersistent says whether a store of t lives on disk (unless every store
+// is kept in memory).
+func (t *Topology) anyPersistent(memoryStores bool) bool {
+	if memoryStores {
+		return false
+	}
+	for _, s := range t.stores {
+		if s.opts.Persistent != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,207 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// committer makes a unit's progress durable, by its guarantee. Both forms
+// run each task's state manager through the same steps, in the same order:
+// prepare (cached writes logged), the commit in Kafka, then committed
+// (writes and positions into the stores) or aborted (dropped).
+type committer struct {
+	u           *unit
+	lastCommit  time.Time
+	uncommitted bool // records processed since the last commit
+
+	commits uint64
+	aborts  uint64
+	dur     time.Duration
+}
+
+// txnEndTimeout bounds ending a transaction before the unit restarts.
+const txnEndTimeout = 30 * time.Second
+
+// restartError asks the App to replace the unit with a fresh one.
+type restartError struct{ err error }
+
+func (e *restartError) Error() string { return "unit restart: " + e.err.Error() }
+func (e *restartError) Unwrap() error { return e.err }
+
+// due says whether to commit now: on request, every CommitInterval, and for
+// a batch job as soon as it has nothing more to do.
+func (c *committer) due(now time.Time, processed int) bool {
+	if !c.uncommitted {
+		return false
+	}
+	for _, t := range c.u.tm.order {
+		if t.commitRequested {
+			return true
+		}
+	}
+	if now.Sub(c.lastCommit) >= c.u.cfg.commitInterval {
+		return true
+	}
+	return c.u.cfg.exitCaughtUp && processed == 0 && !c.u.tm.hasWork()
+}
+
+func (c *committer) commit(ctx context.Context) error {
+	if c.u.sess != nil {
+		return c.exactlyOnce(ctx)
+	}
+	return c.atLeastOnce(ctx)
+}
+
+// atLeastOnce commits in order: cached writes logged (prepare), producer
+// flushed (every output and changelog record acknowledged), stores written
+// with their positions (committed), input offsets committed. A crash in
+// between only repeats work.
+func (c *committer) atLeastOnce(ctx context.Context) error {
+	u := c.u
+	start := time.Now()
+	for _, t := range u.tm.order {
+		t.sm.prepare()
+	}
+	if err := u.rc.flush(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	for _, t := range u.tm.order {
+		if err := t.sm.committed(); err != nil {
+			return err
+		}
+	}
+	u.sb.checkpoint()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, t := range u.tm.order {
+		for _, in := range t.inputs {
+			st := in.state()
+			if st.next >= 0 && st.next != st.committed {
+				if offsets[in.topic()] == nil {
+					offsets[in.topic()] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[in.topic()][st.partition] = kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}
+			}
+		}
+	}
+	if len(offsets) > 0 {
+		if err := commitOffsets(ctx, u.cl, offsets); err != nil {
+			// Under at-least-once a failed offset commit only means some
+			// records may be processed again by the next owner.
+			u.log.Warn("commit offsets failed", "error", err)
+		} else {
+			for _, t := range u.tm.order {
+				for _, in := range t.inputs {
+					st := in.state()
+					if o, ok := offsets[in.topic()][st.partition]; ok {
+						st.committed = o.Offset
+					}
+				}
+			}
+		}
+	}
+	c.done(start)
+	c.commits++
+	return nil
+}
+
+func commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var cerr error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	return cerr
+}
+
+// exactlyOnce is the transactional commit. Everything polled is processed
+// first, because the transaction commits the consumer's polled positions;
+// the state managers log their cached writes inside the transaction; the
+// transaction ends; then, only if it committed, the writes reach the stores
+// with their positions. An aborted transaction (a rebalance, a fence, an
+// unconfirmed outcome franz-go downgraded to an abort) drops them and
+// rebuilds the tasks on their stores, which hold exactly the committed
+// state: the consumer has been rewound to the committed offsets.
+func (c *committer) exactlyOnce(ctx context.Context) error {
+	u := c.u
+	start := time.Now()
+	now := u.cfg.now()
+	for _, t := range u.tm.order {
+		if !t.restoring {
+			if err := t.drain(now); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range u.tm.order {
+		t.sm.prepare()
+	}
+	if !u.rc.inTxn && c.uncommitted {
+		u.rc.begin() // progress without output still commits offsets
+	}
+	if err := u.rc.err(); err != nil {
+		u.rc.abort(ctx)
+		return fmt.Errorf("commit: %w", err)
+	}
+	if !u.rc.inTxn {
+		return nil
+	}
+	// A deadline: with the broker gone, ending a transaction can wait
+	// forever on a heartbeat that cannot happen.
+	endCtx, cancel := context.WithTimeout(ctx, txnEndTimeout)
+	committed, err := u.sess.End(endCtx, kgo.TryCommit)
+	cancel()
+	u.rc.inTxn = false
+	if err != nil {
+		err = fmt.Errorf("end transaction (outcome unknown): %w", err)
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			return err // another producer has our id, or we may not use it
+		}
+		// The client is in an unknown state (a transaction the broker timed
+		// out, a broker outage). Local state holds only committed data: a
+		// fresh client rebuilds everything from what Kafka committed.
+		return &restartError{err}
+	}
+	if !committed {
+		u.log.Warn("transaction aborted; rebuilding tasks on their committed state")
+		c.aborts++
+		c.done(start)
+		return u.tm.rebuild(ctx)
+	}
+	for _, t := range u.tm.order {
+		if err := t.sm.committed(); err != nil {
+			return err
+		}
+		for _, in := range t.inputs {
+			in.state().committed = in.state().next
+		}
+	}
+	u.sb.checkpoint()
+	c.done(start)
+	c.commits++
+	return nil
+}
+
+// done closes a commit period, whatever its outcome.
+func (c *committer) done(start time.Time) {
+	for _, t := range c.u.tm.order {
+		t.commitRequested = false
+	}
+	c.uncommitted = false
+	c.lastCommit = c.u.cfg.now()
+	c.dur += time.Since(start)
+}

@@ -1,0 +1,249 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// changelogReader restores stores from their changelogs (Kafka Streams'
+// StoreChangelogReader), for active tasks up to the changelog's end and for
+// standbys forever, with a second client of its own that belongs to no
+// group. It works incrementally inside the unit's loop, so restoring never
+// blocks a rebalance; an active task processes nothing until every one of
+// its stores has caught up.
+type changelogReader struct {
+	u         *unit
+	cl        *kgo.Client // created on first use
+	restoring map[string]map[int32]*taskStore
+
+	restored        uint64 // records applied to active tasks' stores
+	standbyRestored uint64
+}
+
+// active says whether any store is being fed.
+func (r *changelogReader) active() bool { return len(r.restoring) > 0 }
+
+// start positions each logged store of t at its position and starts
+// reading its changelog to the end; with nothing to read it runs the
+// processors' Init at once.
+func (r *changelogReader) start(ctx context.Context, t *task, markersBy time.Time) error {
+	u := r.u
+	topics := t.sm.changelogs()
+	if len(topics) == 0 {
+		return t.initProcessors()
+	}
+	ends, err := u.a.changelogEnds(ctx, markersBy, topics...)
+	if err != nil {
+		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	for _, s := range t.sm.order {
+		if s.changelog == "" {
+			continue
+		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
+		s.restoreEnd = end.Offset
+		if s.restoredTo > s.restoreEnd {
+			u.log.Warn("store position is past the changelog's end (was the changelog recreated?); restoring from the start",
+				"task", t.id.String(), "store", s.def.name, "position", s.restoredTo, "end", s.restoreEnd)
+			s.restoredTo = 0
+		}
+		if s.restoredTo >= s.restoreEnd {
+			continue
+		}
+		u.log.Info("restoring store", "task", t.id.String(), "store", s.def.name, "from", s.restoredTo, "to", s.restoreEnd)
+		r.read(s, consume)
+	}
+	if len(consume) == 0 {
+		return t.initProcessors()
+	}
+	u.tm.setRestoring(t, true)
+	if err := r.ensureClient(); err != nil {
+		return fmt.Errorf("task %s: restore client: %w", t.id, err)
+	}
+	r.cl.AddConsumePartitions(consume)
+	return nil
+}
+
+// follow starts reading a standby's changelogs from its position; it never
+// stops until the standby closes.
+func (r *changelogReader) follow(ctx context.Context, t *task) error {
+	u := r.u
+	topics := t.sm.changelogs()
+	if len(topics) == 0 {
+		return nil
+	}
+	ends, err := u.a.endOffsets(ctx, u.cfg.guarantee == ExactlyOnce, topics...)
+	if err != nil {
+		return fmt.Errorf("standby %s: changelog end offsets: %w", t.id, err)
+	}
+	consume := map[string]map[int32]kgo.Offset{}
+	for _, s := range t.sm.order {
+		if s.changelog == "" {
+			continue
+		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
+		s.restoreEnd = end.Offset // the lag is known before the first fetch
+		r.read(s, consume)
+	}
+	if err := r.ensureClient(); err != nil {
+		return err
+	}
+	r.cl.AddConsumePartitions(consume)
+	return nil
+}
+
+// read makes the client feed s from its changelog, from its position on:
+// s joins r.restoring, and its partition joins consume, the partitions to
+// add to the client.
+func (r *changelogReader) read(s *taskStore, consume map[string]map[int32]kgo.Offset) {
+	if r.restoring[s.changelog] == nil {
+		r.restoring[s.changelog] = map[int32]*taskStore{}
+	}
+	r.restoring[s.changelog][s.partition] = s
+	if consume[s.changelog] == nil {
+		consume[s.changelog] = map[int32]kgo.Offset{}
+	}
+	consume[s.changelog][s.partition] = kgo.NewOffset().At(s.restoredTo)
+}
+
+func (r *changelogReader) ensureClient() error {
+	if r.cl != nil {
+		return nil
+	}
+	u := r.u
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(u.cfg.brokers...),
+		kgo.ClientID(fmt.Sprintf("%s-%s-%d-restore", u.cfg.appID, u.cfg.instanceID, u.idx)),
+		// Transaction markers take offsets: seeing them lets restoration
+		// reach the end offset after the last transaction.
+		kgo.KeepControlRecords(),
+	}, u.cfg.clientOpts...)
+	if u.cfg.guarantee == ExactlyOnce {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	r.cl = cl
+	return nil
+}
+
+// stop stops reading one store's changelog.
+func (r *changelogReader) stop(s *taskStore) {
+	if r.restoring[s.changelog][s.partition] != s {
+		return
+	}
+	delete(r.restoring[s.changelog], s.partition)
+	if len(r.restoring[s.changelog]) == 0 {
+		delete(r.restoring, s.changelog)
+	}
+	r.cl.RemoveConsumePartitions(map[string][]int32{s.changelog: {s.partition}})
+}
+
+// step applies one batch of changelog records to the stores being fed.
+func (r *changelogReader) step() error {
+	if len(r.restoring) == 0 {
+		return nil
+	}
+	u := r.u
+	wait := time.Millisecond
+	if !u.tm.hasWork() && u.tm.anyActiveRestoring() {
+		wait = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	fetches := r.cl.PollRecords(ctx, 100_000)
+	cancel()
+	var ferr error
+	fetches.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		if unrecoverableFetch(err) {
+			if ferr == nil {
+				ferr = fmt.Errorf("restore %s/%d: %w", topic, p, err)
+			}
+			return
+		}
+		u.log.Warn("changelog fetch error; retrying", "topic", topic, "partition", p, "error", err)
+	})
+	if ferr != nil {
+		return ferr
+	}
+	var changes []state.Change
+	var err error
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		s := r.restoring[p.Topic][p.Partition]
+		if s == nil || len(p.Records) == 0 || err != nil {
+			return
+		}
+		if s.t.standby && p.HighWatermark >= 0 {
+			s.restoreEnd = p.HighWatermark // how far a standby has to go
+		}
+		changes = changes[:0]
+		for _, rec := range p.Records {
+			if !rec.Attrs.IsControl() {
+				changes = append(changes, state.Change{Key: rec.Key, Value: rec.Value})
+			}
+		}
+		if err = state.ApplyChanges(s.inner, changes); err != nil {
+			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
+			return
+		}
+		s.restoredTo = p.Records[len(p.Records)-1].Offset + 1
+		if s.t.standby {
+			r.standbyRestored += uint64(len(changes))
+			return
+		}
+		r.restored += uint64(len(changes))
+		if s.restoredTo >= s.restoreEnd {
+			r.finish(s)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return u.fatal
+}
+
+// restoring says whether a store of t is still being fed.
+func (r *changelogReader) restoringAny(t *task) bool {
+	for _, s := range t.sm.order {
+		if r.restoring[s.changelog][s.partition] == s {
+			return true
+		}
+	}
+	return false
+}
+
+// finish ends one store's restoration; the last one of a task records the
+// positions reached and runs the processors' Init.
+func (r *changelogReader) finish(s *taskStore) {
+	u, t := r.u, s.t
+	r.stop(s)
+	if r.restoringAny(t) {
+		return
+	}
+	u.tm.setRestoring(t, false)
+	u.log.Info("restored task", "task", t.id.String())
+	// Record the position reached, so a restart does not restore again.
+	if err := t.sm.checkpoint(); err != nil && u.fatal == nil {
+		u.fatal = err
+		return
+	}
+	if err := t.initProcessors(); err != nil && u.fatal == nil {
+		u.fatal = err
+	}
+}
+
+func (r *changelogReader) close() {
+	if r.cl != nil {
+		r.cl.Close()
+	}
+}

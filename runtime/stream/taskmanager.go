@@ -1,0 +1,318 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// taskManager owns a unit's active tasks (Kafka Streams' TaskManager): what
+// the group assigned, the task of each partition, creating tasks on
+// assignment (promoting a standby, or taking over the stores of the task
+// it replaces), closing them on revocation or loss. Its callbacks run while
+// the unit's goroutine is parked in a poll, never during processing.
+type taskManager struct {
+	u        *unit
+	tasks    map[TaskID]*task
+	order    []*task // by id: processing, commits and stats go in this order
+	inputs   map[string]map[int32]input
+	assigned map[string]map[int32]bool // what the group gave, to rebuild tasks after an abort
+	retry    map[TaskID]bool           // tasks whose directory was still locked
+}
+
+func newTaskManager(u *unit) *taskManager {
+	return &taskManager{u: u, tasks: map[TaskID]*task{}, inputs: map[string]map[int32]input{},
+		assigned: map[string]map[int32]bool{}, retry: map[TaskID]bool{}}
+}
+
+// onAssigned creates the tasks of newly assigned partitions and starts
+// restoring their stores.
+func (m *taskManager) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	u := m.u
+	if u.closed || u.fatal != nil {
+		return
+	}
+	u.a.markBusy(1)
+	defer u.a.markBusy(-1)
+	for topic, parts := range assigned {
+		if m.assigned[topic] == nil {
+			m.assigned[topic] = map[int32]bool{}
+		}
+		for _, p := range parts {
+			m.assigned[topic][p] = true
+		}
+	}
+	m.create(ctx, assigned, nil)
+}
+
+// onRevoked commits and closes the tasks of revoked partitions, so their
+// next owner starts exactly where this one stopped.
+func (m *taskManager) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	u := m.u
+	if u.closed {
+		return
+	}
+	gone := m.tasksOf(revoked)
+	if len(gone) == 0 {
+		return
+	}
+	m.unassign(revoked)
+	u.a.markBusy(1)
+	defer u.a.markBusy(-1)
+	clean := true
+	if u.sess != nil {
+		// The session aborts the open transaction at the next commit; the
+		// revoked tasks' work since the last commit is redone by their next
+		// owner, and the tasks this unit keeps are rebuilt on their stores.
+		clean = false
+	} else if u.fatal == nil {
+		if err := u.cm.commit(ctx); err != nil {
+			u.log.Error("commit before revocation failed", "error", err)
+			clean = false
+		}
+	}
+	m.drop(gone, clean)
+	u.log.Info("tasks revoked", "tasks", taskIDs(gone))
+}
+
+// onLost drops tasks without committing: another member owns them now.
+func (m *taskManager) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	u := m.u
+	if u.closed {
+		return
+	}
+	m.unassign(lost)
+	gone := m.tasksOf(lost)
+	m.drop(gone, false)
+	if len(gone) > 0 {
+		u.log.Warn("tasks lost", "tasks", taskIDs(gone))
+	}
+}
+
+// create creates the missing tasks for assigned partitions and starts
+// restoring their stores; a failure is left in u.fatal. A task in handoff
+// takes over the open stores of the task it replaces.
+func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, handoff map[TaskID]*task) {
+	u := m.u
+	if err := u.a.awaitChangelogs(ctx); err != nil {
+		if ctx.Err() == nil {
+			u.fatal = err
+		}
+		return
+	}
+	var created []*task
+	for topic, parts := range assigned {
+		sub, ok := u.a.topicSub[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range parts {
+			id := TaskID{Subtopology: sub, Partition: p}
+			if _, ok := m.tasks[id]; ok {
+				continue
+			}
+			from := handoff[id]
+			if from == nil {
+				from = u.sb.promote(id)
+			}
+			t, err := newTaskFrom(id, u.a.topo, u, from)
+			if errors.Is(err, state.ErrDirLocked) {
+				// Another unit of this instance has not let go yet.
+				m.retry[id] = true
+				continue
+			}
+			if err != nil {
+				u.fatal = err
+				return
+			}
+			delete(m.retry, id)
+			m.tasks[id] = t
+			created = append(created, t)
+			for _, in := range t.inputs {
+				if m.inputs[in.topic()] == nil {
+					m.inputs[in.topic()] = map[int32]input{}
+				}
+				m.inputs[in.topic()][p] = in
+			}
+		}
+	}
+	m.reorder()
+	markersBy := time.Now().Add(markerWait)
+	for _, t := range created {
+		if err := u.cr.start(ctx, t, markersBy); err != nil {
+			u.fatal = err
+			return
+		}
+	}
+	if len(created) > 0 {
+		u.log.Info("tasks assigned", "tasks", taskIDs(created))
+		u.reportState()
+		u.st.publish(u, true) // ownership shows in Stats at once
+	}
+}
+
+// retryLocked creates the tasks whose directories were locked last time.
+func (m *taskManager) retryLocked() error {
+	if len(m.retry) == 0 {
+		return nil
+	}
+	parts := map[string][]int32{}
+	for id := range m.retry {
+		for _, topic := range m.u.a.topo.subs[id.Subtopology].topics {
+			if m.assigned[topic][id.Partition] {
+				parts[topic] = append(parts[topic], id.Partition)
+			}
+		}
+	}
+	clear(m.retry)
+	m.create(context.Background(), parts, nil)
+	return m.u.fatal
+}
+
+// rebuild drops every task without committing, after an aborted
+// transaction, and creates them again for the current assignment. The
+// aborted writes never reached the stores: each new task takes over its
+// predecessor's open stores, at their committed positions, and replays
+// nothing from the changelog. Its processors start afresh, and franz-go
+// has rewound the consumer to the committed offsets.
+func (m *taskManager) rebuild(ctx context.Context) error {
+	old := map[TaskID]*task{}
+	for _, t := range m.order {
+		t.sm.aborted()
+		old[t.id] = t
+	}
+	m.forget(m.order)
+	assigned := map[string][]int32{}
+	for topic, ps := range m.assigned {
+		for p := range ps {
+			assigned[topic] = append(assigned[topic], p)
+		}
+	}
+	m.create(ctx, assigned, old)
+	for _, t := range old {
+		// Its stores are the new task's now (or, for a task no longer
+		// assigned, closed here): only its processors are left.
+		if err := t.close(false); err != nil {
+			m.u.log.Error("close task", "task", t.id.String(), "error", err)
+		}
+	}
+	return m.u.fatal
+}
+
+func (m *taskManager) unassign(parts map[string][]int32) {
+	for topic, ps := range parts {
+		for _, p := range ps {
+			delete(m.assigned[topic], p)
+		}
+	}
+}
+
+func (m *taskManager) tasksOf(parts map[string][]int32) []*task {
+	seen := map[TaskID]bool{}
+	var out []*task
+	for topic, ps := range parts {
+		sub, ok := m.u.a.topicSub[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range ps {
+			id := TaskID{Subtopology: sub, Partition: p}
+			if t := m.tasks[id]; t != nil && !seen[id] {
+				seen[id] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// drop takes tasks out and closes them; clean right after a commit.
+func (m *taskManager) drop(tasks []*task, clean bool) {
+	tasks = slices.Clone(tasks)
+	m.forget(tasks)
+	for _, t := range tasks {
+		if err := t.close(clean); err != nil {
+			m.u.log.Error("close task", "task", t.id.String(), "error", err)
+		}
+	}
+	m.u.st.publish(m.u, true)
+}
+
+// forget takes tasks out of the books without closing them.
+func (m *taskManager) forget(tasks []*task) {
+	for _, t := range slices.Clone(tasks) {
+		for _, in := range t.inputs {
+			delete(m.inputs[in.topic()], t.id.Partition)
+		}
+		for _, s := range t.sm.order {
+			m.u.cr.stop(s)
+		}
+		m.setRestoring(t, false)
+		m.u.st.accumulate(t)
+		delete(m.tasks, t.id)
+	}
+	m.reorder()
+}
+
+func (m *taskManager) reorder() {
+	m.order = m.order[:0]
+	for _, t := range m.tasks {
+		m.order = append(m.order, t)
+	}
+	sort.Slice(m.order, func(i, j int) bool {
+		a, b := m.order[i].id, m.order[j].id
+		return a.Subtopology < b.Subtopology || a.Subtopology == b.Subtopology && a.Partition < b.Partition
+	})
+}
+
+// setRestoring is the one place a task's restoring flag changes, keeping
+// the App's busy count (its rebalancing state) in step with it.
+func (m *taskManager) setRestoring(t *task, on bool) {
+	if t.restoring == on {
+		return
+	}
+	t.restoring = on
+	if on {
+		m.u.a.markBusy(1)
+	} else {
+		m.u.a.markBusy(-1)
+	}
+}
+
+// hasWork says whether a task that is not restoring has buffered records.
+func (m *taskManager) hasWork() bool {
+	for _, t := range m.order {
+		if t.restoring {
+			continue
+		}
+		for _, in := range t.inputs {
+			if in.buffered() > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *taskManager) anyActiveRestoring() bool {
+	for _, t := range m.order {
+		if t.restoring {
+			return true
+		}
+	}
+	return false
+}
+
+func taskIDs(ts []*task) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.id.String()
+	}
+	sort.Strings(out)
+	return out
+}
