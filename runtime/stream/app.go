@@ -155,7 +155,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	defer a.admClient.Close()
 	a.adm = kadm.NewClient(a.admClient)
-	changelogs, err := a.prepareTopics(ctx)
+	changelogs, err := retryStartup(ctx, a.cfg, "describe topics", a.prepareTopics)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: a clean stop
@@ -256,7 +256,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	topics = slices.Compact(topics)
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("describe topics: %w", err)
+		return nil, &transientError{fmt.Errorf("describe topics: %w", err)}
 	}
 	a.partitions = map[string]int32{}
 	var errs []error
@@ -267,6 +267,9 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 			continue
 		}
 		if d.Err != nil {
+			if kerr.IsRetriable(d.Err) {
+				return nil, &transientError{fmt.Errorf("topic %q: %w", topic, d.Err)}
+			}
 			errs = append(errs, fmt.Errorf("topic %q: %w", topic, d.Err))
 			continue
 		}

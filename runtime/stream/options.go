@@ -32,6 +32,7 @@ type config struct {
 	clientOpts     []kgo.Opt
 	guarantee      GuaranteeKind
 	exitCaughtUp   bool
+	startupTimeout time.Duration
 	onStateChange  func(from, to State)
 	now            func() time.Time
 
@@ -56,9 +57,11 @@ func defaultConfig() config {
 		parallelism:   runtime.NumCPU(),
 		fetchGrace:    500 * time.Millisecond,
 		bufferRecords: 1000,
-		cacheRecords:  10_000,
-		logger:        slog.Default(),
-		now:           time.Now,
+		// Long enough to wait out a broker's restart or a rolling one.
+		startupTimeout: 5 * time.Minute,
+		cacheRecords:   10_000,
+		logger:         slog.Default(),
+		now:            time.Now,
 	}
 }
 
@@ -230,6 +233,19 @@ func Guarantee(g GuaranteeKind) Option {
 // processed and committed up to the end offsets it had when Run started: for
 // batch jobs, demos and tests.
 func ExitWhenCaughtUp() Option { return func(c *config) { c.exitCaughtUp = true } }
+
+// StartupTimeout bounds how long Run retries, with backoff and a warning
+// per attempt, while the brokers cannot be reached at startup; then it
+// fails. Errors that cannot pass by themselves (a missing topic) fail at
+// once. Default 5 minutes.
+func StartupTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.invalid("StartupTimeout(%s): must be positive", d)
+		}
+		c.startupTimeout = d
+	}
+}
 
 // OnStateChange calls fn on every state transition, from the goroutine
 // that made it; fn must not block.
