@@ -17,12 +17,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// State is where an App is in its life.
+// State is where an App is in its life, as in Kafka Streams: Created →
+// Rebalancing → Running, back to Rebalancing whenever a unit is not yet in
+// the group (joining, or rejoining after losing its tasks in an outage), is
+// inside a rebalance, or has an active task restoring; then Closing →
+// Stopped, or Failed.
 type State int32
 
 const (
 	Created State = iota
-	Starting
 	Rebalancing
 	Running
 	Closing
@@ -31,7 +34,10 @@ const (
 )
 
 func (s State) String() string {
-	return [...]string{"created", "starting", "rebalancing", "running", "closing", "stopped", "failed"}[s]
+	if s < Created || s > Failed {
+		return fmt.Sprintf("state(%d)", int32(s))
+	}
+	return [...]string{"created", "rebalancing", "running", "closing", "stopped", "failed"}[s]
 }
 
 // App runs a Topology against a Kafka cluster: its units join the consumer
@@ -43,7 +49,10 @@ type App struct {
 	cfg  config
 
 	state atomic.Int32
-	busy  atomic.Int32 // units inside a rebalance or restoring
+	// stateMu serializes state changes: the units' phases and the state
+	// derived from them change together.
+	stateMu sync.Mutex
+	phases  []bool // per unit: running (in the group, no rebalance, nothing restoring)
 
 	adm        *kadm.Client
 	admClient  *kgo.Client
@@ -110,6 +119,12 @@ func (a *App) AppID() string { return a.cfg.appID }
 func (a *App) State() State { return State(a.state.Load()) }
 
 func (a *App) setState(s State) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	a.setStateLocked(s)
+}
+
+func (a *App) setStateLocked(s State) {
 	old := State(a.state.Swap(int32(s)))
 	if old != s {
 		a.cfg.logger.Info("state change", "app", a.cfg.appID, "from", old.String(), "to", s.String())
@@ -119,13 +134,37 @@ func (a *App) setState(s State) {
 	}
 }
 
-func (a *App) markBusy(delta int32) {
-	n := a.busy.Add(delta)
-	switch st := a.State(); {
-	case n > 0 && st == Running:
-		a.setState(Rebalancing)
-	case n == 0 && (st == Rebalancing || st == Starting):
-		a.setState(Running)
+// closing moves a running App to Closing.
+func (a *App) closing() {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if st := a.State(); st == Rebalancing || st == Running {
+		a.setStateLocked(Closing)
+	}
+}
+
+// unitPhase records whether unit idx is running, and moves the App between
+// Rebalancing and Running to match all units: Running only when every one
+// is. Once the App closes, phases no longer change its state.
+func (a *App) unitPhase(idx int, running bool) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if idx >= len(a.phases) {
+		return
+	}
+	a.phases[idx] = running
+	st := a.State()
+	if st != Rebalancing && st != Running {
+		return
+	}
+	all := true
+	for _, r := range a.phases {
+		all = all && r
+	}
+	if all {
+		a.setStateLocked(Running)
+	} else {
+		a.setStateLocked(Rebalancing)
 	}
 }
 
@@ -133,9 +172,14 @@ func (a *App) markBusy(delta int32) {
 // cleanly: commits, flushes, closes stores and leaves the group. It returns
 // nil after a clean stop.
 func (a *App) Run(ctx context.Context) (err error) {
-	if !a.state.CompareAndSwap(int32(Created), int32(Starting)) {
+	a.stateMu.Lock()
+	if a.State() != Created {
+		a.stateMu.Unlock()
 		return errors.New("run: an App runs once")
 	}
+	a.phases = make([]bool, a.cfg.parallelism)
+	a.setStateLocked(Rebalancing)
+	a.stateMu.Unlock()
 	defer func() {
 		if err != nil {
 			a.setState(Failed)
@@ -232,11 +276,13 @@ func (a *App) Run(ctx context.Context) (err error) {
 	if a.cfg.exitCaughtUp {
 		wg.Go(func() { a.watchCaughtUp(runCtx, cancel, ends) })
 	}
-	if a.busy.Load() == 0 {
-		a.setState(Running)
-	}
+	// Closing as soon as the run ends, before the units close their tasks,
+	// so that nothing they do on the way out shows as a rebalance.
+	wg.Go(func() {
+		<-runCtx.Done()
+		a.closing()
+	})
 	wg.Wait()
-	a.setState(Closing)
 	return errors.Join(errs...)
 }
 

@@ -37,8 +37,13 @@ func (m *taskManager) onAssigned(ctx context.Context, _ *kgo.Client, assigned ma
 	if u.closed || u.fatal != nil {
 		return
 	}
-	u.a.markBusy(1)
-	defer u.a.markBusy(-1)
+	u.inRebalance++
+	u.phase()
+	defer func() {
+		u.joined = true // franz-go calls this after every join, with or without new partitions
+		u.inRebalance--
+		u.phase()
+	}()
 	for topic, parts := range assigned {
 		if m.assigned[topic] == nil {
 			m.assigned[topic] = map[int32]bool{}
@@ -62,8 +67,12 @@ func (m *taskManager) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[
 		return
 	}
 	m.unassign(revoked)
-	u.a.markBusy(1)
-	defer u.a.markBusy(-1)
+	u.inRebalance++
+	u.phase()
+	defer func() {
+		u.inRebalance--
+		u.phase()
+	}()
 	clean := true
 	if u.sess != nil {
 		// The session aborts the open transaction at the next commit; the
@@ -89,6 +98,10 @@ func (m *taskManager) onLost(_ context.Context, _ *kgo.Client, lost map[string][
 	m.unassign(lost)
 	gone := m.tasksOf(lost)
 	m.drop(gone, false)
+	// Out of the group until it joins again (an outage, a session that
+	// timed out): not running, whatever tasks it still had.
+	u.joined = false
+	u.phase()
 	if len(gone) > 0 {
 		u.log.Warn("tasks lost", "tasks", taskIDs(gone))
 	}
@@ -271,17 +284,13 @@ func (m *taskManager) reorder() {
 }
 
 // setRestoring is the one place a task's restoring flag changes, keeping
-// the App's busy count (its rebalancing state) in step with it.
+// the unit's phase (and so the App's state) in step with it.
 func (m *taskManager) setRestoring(t *task, on bool) {
 	if t.restoring == on {
 		return
 	}
 	t.restoring = on
-	if on {
-		m.u.a.markBusy(1)
-	} else {
-		m.u.a.markBusy(-1)
-	}
+	m.u.phase()
 }
 
 // hasWork says whether a task that is not restoring has buffered records.

@@ -48,6 +48,10 @@ type unit struct {
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
 	lastReport time.Time
+	// joined is true from the first assignment until the unit's
+	// membership is lost; inRebalance counts rebalance callbacks running.
+	joined      bool
+	inRebalance int
 }
 
 func newUnit(a *App, idx int) (*unit, error) {
@@ -62,6 +66,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	u.cm = &committer{u: u, lastCommit: a.cfg.now()}
 	u.st = &unitStats{}
 	u.reportState()
+	a.unitPhase(idx, false) // a new unit has yet to join
 	isolation := kgo.ReadUncommitted()
 	if a.cfg.guarantee == ExactlyOnce {
 		isolation = kgo.ReadCommitted()
@@ -116,6 +121,12 @@ func newUnit(a *App, idx int) (*unit, error) {
 	}
 	u.rc = newCollector(u.cl, u.sess, u.cfg, u.log, u.partitions)
 	return u, nil
+}
+
+// phase tells the App whether this unit is running: in the group, outside
+// a rebalance, with no active task restoring.
+func (u *unit) phase() {
+	u.a.unitPhase(u.idx, u.joined && u.inRebalance == 0 && !u.tm.anyActiveRestoring())
 }
 
 // The unit is its tasks' env: what they produce goes to its collector.
