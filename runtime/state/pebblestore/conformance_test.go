@@ -39,20 +39,43 @@ func kind(name string, opts Options) statetest.Kind {
 	}
 }
 
+// positioned is k with a position recorded as soon as a store is opened:
+// the position must change nothing that the store's users see, nor slow
+// them down.
+func positioned(k statetest.Kind) statetest.Kind {
+	open := k.Open
+	k.Name += "+position"
+	k.Open = func(t testing.TB) state.Backend {
+		t.Helper()
+		b := open(t)
+		if err := b.(state.Positioned).SetPosition(1); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return k
+}
+
 // TestConformance runs the backend conformance suite of runtime/state on
-// Pebble, with and without its WAL; -state.seed and -state.ops tune its
-// model test.
+// Pebble, with and without its WAL, and with a position; -state.seed and
+// -state.ops tune its model test.
 func TestConformance(t *testing.T) {
 	statetest.Run(t,
 		kind("pebble", Options{CacheSize: 1 << 20}),
 		// A small memtable makes Pebble flush table files during the test.
 		kind("pebble-nowal", Options{CacheSize: 1 << 20, DisableWAL: true, MemTableSize: 256 << 10}),
+		positioned(kind("pebble-nowal", Options{CacheSize: 1 << 20, DisableWAL: true, MemTableSize: 256 << 10})),
 	)
 }
 
-// benchKinds are Pebble with its defaults, with and without the WAL.
+// benchKinds are Pebble with its defaults, with and without the WAL, and
+// with a position.
 func benchKinds() []statetest.Kind {
-	return []statetest.Kind{kind("pebble", Options{}), kind("pebble-nowal", Options{DisableWAL: true})}
+	return []statetest.Kind{
+		kind("pebble", Options{}),
+		kind("pebble-nowal", Options{DisableWAL: true}),
+		positioned(kind("pebble", Options{})),
+	}
 }
 
 func BenchmarkPut(b *testing.B) { statetest.BenchmarkPut(b, benchKinds()...) }
