@@ -366,6 +366,7 @@ func fuzzScenario(in []byte) (balSetup, []balJoiner) {
 		}
 		if b.next(6) == 0 && len(b) > 0 {
 			l := b.next(len(b) + 1)
+			l = min(l, len(b)) // next took a byte
 			joiners[i].userData = append([]byte(nil), b[:l]...)
 			b = b[l:]
 		}
