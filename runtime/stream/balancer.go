@@ -1,8 +1,9 @@
 package stream
 
 import (
-	"encoding/json"
+	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,10 +20,14 @@ import (
 //
 // Each unit has its own balancer: members describe themselves in their join
 // metadata (memberInfo), and the leader sends every member its standby tasks
-// in the assignment's user data.
+// in the assignment's user data. Both come from other processes, possibly of
+// another version, and are decoded as untrusted input (groupmeta.go).
 type coPartitionBalancer struct {
 	subs     []*subtopology
 	standbys int
+	// log receives what was dropped from other members' metadata or the
+	// leader's assignment. Nil: slog.Default().
+	log *slog.Logger
 
 	mu       sync.Mutex
 	self     memberInfo      // what this unit reports when it joins
@@ -52,17 +57,22 @@ func (*coPartitionBalancer) IsCooperative() bool  { return true }
 
 // report sets what the unit says about itself at its next join.
 func (b *coPartitionBalancer) report(info memberInfo) {
-	sort.Slice(info.State, func(i, j int) bool {
-		x, y := info.State[i], info.State[j]
-		return x.Sub < y.Sub || x.Sub == y.Sub && x.Part < y.Part
-	})
+	sortTaskOffsets(info.State)
 	b.mu.Lock()
 	b.self = info
 	b.mu.Unlock()
 }
 
+func (b *coPartitionBalancer) logger() *slog.Logger {
+	if b.log != nil {
+		return b.log
+	}
+	return slog.Default()
+}
+
 // standbyTasks returns the standby and active tasks of the last assignment
-// and its version.
+// and its version. Every standby id names a sub-topology of b.subs and a
+// non-negative partition: the decoding dropped the others.
 func (b *coPartitionBalancer) standbyTasks() ([]TaskID, map[TaskID]bool, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -86,7 +96,7 @@ func (b *coPartitionBalancer) JoinGroupMetadata(topics []string, owned map[strin
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
 	b.mu.Lock()
-	meta.UserData, _ = json.Marshal(b.self)
+	meta.UserData = encodeMemberInfo(b.self)
 	b.mu.Unlock()
 	return meta.AppendTo(nil)
 }
@@ -96,15 +106,11 @@ func (b *coPartitionBalancer) ParseSyncAssignment(assignment []byte) (map[string
 	if err := a.ReadFrom(assignment); err != nil {
 		return nil, err
 	}
-	var standbys []TaskID
-	if len(a.UserData) > 0 {
-		var offs []taskOffset
-		if err := json.Unmarshal(a.UserData, &offs); err != nil {
-			return nil, err
-		}
-		for _, o := range offs {
-			standbys = append(standbys, TaskID{o.Sub, o.Part})
-		}
+	// Standbys the member cannot use are dropped, not fatal: an error here
+	// would fail the sync and cost the member its active tasks too.
+	standbys, err := decodeStandbys(a.UserData, len(b.subs))
+	if err != nil {
+		b.logger().Warn("ignoring standby tasks from the group leader", "error", err)
 	}
 	parts, err := kgo.ParseConsumerSyncAssignment(assignment)
 	if err != nil {
@@ -112,6 +118,9 @@ func (b *coPartitionBalancer) ParseSyncAssignment(assignment []byte) (map[string
 	}
 	actives := map[TaskID]bool{}
 	for _, s := range b.subs {
+		if len(s.topics) == 0 {
+			continue
+		}
 		for _, p := range parts[s.topics[0]] {
 			actives[TaskID{s.id, p}] = true
 		}
@@ -135,6 +144,7 @@ type balMember struct {
 	m        *kmsg.JoinGroupResponseMember
 	instance string
 	state    map[TaskID]int64
+	topics   map[string]bool // what it subscribes to
 	tasks    int
 	standbys []TaskID
 }
@@ -146,13 +156,17 @@ func (b *coPartitionBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[strin
 	prev := map[TaskID]*balMember{}
 	prevGen := map[TaskID]int32{}
 	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		mb := &balMember{m: m, state: map[TaskID]int64{}}
-		var info memberInfo
-		if json.Unmarshal(meta.UserData, &info) == nil {
-			mb.instance = info.Instance
-			for _, o := range info.State {
-				mb.state[TaskID{o.Sub, o.Part}] = o.Offset
-			}
+		mb := &balMember{m: m, state: map[TaskID]int64{}, topics: make(map[string]bool, len(meta.Topics))}
+		for _, t := range meta.Topics {
+			mb.topics[t] = true
+		}
+		info, err := decodeMemberInfo(meta.UserData, len(b.subs))
+		if err != nil {
+			b.logger().Warn("ignoring part of a member's join metadata", "member", m.MemberID, "error", err)
+		}
+		mb.instance = info.Instance
+		for _, o := range info.State {
+			mb.state[TaskID{o.Sub, o.Part}] = o.Offset
 		}
 		if mb.instance == "" {
 			mb.instance = m.MemberID
@@ -181,10 +195,30 @@ func (b *coPartitionBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[strin
 	var tasks []TaskID
 	for _, s := range b.subs {
 		n := int32(-1)
+		uneven := false
 		for _, t := range s.topics {
-			if c, ok := topics[t]; ok && (n < 0 || c < n) {
+			c, ok := topics[t]
+			if !ok {
+				uneven = true
+				continue
+			}
+			if n >= 0 && c != n {
+				uneven = true
+			}
+			if n < 0 || c < n {
 				n = c
 			}
+		}
+		if uneven {
+			// New partitions were added to one topic after the start
+			// checked co-partitioning, or a topic is gone. Only the
+			// partitions every topic has make tasks: say which are left.
+			counts := make(map[string]int32, len(s.topics))
+			for _, t := range s.topics {
+				counts[t] = topics[t]
+			}
+			b.logger().Error("co-partitioned source topics have different partition counts (0: no metadata); only partitions all of them have are assigned",
+				"subtopology", s.id, "partitions", counts, "assigned", max(n, 0))
 		}
 		for p := int32(0); p < n; p++ {
 			tasks = append(tasks, TaskID{s.id, p})
@@ -209,48 +243,96 @@ func (b *coPartitionBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[strin
 		}
 		m.tasks++
 	}
+	// A member runs only the tasks whose topics it subscribes to: during a
+	// rolling upgrade, a member of the older version does not know a
+	// sub-topology added since, and given its partitions it would hold them
+	// and run nothing until it is upgraded.
+	reads := func(m *balMember, id TaskID) bool {
+		for _, t := range b.subs[id.Subtopology].topics {
+			if !m.topics[t] {
+				return false
+			}
+		}
+		return true
+	}
 	owner := map[TaskID]*balMember{}
 	// 1. Tasks stay where they are.
 	for _, id := range tasks {
-		if m := prev[id]; m != nil && fits(m) {
+		if m := prev[id]; m != nil && fits(m) && reads(m, id) {
 			take(m)
 			owner[id] = m
 		}
 	}
 	// 2. A moving task goes to the member with the most of its state, then
-	// to the least loaded.
+	// to the least loaded. Tasks fewer members can run choose first, so
+	// that the others do not fill those members up; when every member
+	// subscribes to everything, the order stays the interleaved one.
+	readers := make(map[TaskID]int, len(tasks))
 	for _, id := range tasks {
+		for _, m := range members {
+			if reads(m, id) {
+				readers[id]++
+			}
+		}
+	}
+	moving := append([]TaskID(nil), tasks...)
+	sort.SliceStable(moving, func(i, j int) bool { return readers[moving[i]] < readers[moving[j]] })
+	var unread []TaskID
+	for _, id := range moving {
 		if owner[id] != nil {
 			continue
 		}
 		var best *balMember
 		for _, m := range members {
-			if !fits(m) {
+			if !fits(m) || !reads(m, id) {
 				continue
 			}
 			if best == nil || m.state[id] > best.state[id] || m.state[id] == best.state[id] && m.tasks < best.tasks {
 				best = m
 			}
 		}
+		if best == nil {
+			// Only when some members do not read every topic: the
+			// readers are full, so one of them goes over its share.
+			for _, m := range members {
+				if reads(m, id) && (best == nil || m.tasks < best.tasks) {
+					best = m
+				}
+			}
+		}
+		if best == nil {
+			unread = append(unread, id)
+			continue
+		}
 		take(best)
 		owner[id] = best
 	}
+	if len(unread) > 0 {
+		b.logger().Error("no member subscribes to every source topic of these tasks; they stay unassigned", "tasks", formatTaskIDs(unread))
+	}
 	for _, id := range tasks {
+		if owner[id] == nil {
+			continue
+		}
 		for _, t := range b.subs[id.Subtopology].topics {
 			plan.AddPartition(owner[id].m, t, id.Partition)
 		}
 	}
 	plan.AdjustCooperative(cb)
+	b.keepCoPartitioned(plan)
 
 	// 3. Standbys: on other instances than the active's, preferring state,
 	// then the fewest standbys.
 	if b.standbys > 0 {
 		for _, id := range tasks {
+			if owner[id] == nil {
+				continue
+			}
 			used := map[string]bool{owner[id].instance: true}
 			for range b.standbys {
 				var best *balMember
 				for _, m := range members {
-					if used[m.instance] {
+					if used[m.instance] || !reads(m, id) {
 						continue
 					}
 					if best == nil || m.state[id] > best.state[id] ||
@@ -267,6 +349,60 @@ func (b *coPartitionBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[strin
 		}
 	}
 	return &standbyPlan{plan: plan, members: members}
+}
+
+func formatTaskIDs(ids []TaskID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, " ")
+}
+
+// keepCoPartitioned removes from the plan every task that AdjustCooperative
+// left with only some of its topics on a member. AdjustCooperative works
+// per partition: when another member claims one topic's partition of a task
+// but not the others (its topology grouped the topics differently, during a
+// rolling upgrade), the new owner would get the task's other partitions a
+// round early, and run the task on half its input. The claimant revokes what
+// it claimed, which triggers the next round, where the task moves whole.
+func (b *coPartitionBalancer) keepCoPartitioned(plan *kgo.BalancePlan) {
+	for _, topics := range plan.AsMemberIDMap() {
+		for _, s := range b.subs {
+			if len(s.topics) < 2 {
+				continue
+			}
+			// How many of the sub-topology's topics hold each partition.
+			have := map[int32]int{}
+			for _, t := range s.topics {
+				for _, p := range topics[t] {
+					have[p]++
+				}
+			}
+			split := false
+			for _, n := range have {
+				if n != len(s.topics) {
+					split = true
+				}
+			}
+			if !split {
+				continue
+			}
+			for _, t := range s.topics {
+				kept := topics[t][:0]
+				for _, p := range topics[t] {
+					if have[p] == len(s.topics) {
+						kept = append(kept, p)
+					}
+				}
+				if len(kept) == 0 {
+					delete(topics, t)
+				} else {
+					topics[t] = kept
+				}
+			}
+		}
+	}
 }
 
 // standbyPlan adds each member's standby tasks to its assignment.
@@ -290,11 +426,7 @@ func (p *standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignmen
 		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
 			continue
 		}
-		offs := make([]taskOffset, len(m.standbys))
-		for j, id := range m.standbys {
-			offs[j] = taskOffset{Sub: id.Subtopology, Part: id.Partition}
-		}
-		a.UserData, _ = json.Marshal(offs)
+		a.UserData = encodeStandbys(m.standbys)
 		out[i].MemberAssignment = a.AppendTo(nil)
 	}
 	return out
