@@ -71,11 +71,17 @@ type produceSource struct {
 	node            string
 }
 
-func newCollector(cl *kgo.Client, sess *kgo.GroupTransactSession, cfg *config, log *slog.Logger, partitions func(string) int32) *collector {
-	c := &collector{cl: cl, sess: sess, cfg: cfg, log: log, partitions: partitions,
-		maxRecordBytes: int(cl.OptValue(kgo.ProducerBatchMaxBytes).(int32))}
+func newCollector(cfg *config, log *slog.Logger, partitions func(string) int32) *collector {
+	c := &collector{cfg: cfg, log: log, partitions: partitions}
 	c.onProduced = c.produced
 	return c
+}
+
+// use sets the client the collector produces with (and, under exactly-once,
+// its transactional session).
+func (c *collector) use(cl *kgo.Client, sess *kgo.GroupTransactSession) {
+	c.cl, c.sess = cl, sess
+	c.maxRecordBytes = int(cl.OptValue(kgo.ProducerBatchMaxBytes).(int32))
 }
 
 // send produces a sink's output, made by task t.

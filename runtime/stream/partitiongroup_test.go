@@ -63,10 +63,11 @@ func (f *fakeInput) deliver(hwm int64, ts ...int64) {
 
 type fakeEnv struct{ cfg config }
 
-func (e *fakeEnv) produce(*kgo.Record)                  {}
-func (e *fakeEnv) partitions(string) int32              { return 1 }
-func (e *fakeEnv) config() *config                      { return &e.cfg }
-func (e *fakeEnv) logChange(*taskStore, []byte, []byte) {}
+func (e *fakeEnv) send(*task, *outRecord)                        {}
+func (e *fakeEnv) deadLetter(string, *kgo.Record, string, error) {}
+func (e *fakeEnv) partitions(string) int32                       { return 1 }
+func (e *fakeEnv) config() *config                               { return &e.cfg }
+func (e *fakeEnv) logChange(*taskStore, []byte, []byte)          {}
 
 // inputSpec describes an input at the start: its buffered timestamps and
 // what the last fetch said.

@@ -65,6 +65,10 @@ func newUnit(a *App, idx int) (*unit, error) {
 	u.sb = &standbyManager{u: u, tasks: map[TaskID]*task{}}
 	u.cm = &committer{u: u, lastCommit: a.cfg.now()}
 	u.st = &unitStats{}
+	// Everything a rebalance callback may touch exists before the client:
+	// the group may assign partitions before the first poll.
+	u.rc = newCollector(u.cfg, u.log, u.partitions)
+	u.bal.log = u.log
 	u.reportState()
 	a.unitPhase(idx, false) // a new unit has yet to join
 	isolation := kgo.ReadUncommitted()
@@ -119,7 +123,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 		}
 		u.cl = cl
 	}
-	u.rc = newCollector(u.cl, u.sess, u.cfg, u.log, u.partitions)
+	u.rc.use(u.cl, u.sess)
 	return u, nil
 }
 
