@@ -32,11 +32,12 @@ type input interface {
 // depend on types.
 type inputState struct {
 	partition int32
-	next      int64 // offset after the last record taken off the buffer; -1 before the first
-	committed int64 // next as of the last commit
-	hwm       int64 // high watermark from the last fetch; -1 while unknown
-	fetchedTo int64 // offset after the last record fetched
-	epoch     int32 // leader epoch of the last record taken
+	next      int64     // offset after the last record taken off the buffer; -1 before the first
+	committed int64     // next as of the last commit
+	hwm       int64     // high watermark from the last fetch; -1 while unknown
+	fetchedTo int64     // offset after the last record fetched
+	epoch     int32     // leader epoch of the last record taken
+	idleSince time.Time // when the task began waiting for this input while empty; zero when not waiting
 }
 
 type sourceNode[K, V any] struct {

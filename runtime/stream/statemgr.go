@@ -160,6 +160,8 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 			}
 			if ok {
 				ts.restoredTo = pos
+			} else if err := m.wipeIfNotEmpty(ts, cfg.logger); err != nil {
+				return err
 			}
 		}
 		ts.produced.observe(ts.restoredTo)
@@ -201,6 +203,39 @@ func (m *stateManager) openPersistent(def *storeDef, log *slog.Logger) (state.Ba
 		return nil, fmt.Errorf("task %s: open store %q: %w", m.id, def.name, err)
 	}
 	return b, nil
+}
+
+// wipeIfNotEmpty empties a store on disk that holds data but no position
+// (written before positions were kept, or whose position was lost): its
+// data cannot be placed in its changelog, so it is rebuilt from the start.
+func (m *stateManager) wipeIfNotEmpty(ts *taskStore, log *slog.Logger) error {
+	it, err := ts.inner.Range(nil, nil)
+	if err != nil {
+		return fmt.Errorf("task %s: store %q: %w", m.id, ts.def.name, err)
+	}
+	empty := !it.Next()
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return fmt.Errorf("task %s: store %q: %w", m.id, ts.def.name, err)
+	}
+	if empty {
+		return nil
+	}
+	dir := filepath.Join(m.dir, ts.def.name)
+	log.Warn("store has data but no changelog position; removing it and restoring it from its changelog",
+		"task", m.id.String(), "store", ts.def.name, "dir", dir)
+	if err := ts.inner.Close(); err != nil {
+		return fmt.Errorf("task %s: close store %q: %w", m.id, ts.def.name, err)
+	}
+	ts.inner = nil
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("task %s: remove store %q: %w", m.id, ts.def.name, err)
+	}
+	b, err := m.openPersistent(ts.def, log)
+	if err != nil {
+		return err
+	}
+	ts.inner = b
+	return nil
 }
 
 // prepare is the first commit step: it logs each cache's dirty entries to

@@ -33,7 +33,6 @@ type task struct {
 	commitRequested bool
 	draining        bool      // processing everything buffered before a transaction commits
 	standby         bool      // a standby: stores only, following their changelogs
-	waitingSince    time.Time // when the partition group last started holding back
 	restoring       bool
 
 	processed     uint64
@@ -162,22 +161,20 @@ func (t *task) next(now time.Time) (input, error) {
 			}
 			continue
 		}
+		in.state().idleSince = time.Time{} // it has data: any wait for it is over
 		if best == nil || ts < bestTS {
 			best, bestTS = in, ts
 		}
 	}
 	if best == nil {
-		t.waitingSince = time.Time{}
-		return nil, nil
-	}
-	if holdBack {
-		if t.waitingSince.IsZero() {
-			t.waitingSince = now
+		// Nothing to do at all: the next record starts a fresh wait.
+		for _, in := range t.inputs {
+			in.state().idleSince = time.Time{}
 		}
 		return nil, nil
 	}
-	if !t.waitingSince.IsZero() {
-		t.waitingSince = time.Time{}
+	if holdBack {
+		return nil, nil
 	}
 	return best, nil
 }
@@ -188,11 +185,15 @@ func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
 	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 || t.draining {
 		return false
 	}
+	// The wait for an empty input runs from when it was first found empty
+	// while the others had data, until it has data again, as Kafka Streams'
+	// idle deadlines: once waited out, the task goes on processing the
+	// others without waiting again before each record.
 	st := in.state()
-	waited := time.Duration(0)
-	if !t.waitingSince.IsZero() {
-		waited = now.Sub(t.waitingSince)
+	if st.idleSince.IsZero() {
+		st.idleSince = now
 	}
+	waited := now.Sub(st.idleSince)
 	caughtUp := st.hwm >= 0 && st.fetchedTo >= st.hwm
 	switch {
 	case caughtUp:

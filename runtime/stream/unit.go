@@ -300,6 +300,12 @@ func (u *unit) route(fetches kgo.Fetches) error {
 		st := in.state()
 		if p.HighWatermark >= 0 {
 			st.hwm = p.HighWatermark
+			if len(p.Records) == 0 {
+				// An empty answer: the fetch was at the end (under
+				// read_committed, at the last stable offset), so nothing
+				// more is there to wait for.
+				st.fetchedTo = max(st.fetchedTo, p.HighWatermark)
+			}
 		}
 		recs := p.Records
 		// After a rebalance a fetch may repeat what was already taken.
