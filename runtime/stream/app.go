@@ -504,6 +504,9 @@ func (a *App) watchCaughtUp(ctx context.Context, cancel context.CancelCauseFunc,
 			return
 		case <-tick.C:
 		}
+		if a.State() != Running {
+			continue // restoring or rebalancing: not done, whatever was committed before
+		}
 		committed, err := a.adm.FetchOffsets(ctx, a.cfg.appID)
 		if err != nil {
 			continue

@@ -144,6 +144,14 @@ func (d *LocalDriver) drain() error {
 		in := d.inputs[r.Topic]
 		in.push([]*kgo.Record{r})
 		if _, err := d.taskOf[in].process(1<<30, d.now); err != nil {
+			// The failed record is reported, and done: a record that did
+			// not deserialize is still at the head, and would fail every
+			// later Pipe. What it or its batch would have caused is dropped.
+			var rerr *RecordError
+			if errors.As(err, &rerr) && rerr.Deserialize && in.buffered() > 0 && in.head() == r {
+				in.pop()
+			}
+			d.pending = d.pending[:0]
 			return err
 		}
 	}

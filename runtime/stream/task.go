@@ -31,8 +31,8 @@ type task struct {
 	running     string // the processor being called, for panics
 
 	commitRequested bool
-	draining        bool      // processing everything buffered before a transaction commits
-	standby         bool      // a standby: stores only, following their changelogs
+	draining        bool // processing everything buffered before a transaction commits
+	standby         bool // a standby: stores only, following their changelogs
 	restoring       bool
 
 	processed     uint64
