@@ -1,9 +1,11 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,5 +171,65 @@ func TestOptionsAreValidated(t *testing.T) {
 	}
 	if _, err := stream.New(topo, base...); err != nil {
 		t.Fatalf("New with valid options: %v", err)
+	}
+}
+
+// A store that lost its files, or whose files are damaged, must be rebuilt
+// from its changelog: before, the checkpoint next to it said it was
+// complete, and the counts silently started again from zero.
+func TestLostOrDamagedStoreIsRestored(t *testing.T) {
+	for _, damage := range []struct {
+		name string
+		do   func(t *testing.T, storeDir string)
+	}{
+		{"directory deleted", func(t *testing.T, storeDir string) {
+			if err := os.RemoveAll(storeDir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"files damaged", func(t *testing.T, storeDir string) {
+			files, _ := filepath.Glob(filepath.Join(storeDir, "MANIFEST-*"))
+			if len(files) == 0 {
+				t.Fatalf("no MANIFEST in %s", storeDir)
+			}
+			for _, f := range files {
+				if err := os.WriteFile(f, bytes.Repeat([]byte{0xde, 0xad}, 512), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+			appID := "lost-" + in
+			dir := t.TempDir()
+			recs, truth := keyedRecords(in, 2000, 40, 5)
+			run := func() *stream.App {
+				t.Helper()
+				app, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+					stream.StateDir(dir), stream.Parallelism(2), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				return app
+			}
+			produceAll(t, c.Client(t), recs[:1000])
+			run()
+			stores, _ := filepath.Glob(filepath.Join(dir, appID, "*", "counts"))
+			if len(stores) != 2 {
+				t.Fatalf("store directories %v, want one per partition", stores)
+			}
+			for _, s := range stores {
+				damage.do(t, s)
+			}
+			produceAll(t, c.Client(t), recs[1000:])
+			if app := run(); app.Stats().Restored == 0 {
+				t.Fatal("nothing restored into the lost stores")
+			}
+			if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+				t.Fatalf("counts after the restart differ from the truth: %s", mapDiff(truth, got))
+			}
+		})
 	}
 }
