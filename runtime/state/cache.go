@@ -67,6 +67,14 @@ func (c *Cache) Put(key, value []byte) error {
 	return c.write(key, append(make([]byte, 0, len(value)), value...))
 }
 
+// putOwned is Put of a value the caller gives up: no copy.
+func (c *Cache) putOwned(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return c.write(key, value)
+}
+
 // Delete caches the deletion of key, as dirty.
 func (c *Cache) Delete(key []byte) error { return c.write(key, nil) }
 

@@ -58,7 +58,16 @@ func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs se
 		// iterator bytes change at the next step.
 		copyIterBytes: !decodesToCopy(ks) || !decodesToCopy(vs),
 		viewValues:    decodesToCopy(vs),
+		// The same serdes serialize into a new slice, which the store can
+		// hand over instead of having it copied again.
+		ownValues: decodesToCopy(vs),
 	}
+}
+
+// owner is a backend that can take a value the caller gives up, without the
+// copy Put makes.
+type owner interface {
+	putOwned(key, value []byte) error
 }
 
 // viewer is a backend that can lend a value without copying it: the bytes
@@ -87,6 +96,7 @@ type kvStore[K, V any] struct {
 	logger        ChangeLogger
 	copyIterBytes bool
 	viewValues    bool
+	ownValues     bool
 }
 
 func (s *kvStore[K, V]) Name() string { return s.name }
@@ -146,7 +156,12 @@ func (s *kvStore[K, V]) put(kb []byte, value V) error {
 	if vb == nil {
 		return s.delete(kb)
 	}
-	if err := s.b.Put(kb, vb); err != nil {
+	if o, ok := s.b.(owner); ok && s.ownValues {
+		err = o.putOwned(kb, vb)
+	} else {
+		err = s.b.Put(kb, vb)
+	}
+	if err != nil {
 		return s.errorf("put", err)
 	}
 	if s.logger != nil {
