@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,14 +102,22 @@ func New(t *Topology, opts ...Option) (*App, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("new app: %w", errors.Join(errs...))
 	}
-	a := &App{topo: t, cfg: cfg, topicSub: map[string]int{}}
-	for _, s := range t.subs {
+	topo, err := t.forApp(cfg.appID)
+	if err != nil {
+		return nil, fmt.Errorf("new app: %w", err)
+	}
+	a := &App{topo: topo, cfg: cfg, topicSub: map[string]int{}}
+	for _, s := range topo.subs {
 		for _, topic := range s.topics {
 			a.topicSub[topic] = s.id
 		}
 	}
 	return a, nil
 }
+
+// Describe describes the topology as this App runs it: its sub-topologies,
+// with the App's names for its repartition topics.
+func (a *App) Describe() string { return a.topo.Describe() }
 
 // AppID is the application id.
 func (a *App) AppID() string { return a.cfg.appID }
@@ -290,10 +297,15 @@ func (a *App) Run(ctx context.Context) (err error) {
 // sources of each sub-topology are co-partitioned, and returns the changelog
 // topics with their partition counts, for prepareChangelogs.
 func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, err error) {
+	// The user's topics must exist; the app's own (repartition topics,
+	// changelogs) are created.
 	var topics []string
-	topics = append(topics, a.topo.SourceTopics()...)
-	topics = append(topics, a.topo.SinkTopics()...)
-	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError} {
+	for _, topic := range append(a.topo.SourceTopics(), a.topo.SinkTopics()...) {
+		if !a.topo.isRepartitionTopic(topic) {
+			topics = append(topics, topic)
+		}
+	}
+	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError, a.cfg.onProduceError} {
 		if p.action == actionDeadLetter {
 			topics = append(topics, p.topic)
 		}
@@ -323,6 +335,23 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if len(a.topo.repartitions) > 0 {
+		repart := map[string]int32{}
+		counts := maps.Clone(a.partitions)
+		if err := a.topo.repartitionPartitions(counts); err != nil {
+			return nil, err
+		}
+		for topic, n := range counts {
+			if a.topo.isRepartitionTopic(topic) {
+				repart[topic] = n
+			}
+		}
+		// The units subscribe to these at once: they exist before.
+		if err := a.ensureInternalTopics(ctx, "repartition", repart, "delete"); err != nil {
+			return nil, err
+		}
+		maps.Copy(a.partitions, repart)
 	}
 	for _, s := range a.topo.subs {
 		var counts []string
@@ -357,49 +386,22 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 // others, then waits for their partitions to have leaders. It must not
 // touch a.partitions: the units read it meanwhile.
 func (a *App) prepareChangelogs(ctx context.Context, want map[string]int32) error {
-	if len(want) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	details, err := a.adm.ListTopics(ctx, names...)
-	if err != nil {
-		return fmt.Errorf("describe changelog topics: %w", err)
-	}
-	compact := "compact"
-	var errs []error
-	for _, name := range names {
-		if d, ok := details[name]; ok && d.Err == nil {
-			if got := int32(len(d.Partitions)); got != want[name] {
-				errs = append(errs, fmt.Errorf("changelog topic %q has %d partitions, the sources have %d", name, got, want[name]))
-			}
-			continue
-		}
-		resp, err := a.adm.CreateTopic(ctx, want[name], -1, map[string]*string{"cleanup.policy": &compact}, name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("create changelog topic %q: %w", name, err))
-			continue
-		}
-		a.cfg.logger.Info("created changelog topic", "topic", name, "partitions", want[name])
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// A new topic takes a moment to have leaders everywhere.
-	_, err = a.endOffsets(ctx, false, names...)
-	return err
+	return a.ensureInternalTopics(ctx, "changelog", want, "compact")
 }
 
 // endOffsets lists the end offsets (or, if committed, the last stable
 // offsets) of topics whose partition counts are in a.partitions, retrying until every partition answers (new topics take a
 // moment to get leaders) or 30 s pass.
 func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) (kadm.ListedOffsets, error) {
+	return a.endOffsetsIn(ctx, committed, a.partitions, topics)
+}
+
+// endOffsetsOf is endOffsets of the topics of counts, with their counts.
+func (a *App) endOffsetsOf(ctx context.Context, counts map[string]int32) (kadm.ListedOffsets, error) {
+	return a.endOffsetsIn(ctx, false, counts, slices.Collect(maps.Keys(counts)))
+}
+
+func (a *App) endOffsetsIn(ctx context.Context, committed bool, counts map[string]int32, topics []string) (kadm.ListedOffsets, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	list := a.adm.ListEndOffsets
@@ -412,7 +414,7 @@ func (a *App) endOffsets(ctx context.Context, committed bool, topics ...string) 
 		if err == nil {
 		check:
 			for _, topic := range topics {
-				for p := range a.partitions[topic] {
+				for p := range counts[topic] {
 					if o, ok := ends.Lookup(topic, p); !ok || o.Err != nil {
 						missing = fmt.Sprintf("%s/%d", topic, p)
 						if ok {

@@ -519,7 +519,29 @@ func TestChangelogWithWrongPartitionCount(t *testing.T) {
 	produceAll(t, c.Client(t), []*kgo.Record{{Topic: in, Key: []byte("k"), Value: []byte("v")}})
 	_, err := runApp(t, countTopology(in, out, nil), stream.Brokers(c.Seeds()...), stream.AppID(appID),
 		stream.StateDir(t.TempDir()), stream.Logger(testLogger(t)))
-	want := fmt.Sprintf("changelog topic %q has 2 partitions, the sources have 4", changelog)
+	want := fmt.Sprintf("changelog topic %q has 2 partitions, it needs 4", changelog)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run: %v, want an error containing %q", err, want)
+	}
+}
+
+// An existing internal topic with the wrong cleanup policy is refused, with
+// what it has and what it needs: a deleting changelog would lose state.
+func TestChangelogWithWrongCleanupPolicy(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "wrong-policy-" + in
+	changelog := appID + "-counts-changelog"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	del := "delete"
+	if _, err := c.Admin(t).CreateTopic(ctx, 2, -1, map[string]*string{"cleanup.policy": &del}, changelog); err != nil {
+		t.Fatalf("create changelog: %v", err)
+	}
+	t.Cleanup(func() { c.Admin(t).DeleteTopics(context.Background(), changelog) })
+	_, err := runApp(t, countTopology(in, out, nil), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+		stream.StateDir(t.TempDir()), stream.Logger(testLogger(t)))
+	want := fmt.Sprintf("changelog topic %q has cleanup.policy=delete, it needs compact", changelog)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Run: %v, want an error containing %q", err, want)
 	}

@@ -107,6 +107,7 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	}
 	c.done(start)
 	c.commits++
+	u.pg.afterCommit(ctx)
 	return nil
 }
 
@@ -193,6 +194,7 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	u.sb.checkpoint()
 	c.done(start)
 	c.commits++
+	u.pg.afterCommit(ctx)
 	return nil
 }
 

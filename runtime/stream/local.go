@@ -40,7 +40,12 @@ type LocalConfig struct {
 
 // NewLocalDriver validates t and instantiates one task per sub-topology.
 func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
-	if err := t.Validate(); err != nil {
+	appID := lc.AppID
+	if appID == "" {
+		appID = "test"
+	}
+	t, err := t.forApp(appID)
+	if err != nil {
 		return nil, err
 	}
 	d := &LocalDriver{
@@ -51,10 +56,7 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	if d.now.IsZero() {
 		d.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	d.cfg.appID = lc.AppID
-	if d.cfg.appID == "" {
-		d.cfg.appID = "test"
-	}
+	d.cfg.appID = appID
 	d.cfg.maxTaskIdle = -1
 	// Local tasks keep every store in memory: nothing touches the disk.
 	d.cfg.memoryStores = true
@@ -218,3 +220,7 @@ func (d *LocalDriver) Close() error {
 	d.tasks = nil
 	return errors.Join(errs...)
 }
+
+// Describe describes the topology as the driver runs it, with the topic
+// names of its repartition steps.
+func (d *LocalDriver) Describe() string { return d.topo.Describe() }

@@ -33,6 +33,7 @@ type config struct {
 	guarantee      GuaranteeKind
 	exitCaughtUp   bool
 	startupTimeout time.Duration
+	purgeInterval  time.Duration
 	onStateChange  func(from, to State)
 	now            func() time.Time
 
@@ -59,6 +60,7 @@ func defaultConfig() config {
 		bufferRecords: 1000,
 		// Long enough to wait out a broker's restart or a rolling one.
 		startupTimeout: 5 * time.Minute,
+		purgeInterval:  30 * time.Second, // Kafka Streams' repartition.purge.interval.ms
 		cacheRecords:   10_000,
 		logger:         slog.Default(),
 		now:            time.Now,
@@ -244,6 +246,18 @@ func StartupTimeout(d time.Duration) Option {
 			c.invalid("StartupTimeout(%s): must be positive", d)
 		}
 		c.startupTimeout = d
+	}
+}
+
+// PurgeInterval is how often, at most, a unit deletes the records of its
+// repartition topics below the committed offsets, after a commit. Default
+// 30 s, as Kafka Streams' repartition.purge.interval.ms.
+func PurgeInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("PurgeInterval(%s): must not be negative", d)
+		}
+		c.purgeInterval = d
 	}
 }
 

@@ -24,6 +24,8 @@ type Topology struct {
 	stores     map[string]*storeDef
 	storeOrder []string
 	errs       []error
+	// repartitions are the repartition steps, in the order added.
+	repartitions []repartitionDef
 
 	subs       []*subtopology // set by Validate
 	validated  bool
@@ -64,6 +66,9 @@ type node struct {
 
 	build builder
 	sub   int
+	// repartition names the repartition step a source or sink belongs to;
+	// its topic is the App's (see forApp).
+	repartition string
 }
 
 type storeDef struct {

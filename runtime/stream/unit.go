@@ -44,6 +44,7 @@ type unit struct {
 	sb  *standbyManager
 	cm  *committer
 	st  *unitStats
+	pg  *purger
 
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
@@ -65,6 +66,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	u.sb = &standbyManager{u: u, tasks: map[TaskID]*task{}}
 	u.cm = &committer{u: u, lastCommit: a.cfg.now()}
 	u.st = &unitStats{}
+	u.pg = &purger{u: u}
 	// Everything a rebalance callback may touch exists before the client:
 	// the group may assign partitions before the first poll.
 	u.rc = newCollector(u.cfg, u.log, u.partitions)

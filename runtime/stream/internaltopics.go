@@ -1,0 +1,78 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ensureInternalTopics creates the app's own topics of one kind (changelog:
+// compacted; repartition: deleted, unlimited retention) that are missing and
+// checks the ones that exist, with an error naming the topic, what it has
+// and what it needs; then it waits for their partitions to have leaders.
+// The user's topics are never created or altered here.
+func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[string]int32, cleanup string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	details, err := a.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return &transientError{fmt.Errorf("describe %s topics: %w", kind, err)}
+	}
+	var existing []string
+	var errs []error
+	for _, name := range names {
+		if d, ok := details[name]; ok && d.Err == nil {
+			if got := int32(len(d.Partitions)); got != want[name] {
+				errs = append(errs, fmt.Errorf("%s topic %q has %d partitions, it needs %d (those of the topics it is co-partitioned with); delete it, or reset the application", kind, name, got, want[name]))
+			}
+			existing = append(existing, name)
+			continue
+		}
+		configs := map[string]*string{"cleanup.policy": &cleanup}
+		if kind == "repartition" {
+			unlimited := "-1" // the app deletes what it has committed
+			configs["retention.ms"] = &unlimited
+		}
+		resp, err := a.adm.CreateTopic(ctx, want[name], -1, configs, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create %s topic %q: %w", kind, name, err))
+			continue
+		}
+		a.cfg.logger.Info("created "+kind+" topic", "topic", name, "partitions", want[name])
+	}
+	if len(existing) > 0 {
+		cfgs, err := a.adm.DescribeTopicConfigs(ctx, existing...)
+		if err != nil {
+			return &transientError{fmt.Errorf("describe %s topic configs: %w", kind, err)}
+		}
+		for _, rc := range cfgs {
+			if rc.Err != nil {
+				errs = append(errs, fmt.Errorf("%s topic %q: describe configs: %w", kind, rc.Name, rc.Err))
+				continue
+			}
+			for _, c := range rc.Configs {
+				if c.Key == "cleanup.policy" && c.Value != nil && *c.Value != cleanup && !(cleanup == "compact" && *c.Value == "compact,delete") {
+					errs = append(errs, fmt.Errorf("%s topic %q has cleanup.policy=%s, it needs %s", kind, rc.Name, *c.Value, cleanup))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// A new topic takes a moment to have leaders everywhere.
+	_, err = a.endOffsetsOf(ctx, want)
+	return err
+}

@@ -1,0 +1,168 @@
+package stream
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+
+	"github.com/kgen-dev/kgen/runtime/serde"
+)
+
+// RepartitionOptions configures a repartition step.
+type RepartitionOptions struct {
+	// Partitions is the repartition topic's partition count. Zero takes
+	// Kafka Streams' rule: the largest partition count among the source
+	// topics of the sub-topology that writes to it.
+	Partitions int32
+}
+
+// AddRepartition adds a repartition step named name (Kafka Streams'
+// repartition topics): the records its parents forward are written, keyed by
+// their key, to the internal topic <app>-<name>-repartition, and read back by
+// a source node called name, whose children form a new sub-topology. All
+// records with one key then meet in one task, whichever partition they came
+// from: put it after a processor that changes the key and before one whose
+// state is per key. The sink half is the node name+"-repartition-sink".
+//
+// The App creates the topic at startup (cleanup.policy=delete, unlimited
+// retention) and deletes its records below the committed offsets as it goes
+// (at most every PurgeInterval), so it does not grow. Exactly-once covers the
+// hop as it covers any sink and source.
+func AddRepartition[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], opts RepartitionOptions, parents ...string) {
+	if name == "" {
+		t.errorf("repartition step with an empty name")
+		return
+	}
+	if opts.Partitions < 0 {
+		t.errorf("repartition %q: negative partition count %d", name, opts.Partitions)
+	}
+	sinkName := name + "-repartition-sink"
+	// The blueprint's topic is a placeholder; each App names its own.
+	placeholder := name + "-repartition"
+	sink := &node{
+		name: sinkName, kind: sinkKind, topic: placeholder, repartition: name, parents: parents,
+		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
+	}
+	sink.build = func(tk *task, _ []any) (any, error) {
+		topic := tk.topo.nodes[sinkName].topic // the App's own name for the topic
+		n := tk.env.partitions(topic)
+		if n <= 0 {
+			return nil, fmt.Errorf("repartition %q: topic %q has no partitions", name, topic)
+		}
+		return &sinkNode[K, V]{name: sinkName, topic: topic, ks: ks, vs: vs, t: tk, partitions: n}, nil
+	}
+	source := &node{
+		name: name, kind: sourceKind, topic: placeholder, repartition: name,
+		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
+	}
+	source.build = func(tk *task, children []any) (any, error) {
+		topic := tk.topo.nodes[name].topic
+		src := &sourceNode[K, V]{name: name, topicName: topic, kd: ks, vd: vs, t: tk}
+		for i, c := range children {
+			r, ok := c.(receiver[K, V])
+			if !ok {
+				return nil, fmt.Errorf("repartition %q cannot forward to %q", name, source.children[i])
+			}
+			src.children = append(src.children, r)
+		}
+		return src, nil
+	}
+	if t.addNode(sink) && t.addNode(source) {
+		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions})
+	}
+}
+
+type repartitionDef struct {
+	name       string
+	partitions int32
+}
+
+// repartitionTopic names a repartition step's topic, as Kafka Streams does.
+func repartitionTopic(appID, name string) string { return appID + "-" + name + "-repartition" }
+
+// forApp returns the topology an App with this id runs: t itself when it has
+// no repartition step, otherwise a validated copy whose repartition nodes
+// carry the App's topic names. t stays a blueprint any App can use.
+func (t *Topology) forApp(appID string) (*Topology, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if len(t.repartitions) == 0 {
+		return t, nil
+	}
+	c := &Topology{
+		nodes: map[string]*node{}, nodeOrder: t.nodeOrder, stores: maps.Clone(t.stores), storeOrder: t.storeOrder,
+		errs: t.errs, repartitions: t.repartitions,
+	}
+	for name, n := range t.nodes {
+		cp := *n
+		if cp.repartition != "" {
+			cp.topic = repartitionTopic(appID, cp.repartition)
+		}
+		c.nodes[name] = &cp
+	}
+	for name, s := range c.stores {
+		cp := *s
+		c.stores[name] = &cp
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// repartitionPartitions gives each repartition topic of a resolved topology
+// its partition count: the one asked for, or the largest among the source
+// topics of the sub-topology that writes it, following chains of
+// repartitions. counts holds the other topics' counts; it gains the
+// repartition topics'.
+func (t *Topology) repartitionPartitions(counts map[string]int32) error {
+	want := map[string]int32{} // repartition topic -> asked for
+	writer := map[string]int{} // repartition topic -> sub-topology of its sink
+	for _, r := range t.repartitions {
+		src := t.nodes[r.name]
+		want[src.topic] = r.partitions
+		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
+	}
+	for range len(want) + 1 {
+		progress := false
+		for topic, asked := range want {
+			if _, done := counts[topic]; done {
+				continue
+			}
+			if asked > 0 {
+				counts[topic], progress = asked, true
+				continue
+			}
+			var n int32
+			known := true
+			for _, up := range t.subs[writer[topic]].topics {
+				c, ok := counts[up]
+				known = known && ok
+				n = max(n, c)
+			}
+			if known && n > 0 {
+				counts[topic], progress = n, true
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	for topic := range want {
+		if _, ok := counts[topic]; !ok {
+			return fmt.Errorf("repartition topic %q: cannot work out its partition count from the topics upstream; give RepartitionOptions.Partitions", topic)
+		}
+	}
+	return nil
+}
+
+// internalSourceTopic says whether a source topic is a repartition topic.
+func (t *Topology) isRepartitionTopic(topic string) bool {
+	for _, r := range t.repartitions {
+		if t.nodes[r.name].topic == topic {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,156 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// wordCountTopology splits sentences into words, re-keys them by word
+// through a repartition topic, and counts each word.
+func wordCountTopology(in, out string, persistent state.Opener) *stream.Topology {
+	t := stream.NewTopology()
+	stream.AddSource(t, "sentences", in, serde.String{}, serde.String{})
+	stream.AddProcessor(t, "split", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+			for _, w := range strings.Fields(r.Value) {
+				ctx.Forward(stream.Record[string, string]{Key: w, Value: w})
+			}
+			return nil
+		})
+	}, "sentences")
+	stream.AddRepartition(t, "words", serde.String{}, serde.String{}, stream.RepartitionOptions{}, "split")
+	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] { return &keyCounter{} }, "words")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent, Changelog: true}, "count")
+	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "count")
+	return t
+}
+
+// sentences makes n sentences of 5 words over a vocabulary of 60, keyed at
+// random (so a word's occurrences land on every partition), and the true
+// count of each word.
+func sentences(topic string, n int) ([]*kgo.Record, map[string]int64) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	truth := map[string]int64{}
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		var words []string
+		for range 5 {
+			w := fmt.Sprintf("w%02d", rng.IntN(60))
+			words = append(words, w)
+			truth[w]++
+		}
+		recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "s%d", rng.IntN(1000)), Value: []byte(strings.Join(words, " "))}
+	}
+	return recs, truth
+}
+
+// A word count over 8 partitions, two instances, one of them stopped and
+// started again mid-run: every word's last count equals an independent
+// count of the input, under both guarantees. Without the repartition step,
+// each sentence partition's task would keep its own count of each word.
+func TestRepartitionedWordCount(t *testing.T) {
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil)
+			appID := "wc-" + in
+			recs, truth := sentences(in, 3000)
+			produceAll(t, c.Client(t), recs[:1500])
+			dirs := map[string]string{"a": t.TempDir(), "b": t.TempDir()}
+			start := func(name string) (*stream.App, func()) {
+				app, err := stream.New(wordCountTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+					stream.StateDir(dirs[name]), stream.InstanceID(name), stream.Parallelism(1), stream.Guarantee(g),
+					stream.CommitInterval(200*time.Millisecond), stream.PurgeInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- app.Run(ctx) }()
+				var once sync.Once
+				return app, func() {
+					once.Do(func() {
+						cancel()
+						if err := <-done; err != nil {
+							t.Errorf("instance %s: %v", name, err)
+						}
+					})
+				}
+			}
+			_, stopA := start("a")
+			defer stopA()
+			_, stopB := start("b")
+			adm := c.Admin(t)
+			waitProcessed(t, adm, appID, in, 500)
+			stopB()
+			produceAll(t, c.Client(t), recs[1500:])
+			_, stopB = start("b")
+			defer stopB()
+			repart := appID + "-words-repartition"
+			waitCaughtUp(t, adm, appID, in)
+			// The repartition topic is transactional under exactly-once:
+			// its end offset counts commit markers no consumer commits
+			// past. Wait for the output instead.
+			waitFor(t, "every word counted", func() bool {
+				got := map[string]int64{}
+				for _, r := range c.ReadToEnd(t, out, kafkatest.ReadCommitted()) {
+					n, _ := serde.Int64{}.Deserialize(r.Value)
+					got[string(r.Key)] = max(got[string(r.Key)], n)
+				}
+				return mapsEqual(truth, got)
+			})
+			stopA()
+			stopB()
+
+			if g == stream.ExactlyOnce {
+				checkExactlyOnce(t, c, out, truth)
+			} else if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+				t.Fatalf("last counts differ from the input's: %s", mapDiff(truth, got))
+			}
+			// The repartition topic has the sources' partition count, and
+			// what was committed is purged.
+			details, err := adm.ListTopics(context.Background(), repart)
+			if err != nil || len(details[repart].Partitions) != 8 {
+				t.Fatalf("repartition topic %s: %v partitions (err %v), want 8", repart, len(details[repart].Partitions), err)
+			}
+			starts, err := adm.ListStartOffsets(context.Background(), repart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var purged int64
+			starts.Each(func(o kadm.ListedOffset) { purged += o.Offset })
+			if purged == 0 {
+				t.Fatalf("nothing purged from %s after the commits", repart)
+			}
+		})
+	}
+}
+
+func TestRepartitionInTheDescription(t *testing.T) {
+	d, err := stream.NewLocalDriver(wordCountTopology("sentences", "word-counts", nil), stream.LocalConfig{AppID: "wc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got := d.Describe()
+	for _, want := range []string{
+		"Sub-topology: 0", "Sink: words-repartition-sink (topic: wc-words-repartition)",
+		"Sub-topology: 1", "Source: words (topics: [wc-words-repartition])",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("description lacks %q:\n%s", want, got)
+		}
+	}
+}
