@@ -2,6 +2,10 @@ module github.com/kgen-dev/kgen
 
 go 1.26.8
 
+// kgen runs itself from //go:generate lines in examples/ and in projects
+// made with kgen init inside this module: go tool kgen generate.
+tool github.com/kgen-dev/kgen/cmd/kgen
+
 require (
 	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54
 	github.com/cockroachdb/pebble/v2 v2.1.7

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -236,6 +235,6 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return report(stderr, err)
 	}
-	fmt.Fprintf(stdout, "\nnext:\n\tcd %s\n\tgo test ./...\n\tgo run ./cmd/%s\n", fs.Arg(0), filepath.Base(fs.Arg(0)))
+	fmt.Fprint(stdout, initNext(fs.Arg(0), wrote))
 	return ExitOK
 }

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -71,4 +73,18 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 
 func commandNames() []string {
 	return []string{"init", "generate", "check", "diff", "graph", "produce", "consume", "version", "help"}
+}
+
+// initNext is what kgen init tells the user to run next: from where they
+// are for a package of their module, from inside it for a new module.
+func initNext(dir string, wrote []string) string {
+	app := strings.ToLower(filepath.Base(filepath.Clean(dir)))
+	if slices.Contains(wrote, "go.mod") {
+		return fmt.Sprintf("\nnext (a new module):\n\tcd %s\n\tgo generate ./...\n\tgo test ./...\n\tgo run ./cmd/%s\n", dir, app)
+	}
+	rel := filepath.ToSlash(filepath.Clean(dir))
+	if !filepath.IsAbs(dir) && !strings.HasPrefix(rel, "../") && rel != "." {
+		rel = "./" + rel
+	}
+	return fmt.Sprintf("\nnext:\n\tgo generate %s/...\n\tgo test %s/...\n\tgo run %s/cmd/%s\n", rel, rel, rel, app)
 }
