@@ -30,7 +30,6 @@ import (
 
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"github.com/kgen-dev/kgen/runtime/streamprom"
 )
 
 // App is what appmain needs to know of one application.
@@ -86,6 +85,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	// The ops endpoints bind first: an address in use stops the app before
 	// it joins the group, rather than leaving it running unobserved.
 	var ops net.Listener
+	var reg *prometheus.Registry
 	if cfg.MetricsAddr != "" {
 		ops, err = net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -93,6 +93,10 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		}
 		defer ops.Close()
 		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/metrics /healthz /readyz")
+		if reg, err = newRegistry(); err != nil {
+			return err
+		}
+		base = append(base, stream.ClientOpts(kgo.WithHooks(kafkaClientMetrics(reg))))
 	}
 
 	dev := cfg.dev()
@@ -153,10 +157,10 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if ops != nil {
-		handler, err := OpsHandler(a)
-		if err != nil {
+		if err := registerApp(reg, a); err != nil {
 			return err
 		}
+		handler := opsHandler(a, reg)
 		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 		served := make(chan struct{})
 		go func() {
@@ -174,13 +178,22 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	return err
 }
 
-// OpsHandler serves /metrics (the app's counters for Prometheus), /healthz
-// (the app has not failed) and /readyz (it is running).
+// OpsHandler serves /metrics (the app's metrics, the Go runtime's, the
+// process's and the build's, for Prometheus), /healthz (the app has not
+// failed) and /readyz (it is running). Run's handler also has the Kafka
+// client's metrics, which need a hook set before the app is created.
 func OpsHandler(app *stream.App) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(streamprom.NewCollector(app)); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+	reg, err := newRegistry()
+	if err != nil {
+		return nil, err
 	}
+	if err := registerApp(reg, app); err != nil {
+		return nil, err
+	}
+	return opsHandler(app, reg), nil
+}
+
+func opsHandler(app *stream.App, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -197,7 +210,7 @@ func OpsHandler(app *stream.App) (http.Handler, error) {
 		}
 		fmt.Fprintln(w, app.State())
 	})
-	return mux, nil
+	return mux
 }
 
 // Main is a complete main function: it reads flags and environment, runs

@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +167,79 @@ func TestLoggerNamesTheInstance(t *testing.T) {
 	l.Info("after")
 	if want := "msg=before\n"; !strings.Contains(buf.String(), want) || !strings.Contains(buf.String(), "msg=after instance=abc") {
 		t.Errorf("text log:\n%s\nwant no instance before it is known and instance=abc after", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a test reading at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMetricsEndpoint: /metrics of a running app has the app's metrics,
+// the Go runtime's and the process's, the build's, and the Kafka client's.
+func TestMetricsEndpoint(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, Config{MetricsAddr: "127.0.0.1:0"}, copyApp("metrics"), logger, nil) }()
+	addr := regexp.MustCompile(`ops endpoints listening" addr=(\S+)`)
+	want := []string{"kgen_records_processed_total", `kgen_app_state{app="metrics",state="running"} 1`, "go_goroutines", "go_build_info",
+		"kgen_build_info{goversion=", "kgen_kafka_connects_total", "kgen_kafka_read_bytes_total"}
+	if runtime.GOOS == "linux" {
+		want = append(want, "process_resident_memory_bytes")
+	}
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if m := addr.FindStringSubmatch(logs.String()); m != nil {
+			resp, err := http.Get("http://" + m[1] + "/metrics")
+			if err != nil {
+				body = "GET: " + err.Error()
+			} else {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = resp.Status + "\n" + string(b)
+				missing := false
+				for _, w := range want {
+					missing = missing || !strings.Contains(body, w)
+				}
+				if !missing {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			for _, w := range want {
+				if !strings.Contains(body, w) {
+					t.Errorf("/metrics lacks %q", w)
+				}
+			}
+			t.Fatalf("body:\n%s\nlogs:\n%s", body, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if os.Getenv("KGEN_DUMP_METRICS") != "" {
+		t.Log(body)
+	}
+	if strings.Contains(body, "_buffered_") {
+		t.Error("/metrics has kprom's buffered gauges, which read one client only")
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
 	}
 }
