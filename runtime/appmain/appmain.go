@@ -171,6 +171,10 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		}()
 		defer func() { srv.Close(); <-served }()
 	}
+	if cfg.LogSummaryInterval > 0 {
+		stopSummary := logSummaries(ctx, a, logger, cfg.LogSummaryInterval)
+		defer stopSummary()
+	}
 	err = a.Run(ctx)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && (err == nil || errors.Is(err, context.Canceled)) {
 		return cause

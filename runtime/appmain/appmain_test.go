@@ -66,7 +66,7 @@ func TestRegisterFlags(t *testing.T) {
 	err := parse(t, &cfg, map[string]string{
 		"KGEN_BROKERS": "a:9092, b:9092", "KGEN_PARALLELISM": "3", "KGEN_GUARANTEE": "exactly-once",
 		"KGEN_STATIC_MEMBERSHIP": "1", "KGEN_TLS": "true", "KGEN_ON_PROCESS_ERROR": "dead-letter=dlq",
-		"KGEN_LOG_FORMAT": "json",
+		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s",
 	}, "-parallelism", "4", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password-file", "/run/secret",
 		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug")
 	if err != nil {
@@ -77,7 +77,7 @@ func TestRegisterFlags(t *testing.T) {
 		Guarantee: "exactly-once", SASLMechanism: "plain", SASLUser: "u", SASLPasswordFile: "/run/secret",
 		InstanceID: "pod-0", StaticMembership: true, TLS: true,
 		OnDeserializeError: "continue", OnProcessError: "dead-letter=dlq", OnProduceError: "fail",
-		LogLevel: "debug", LogFormat: "json", ClientLogLevel: "warn",
+		LogLevel: "debug", LogFormat: "json", ClientLogLevel: "warn", LogSummaryInterval: 30 * time.Second,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -91,7 +91,7 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 	}
 	want := appmain.Config{
 		Parallelism: 1, Guarantee: "at-least-once", OnDeserializeError: "fail", OnProcessError: "fail",
-		OnProduceError: "fail", LogLevel: "info", LogFormat: "text", ClientLogLevel: "warn",
+		OnProduceError: "fail", LogLevel: "info", LogFormat: "text", ClientLogLevel: "warn", LogSummaryInterval: 2 * time.Minute,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -151,6 +151,7 @@ func TestConfigErrors(t *testing.T) {
 		{"policy", nil, []string{"-on-process-error", "retry"}, []string{`invalid value "retry" for flag -on-process-error: want fail, continue or dead-letter=TOPIC (env KGEN_ON_PROCESS_ERROR)`}},
 		{"dead letter topic", map[string]string{"KGEN_ON_DESERIALIZE_ERROR": "dead-letter"}, nil, []string{`KGEN_ON_DESERIALIZE_ERROR="dead-letter" (flag -on-deserialize-error): dead-letter needs its topic`}},
 		{"log format", map[string]string{"KGEN_LOG_FORMAT": "xml"}, nil, []string{`KGEN_LOG_FORMAT="xml" (flag -log-format): want text or json`}},
+		{"summary interval", map[string]string{"KGEN_LOG_SUMMARY_INTERVAL": "2 minutes"}, nil, []string{`KGEN_LOG_SUMMARY_INTERVAL="2 minutes" (flag -log-summary-interval): want a duration`}},
 		{"log level", nil, []string{"-log-level", "loud"}, []string{"flag -log-level: want debug, info, warn or error"}},
 		{"client log level", map[string]string{"KGEN_CLIENT_LOG_LEVEL": "chatty"}, nil, []string{"(flag -client-log-level): want none"}},
 		{"dev port with brokers", nil, []string{"-brokers", "k:9092", "-dev-port", "19092"}, []string{"-dev-port (KGEN_DEV_PORT): the development broker's port, but brokers are given"}},

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -81,6 +82,11 @@ type Config struct {
 	LogLevel       string
 	LogFormat      string
 	ClientLogLevel string
+	// LogSummaryInterval is how often a summary line of the app is logged
+	// (records processed and their rate, lag, tasks), as Kafka Streams'
+	// log.summary.interval.ms. 0 logs none; RegisterFlags defaults it to 2
+	// minutes, Kafka Streams' default.
+	LogSummaryInterval time.Duration
 
 	MetricsAddr string // address of the /metrics (Prometheus), /healthz and /readyz endpoints; empty for none
 
@@ -177,6 +183,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 	def("log-level", str(&c.LogLevel, checkLogLevel), "log `level`: debug, info, warn or error")
 	def("log-format", str(&c.LogFormat, checkLogFormat), "log `format`: text or json")
+	if c.LogSummaryInterval == 0 {
+		c.LogSummaryInterval = 2 * time.Minute
+	}
+	def("log-summary-interval", &durationValue{p: &c.LogSummaryInterval}, "how often to log a summary line (records processed, rate, lag, tasks); 0 for never")
 	def("client-log-level", str(&c.ClientLogLevel, checkClientLogLevel), "log `level` of the Kafka client: none, error, warn, info or debug")
 	def("metrics-addr", str(&c.MetricsAddr, checkAddr), "`address` of the /metrics (Prometheus), /healthz and /readyz endpoints, e.g. :9090; empty for none")
 	def("schema-registry", str(&c.SchemaRegistry, checkURL), "schema registry `URL` for avro-confluent topics; with the development broker, empty starts an in-process registry")
@@ -210,6 +220,9 @@ func (c Config) Validate() error {
 	}
 	if c.DevPort < 0 || c.DevPort > 65535 {
 		bad("%s: %d is not a port", setting("dev-port"), c.DevPort)
+	}
+	if c.LogSummaryInterval < 0 {
+		bad("%s: %v: want 0 (none) or more", setting("log-summary-interval"), c.LogSummaryInterval)
 	}
 	if c.Parallelism < 0 {
 		bad("%s: %d: want at least 1", setting("parallelism"), c.Parallelism)
@@ -532,6 +545,24 @@ func (v *intValue) Set(s string) error {
 		return fmt.Errorf("%d: want %d to %d", n, v.min, v.max)
 	}
 	*v.p = n
+	return nil
+}
+
+type durationValue struct{ p *time.Duration }
+
+func (v *durationValue) String() string {
+	if v == nil || v.p == nil || *v.p == 0 {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return errors.New("want a duration such as 30s or 2m, or 0")
+	}
+	*v.p = d
 	return nil
 }
 

@@ -243,3 +243,55 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+type fakeStats struct {
+	mu sync.Mutex
+	s  stream.Stats
+}
+
+func (f *fakeStats) State() stream.State { return stream.Running }
+func (f *fakeStats) Stats() stream.Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s
+}
+
+// TestLogSummaries: the periodic summary names the records processed in
+// the period and in all, their rate, the lag and the tasks.
+func TestLogSummaries(t *testing.T) {
+	src := &fakeStats{s: stream.Stats{Processed: 100}}
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	stop := logSummaries(context.Background(), src, logger, 20*time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "processed_total=100"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no first summary:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	src.mu.Lock()
+	src.s = stream.Stats{Processed: 150, Skipped: 2, Tasks: map[stream.TaskID]stream.TaskStats{
+		{Partition: 0}: {Lag: 5}, {Partition: 1}: {Lag: 7, Restoring: true},
+	}}
+	src.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "processed_total=150") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary with the new figures:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "processed_total=150") {
+			line = l
+			break
+		}
+	}
+	for _, want := range []string{"msg=summary", "state=running", "processed=50 ", "lag=12", "tasks=2", "restoring=1", "skipped_total=2", "rate_per_s="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("summary %q lacks %q", line, want)
+		}
+	}
+}
