@@ -161,7 +161,7 @@ func cmdProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	n, err := produce(ctx, f, fs.Arg(0), stdin)
 	if err == nil {
-		fmt.Fprintf(stderr, "kgen produce: %d records to %s\n", n, fs.Arg(0))
+		fmt.Fprintf(stderr, "kgen produce: %d record(s) to %s\n", n, fs.Arg(0))
 	}
 	return devLoopStatus("produce", stderr, err)
 }

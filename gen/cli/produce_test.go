@@ -69,7 +69,7 @@ func TestProduceConsumeJSON(t *testing.T) {
 {"key": "c3", "value": null}
 `
 	code, _, errs := runStdin(t, in, "produce", "customers", "-dir", dir, "-brokers", brokers)
-	if code != 0 || !strings.Contains(errs, "3 records to customers") {
+	if code != 0 || !strings.Contains(errs, "3 record(s) to customers") {
 		t.Fatalf("produce: exit %d\n%s", code, errs)
 	}
 	code, out, errs := runStdin(t, "", "consume", "customers", "-dir", dir, "-brokers", brokers)

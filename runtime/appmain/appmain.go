@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -111,6 +112,13 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			}
 			defer os.RemoveAll(dir)
 			base = append(base, stream.StateDir(dir))
+			if cfg.InstanceID == "" {
+				// What the runtime would pick in a fresh directory, but
+				// known here, so every line can name it.
+				id := "dev-" + strings.TrimPrefix(filepath.Base(dir), "kgen-dev-"+cfg.AppID+"-")
+				base = append(base, stream.InstanceID(id))
+				setLoggerInstance(logger, id)
+			}
 		}
 		b, err := embedded.Start(embedded.Config{Topics: app.Topics, Port: cfg.DevPort})
 		if err != nil {

@@ -295,3 +295,39 @@ func TestLogSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestDevInstancesHaveTheirOwnIDs: two runs on the development broker
+// without -instance-id get different instance ids, and every line of
+// NewLogger names one.
+func TestDevInstancesHaveTheirOwnIDs(t *testing.T) {
+	ids := map[string]bool{}
+	for range 2 {
+		var logs syncBuffer
+		logger, err := Config{LogFormat: "json"}.NewLogger(&logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = run(ctx, Config{}, copyApp("dev-ids"), logger, []stream.Option{stream.ExitWhenCaughtUp()})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			m := map[string]any{}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := m["instance"].(string)
+			if got == "" || id != "" && got != id {
+				t.Errorf("line %s: instance %q, want the run's one (%q)", line, got, id)
+			}
+			id = got
+		}
+		ids[id] = true
+	}
+	if len(ids) != 2 {
+		t.Errorf("two runs, instance ids %v: want two different", ids)
+	}
+}
