@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/kgen-dev/kgen/gen"
+	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/schema"
 )
@@ -45,6 +47,7 @@ type devLoopFlags struct {
 	dir      string
 	brokers  string
 	registry string
+	conn     appmain.Config // TLS and SASL only
 }
 
 func (f *devLoopFlags) register(fs *flag.FlagSet) {
@@ -55,6 +58,36 @@ func (f *devLoopFlags) register(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed `brokers`: an app's development broker started with -dev-port, or any cluster (env KGEN_BROKERS)")
 	fs.StringVar(&f.registry, "schema-registry", os.Getenv("KGEN_SCHEMA_REGISTRY"), "schema registry `URL`, for avro-confluent topics (env KGEN_SCHEMA_REGISTRY)")
+	// The connection settings of the app's own flags, with the same
+	// variables, so a deployment's environment reaches the same cluster.
+	str := func(p *string, name, usage string) {
+		env := "KGEN_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		fs.StringVar(p, name, os.Getenv(env), usage+" (env "+env+")")
+	}
+	tls, _ := strconv.ParseBool(os.Getenv("KGEN_TLS"))
+	fs.BoolVar(&f.conn.TLS, "tls", tls, "connect with TLS (env KGEN_TLS)")
+	str(&f.conn.TLSCAFile, "tls-ca", "PEM `file` of the CA to trust")
+	str(&f.conn.TLSCertFile, "tls-cert", "PEM `file` of the client certificate")
+	str(&f.conn.TLSKeyFile, "tls-key", "PEM `file` of the client key")
+	str(&f.conn.SASLMechanism, "sasl-mechanism", "SASL `mechanism`: plain, scram-sha-256 or scram-sha-512")
+	str(&f.conn.SASLUser, "sasl-user", "SASL `user`")
+	str(&f.conn.SASLPasswordFile, "sasl-password-file", "`file` holding the SASL password")
+	f.conn.SASLPassword = os.Getenv("KGEN_SASL_PASSWORD")
+}
+
+// clientOpts are the seed brokers with the TLS and SASL settings.
+func (f *devLoopFlags) clientOpts(more ...kgo.Opt) ([]kgo.Opt, error) {
+	if f.conn.SASLPassword != "" && f.conn.SASLPasswordFile != "" {
+		f.conn.SASLPassword = "" // the file given on the command line wins
+	}
+	if err := f.conn.Validate(); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	conn, err := f.conn.ClientOpts()
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return append(append([]kgo.Opt{kgo.SeedBrokers(splitBrokers(f.brokers)...)}, conn...), more...), nil
 }
 
 // topicCodecs loads the spec and returns topic's key and value codecs,
@@ -192,7 +225,11 @@ func produce(ctx context.Context, f devLoopFlags, topic string, stdin io.Reader)
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(splitBrokers(f.brokers)...), kgo.RecordPartitioner(partitioner()))
+	opts, err := f.clientOpts(kgo.RecordPartitioner(partitioner()))
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -342,10 +379,13 @@ func consume(ctx context.Context, f devLoopFlags, topic string, follow bool, lim
 	if err != nil {
 		return 0, err
 	}
-	seeds := splitBrokers(f.brokers)
 	var ends map[int32]int64
 	if !follow {
-		adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		opts, err := f.clientOpts()
+		if err != nil {
+			return 0, err
+		}
+		adm, err := kgo.NewClient(opts...)
 		if err != nil {
 			return 0, err
 		}
@@ -369,7 +409,11 @@ func consume(ctx context.Context, f devLoopFlags, topic string, follow bool, lim
 			return 0, nil
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	opts, err := f.clientOpts(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return 0, err
 	}

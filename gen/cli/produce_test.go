@@ -198,3 +198,17 @@ func TestProduceConsumeAvro(t *testing.T) {
 		t.Errorf("avro-confluent without a registry: exit %d\n%s", code, errs)
 	}
 }
+
+// TestDevLoopConnectionSettings: produce and consume take the app's TLS and
+// SASL settings, checked the same way, before any connection.
+func TestDevLoopConnectionSettings(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce", "-dir", "../../testdata/golden/basic", "-sasl-user", "u", "customers"},
+		{"consume", "-dir", "../../testdata/golden/basic", "-tls-key", "k.pem", "customers"},
+	} {
+		code, _, errs := runStdin(t, `{"key": "a", "value": {"id": "a"}}`+"\n", args...)
+		if code != 2 || !strings.Contains(errs, "is set but") {
+			t.Errorf("%v: exit %d, want 2 naming the missing setting; stderr:\n%s", args, code, errs)
+		}
+	}
+}

@@ -355,6 +355,11 @@ func produceErrorOption(value string, policy stream.ErrorPolicy) (stream.Option,
 	return nil, fmt.Errorf("%q: this runtime can only fail on production errors so far", value)
 }
 
+// ClientOpts are the franz-go options of the TLS and SASL settings, for
+// other clients of the same cluster (kgen produce and consume use them). It
+// reads the certificate and password files.
+func (c Config) ClientOpts() ([]kgo.Opt, error) { return c.clientOpts() }
+
 // clientOpts are the franz-go options of the TLS and SASL settings.
 func (c Config) clientOpts() ([]kgo.Opt, error) {
 	var client []kgo.Opt
