@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +69,7 @@ func (s JSON[T]) Deserialize(b []byte) (T, error) {
 		if !utf8.Valid(b) {
 			return v, &JSONError{Type: t.String(), Path: "$", Msg: fmt.Sprintf("invalid UTF-8 at byte %d", invalidUTF8At(b))}
 		}
-		if err := checkStrict(b, t, "$"); err != nil {
+		if err := checkStrict(b, t); err != nil {
 			err.Type = t.String()
 			return v, err
 		}
@@ -113,97 +112,284 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// checkStrict walks the JSON document b against t and reports the first
-// member that names no field exactly, and the first null where t cannot
-// hold nil. Type mismatches and syntax errors are left to encoding/json,
-// which reports them after. Members are visited in sorted order, so the
-// error is the same on every run.
-func checkStrict(b []byte, t reflect.Type, path string) *JSONError {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil // encoding/json reports the missing value
-	}
-	if selfDecoding(t) {
-		return nil
-	}
-	if string(b) == "null" {
-		switch t.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			return nil
-		}
-		return &JSONError{Path: path, Msg: fmt.Sprintf("null, but %s cannot be null (use a pointer type for an optional value)", t)}
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return checkStrict(b, t.Elem(), path)
-	case reflect.Struct:
-		if b[0] != '{' {
-			return nil
-		}
-		var members map[string]json.RawMessage
-		if json.Unmarshal(b, &members) != nil {
-			return nil
-		}
-		fields := fieldsOf(t)
-		for _, name := range sortedKeys(members) {
-			ft, ok := fields.byName[name]
-			if !ok {
-				msg := fmt.Sprintf("member %q is no field of %s", name, t)
-				if exact, ok := fields.folded[strings.ToLower(name)]; ok {
-					msg += fmt.Sprintf(" (names match exactly: did you mean %q?)", exact)
-				}
-				return &JSONError{Path: path, Msg: msg}
-			}
-			if err := checkStrict(members[name], ft, path+"."+name); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 || b[0] != '[' {
-			return nil // []byte is a base64 string
-		}
-		var elems []json.RawMessage
-		if json.Unmarshal(b, &elems) != nil {
-			return nil
-		}
-		for i, e := range elems {
-			if err := checkStrict(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if b[0] != '{' {
-			return nil
-		}
-		var members map[string]json.RawMessage
-		if json.Unmarshal(b, &members) != nil {
-			return nil
-		}
-		for _, name := range sortedKeys(members) {
-			if err := checkStrict(members[name], t.Elem(), path+"["+strconv.Quote(name)+"]"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// checkStrict walks the JSON document b against t in one pass and reports
+// the first member that names no field exactly, and the first null where t
+// cannot hold nil. Type mismatches and syntax errors are left to
+// encoding/json, which runs after: at anything unexpected the walk stops
+// without an error.
+func checkStrict(b []byte, t reflect.Type) *JSONError {
+	w := walker{b: b, path: make([]segment, 0, 8)}
+	w.value(t)
+	return w.err
 }
 
-func selfDecoding(t reflect.Type) bool {
-	if t.Kind() == reflect.Interface {
+// walker scans a JSON document; pos is the next byte to read. It never
+// reads past b: each step checks its bounds, and a document it cannot
+// follow ends the walk (ok false).
+type walker struct {
+	b    []byte
+	pos  int
+	err  *JSONError
+	path []segment // to the value being walked: made a string only for an error
+}
+
+// segment is one step of a path: a member (of a struct, or a map key) or an
+// array index. name aliases the document until an error needs it.
+type segment struct {
+	name  []byte // raw JSON string of the member, quotes included
+	field bool   // a struct member: .name, else a map key: ["name"]
+	index int
+}
+
+func (w *walker) fail(msg string) {
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, s := range w.path {
+		switch {
+		case s.name == nil:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		default:
+			var name string
+			if json.Unmarshal(s.name, &name) != nil {
+				name = string(s.name)
+			}
+			if s.field {
+				b.WriteString("." + name)
+			} else {
+				b.WriteString("[" + strconv.Quote(name) + "]")
+			}
+		}
+	}
+	w.err = &JSONError{Path: b.String(), Msg: msg}
+}
+
+func (w *walker) ws() {
+	for w.pos < len(w.b) {
+		switch w.b[w.pos] {
+		case ' ', '\t', '\n', '\r':
+			w.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value walks one value of type t (nil: any, not checked) and reports
+// whether the walk can go on.
+func (w *walker) value(t reflect.Type) bool {
+	w.ws()
+	if w.pos >= len(w.b) {
+		return false
+	}
+	if t != nil && selfDecoding(t) {
+		t = nil
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		if w.b[w.pos] == 'n' {
+			return w.literal("null")
+		}
+		t = t.Elem()
+		if selfDecoding(t) {
+			t = nil
+		}
+	}
+	switch c := w.b[w.pos]; c {
+	case '{':
+		return w.object(t)
+	case '[':
+		return w.array(t)
+	case '"':
+		_, _, ok := w.str()
+		return ok
+	case 'n':
+		if t != nil {
+			switch t.Kind() {
+			case reflect.Slice, reflect.Map, reflect.Interface:
+			default:
+				w.fail(fmt.Sprintf("null, but %s cannot be null (use a pointer type for an optional value)", t))
+				return false
+			}
+		}
+		return w.literal("null")
+	case 't':
+		return w.literal("true")
+	case 'f':
+		return w.literal("false")
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			for w.pos < len(w.b) && strings.IndexByte("+-.eE0123456789", w.b[w.pos]) >= 0 {
+				w.pos++
+			}
+			return true
+		}
+		return false
+	}
+}
+
+func (w *walker) literal(lit string) bool {
+	if !bytes.HasPrefix(w.b[w.pos:], []byte(lit)) {
+		return false
+	}
+	w.pos += len(lit)
+	return true
+}
+
+// str reads a string and returns its raw JSON (quotes included) and its
+// contents, unquoted only when it has escapes; neither is a copy then.
+func (w *walker) str() (raw, contents []byte, ok bool) {
+	start := w.pos
+	w.pos++ // the opening quote
+	escaped := false
+	for w.pos < len(w.b) {
+		switch w.b[w.pos] {
+		case '\\':
+			escaped = true
+			w.pos += 2
+			continue
+		case '"':
+			w.pos++
+			raw := w.b[start:w.pos]
+			if !escaped {
+				return raw, raw[1 : len(raw)-1], true
+			}
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return nil, nil, false
+			}
+			return raw, []byte(s), true
+		}
+		w.pos++
+	}
+	return nil, nil, false
+}
+
+func (w *walker) object(t reflect.Type) bool {
+	w.pos++ // {
+	var fields *jsonFields
+	var elem reflect.Type
+	if t != nil {
+		switch t.Kind() {
+		case reflect.Struct:
+			fields = fieldsOf(t)
+		case reflect.Map:
+			elem = t.Elem()
+		}
+	}
+	w.ws()
+	if w.pos < len(w.b) && w.b[w.pos] == '}' {
+		w.pos++
 		return true
 	}
-	pt := reflect.PointerTo(t)
-	return t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler) ||
-		t.Implements(textUnmarshaler) || pt.Implements(textUnmarshaler)
+	for {
+		w.ws()
+		if w.pos >= len(w.b) || w.b[w.pos] != '"' {
+			return false
+		}
+		raw, name, ok := w.str()
+		if !ok {
+			return false
+		}
+		w.ws()
+		if w.pos >= len(w.b) || w.b[w.pos] != ':' {
+			return false
+		}
+		w.pos++
+		var vt reflect.Type
+		switch {
+		case fields != nil:
+			ft, ok := fields.byName[string(name)]
+			if !ok {
+				msg := fmt.Sprintf("member %q is no field of %s", name, t)
+				if exact, ok := fields.folded[strings.ToLower(string(name))]; ok {
+					msg += fmt.Sprintf(" (names match exactly: did you mean %q?)", exact)
+				}
+				w.fail(msg)
+				return false
+			}
+			vt = ft
+			w.path = append(w.path, segment{name: raw, field: true})
+		case elem != nil:
+			vt = elem
+			w.path = append(w.path, segment{name: raw})
+		}
+		if !w.value(vt) {
+			return false
+		}
+		if vt != nil {
+			w.path = w.path[:len(w.path)-1]
+		}
+		w.ws()
+		if w.pos >= len(w.b) {
+			return false
+		}
+		switch w.b[w.pos] {
+		case ',':
+			w.pos++
+		case '}':
+			w.pos++
+			return true
+		default:
+			return false
+		}
+	}
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+func (w *walker) array(t reflect.Type) bool {
+	w.pos++ // [
+	var elem reflect.Type
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 {
+		elem = t.Elem()
 	}
-	sort.Strings(keys)
-	return keys
+	w.ws()
+	if w.pos < len(w.b) && w.b[w.pos] == ']' {
+		w.pos++
+		return true
+	}
+	if elem != nil {
+		w.path = append(w.path, segment{})
+	}
+	for i := 0; ; i++ {
+		if elem != nil {
+			w.path[len(w.path)-1].index = i
+		}
+		if !w.value(elem) {
+			return false
+		}
+		w.ws()
+		if w.pos >= len(w.b) {
+			return false
+		}
+		switch w.b[w.pos] {
+		case ',':
+			w.pos++
+		case ']':
+			w.pos++
+			if elem != nil {
+				w.path = w.path[:len(w.path)-1]
+			}
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+var selfCache sync.Map // reflect.Type -> bool
+
+// selfDecoding reports whether t decodes itself (or is an interface,
+// which takes any value): its members are not checked.
+func selfDecoding(t reflect.Type) bool {
+	if v, ok := selfCache.Load(t); ok {
+		return v.(bool)
+	}
+	self := t.Kind() == reflect.Interface
+	if !self {
+		pt := reflect.PointerTo(t)
+		self = t.Implements(jsonUnmarshaler) || pt.Implements(jsonUnmarshaler) ||
+			t.Implements(textUnmarshaler) || pt.Implements(textUnmarshaler)
+	}
+	selfCache.Store(t, self)
+	return self
 }
 
 // jsonFields are the JSON names of a struct's fields, as encoding/json

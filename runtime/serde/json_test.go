@@ -131,3 +131,43 @@ func ExampleJSON() {
 	// decode json serde_test.Sentence: $: member "txt" is no field of serde_test.Sentence
 	// hello
 }
+
+// BenchmarkJSONDeserialize compares the strict decoder (a walk of the
+// document before encoding/json) with the lenient one (encoding/json alone).
+func BenchmarkJSONDeserialize(b *testing.B) {
+	in := []byte(`{"id":"o1","item":"pen","qty":2,"note":null,"tags":["a","b"],"ship":{"city":"Oslo"},"lines":[{"city":"a"},{"city":"b"}],"Untagged":1}`)
+	for _, bc := range []struct {
+		name string
+		s    serde.JSON[order]
+	}{{"strict", serde.JSON[order]{}}, {"lenient", serde.JSON[order]{Lenient: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.s.Deserialize(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzJSONStrict: the strict decoder never panics, and what it accepts the
+// lenient one (encoding/json) accepts with the same value.
+func FuzzJSONStrict(f *testing.F) {
+	for _, seed := range []string{`{"id":"o1","item":"pen","lines":[{"city":"a"}],"by_name":{"k":"v"}}`, `{"Item":1}`, `null`, `[1,2]`, `{"ship":{"city":"\u00e9"}}`, "{\"item\":\"\xff\"}", `{"tags":["a",null]}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		strict, err := serde.JSON[order]{}.Deserialize(b)
+		if err != nil {
+			return
+		}
+		lenient, err := serde.JSON[order]{Lenient: true}.Deserialize(b)
+		if err != nil {
+			t.Fatalf("strict accepted %q, lenient refused it: %v", b, err)
+		}
+		if diff := cmp.Diff(lenient, strict, cmp.AllowUnexported(order{})); diff != "" {
+			t.Fatalf("%q: strict and lenient differ (-lenient +strict):\n%s", b, diff)
+		}
+	})
+}
