@@ -57,7 +57,7 @@ func logSummary(logger *slog.Logger, state stream.State, s stream.Stats, process
 	logger.Info("summary",
 		"state", state.String(),
 		"processed", processed, "processed_total", s.Processed, "rate_per_s", roundTo(rate, 1),
-		"lag", lag, "tasks", len(s.Tasks), "restoring", restoring, "standbys", len(s.Standbys),
+		"lag", lag, "tasks", len(s.Tasks), "restoring", restoring, "restored_total", s.Restored, "standbys", len(s.Standbys),
 		"skipped_total", s.Skipped, "dead_lettered_total", s.DeadLettered, "commits_total", s.Commits,
 		"period", period.Round(time.Millisecond).String())
 }
