@@ -83,6 +83,26 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	}
 	base = append(base, stream.Logger(logger))
 
+	dev := cfg.dev()
+	if dev && cfg.StateDir == "" {
+		// The development broker forgets everything at exit: state kept
+		// from an earlier run would describe topics that no longer
+		// exist, and two local instances must not share an instance id.
+		dir, err := os.MkdirTemp("", "kgen-dev-"+cfg.AppID+"-")
+		if err != nil {
+			return fmt.Errorf("state directory for the development broker: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		base = append(base, stream.StateDir(dir))
+		if cfg.InstanceID == "" {
+			// What the runtime would pick in a fresh directory, but
+			// known here, so every line can name it.
+			id := "dev-" + strings.TrimPrefix(filepath.Base(dir), "kgen-dev-"+cfg.AppID+"-")
+			base = append(base, stream.InstanceID(id))
+			setLoggerInstance(logger, id)
+		}
+	}
+
 	// The ops endpoints bind first: an address in use stops the app before
 	// it joins the group, rather than leaving it running unobserved.
 	var ops net.Listener
@@ -100,26 +120,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		base = append(base, stream.ClientOpts(kgo.WithHooks(kafkaClientMetrics(reg))))
 	}
 
-	dev := cfg.dev()
 	if dev {
-		if cfg.StateDir == "" {
-			// The development broker forgets everything at exit: state kept
-			// from an earlier run would describe topics that no longer
-			// exist, and two local instances must not share an instance id.
-			dir, err := os.MkdirTemp("", "kgen-dev-"+cfg.AppID+"-")
-			if err != nil {
-				return fmt.Errorf("state directory for the development broker: %w", err)
-			}
-			defer os.RemoveAll(dir)
-			base = append(base, stream.StateDir(dir))
-			if cfg.InstanceID == "" {
-				// What the runtime would pick in a fresh directory, but
-				// known here, so every line can name it.
-				id := "dev-" + strings.TrimPrefix(filepath.Base(dir), "kgen-dev-"+cfg.AppID+"-")
-				base = append(base, stream.InstanceID(id))
-				setLoggerInstance(logger, id)
-			}
-		}
 		b, err := embedded.Start(embedded.Config{Topics: app.Topics, Port: cfg.DevPort})
 		if err != nil {
 			if cfg.DevPort != 0 {
