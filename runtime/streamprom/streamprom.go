@@ -53,9 +53,10 @@ var (
 	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
 )
 
-// states are every state an App can be in, so that each has a series and
-// a dashboard's "= 1" query finds a 0 rather than nothing.
-var states = []stream.State{stream.Created, stream.Starting, stream.Rebalancing, stream.Running, stream.Closing, stream.Stopped, stream.Failed}
+// states are the states an App goes through, so that each has a series
+// and a dashboard's "== 1" query finds a 0 rather than nothing. A current
+// state not listed here still gets its series.
+var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, stream.Closing, stream.Stopped, stream.Failed}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -88,12 +89,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descStandbys, float64(len(s.Standbys)), app)
 	gauge(descStandbyLag, float64(s.StandbyLag), app)
 	current := c.src.State()
+	listed := false
 	for _, st := range states {
 		v := 0.0
 		if st == current {
-			v = 1
+			v, listed = 1, true
 		}
 		gauge(descState, v, app, st.String())
+	}
+	if !listed {
+		gauge(descState, 1, app, current.String())
 	}
 
 	ids := make([]stream.TaskID, 0, len(s.Tasks))
