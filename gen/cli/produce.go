@@ -90,9 +90,12 @@ func (f *devLoopFlags) clientOpts(more ...kgo.Opt) ([]kgo.Opt, error) {
 	return append(append([]kgo.Opt{kgo.SeedBrokers(splitBrokers(f.brokers)...)}, conn...), more...), nil
 }
 
-// topicCodecs loads the spec and returns topic's key and value codecs,
-// with the avro-confluent schemas registered (or found) in the registry.
-func (f *devLoopFlags) topicCodecs(ctx context.Context, topic string) (key, value *sideCodec, err error) {
+// topicCodecs loads the spec and returns topic's key and value codecs.
+// To produce (register), the avro-confluent schemas are registered (or
+// found) in the registry for their ids; to consume, the records' ids are
+// not checked and no registry is needed: they are decoded with the spec's
+// schema.
+func (f *devLoopFlags) topicCodecs(ctx context.Context, topic string, register bool) (key, value *sideCodec, err error) {
 	p, err := gen.Load(f.dir)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +117,7 @@ func (f *devLoopFlags) topicCodecs(ctx context.Context, topic string) (key, valu
 		c    *sideCodec
 		name string
 	}{{key, "key"}, {value, "value"}} {
-		if side.c.format != schema.FormatAvroConfluent {
+		if side.c.format != schema.FormatAvroConfluent || !register {
 			continue
 		}
 		if f.registry == "" {
@@ -200,7 +203,7 @@ func cmdProduce(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func produce(ctx context.Context, f devLoopFlags, topic string, stdin io.Reader) (int, error) {
-	kc, vc, err := f.topicCodecs(ctx, topic)
+	kc, vc, err := f.topicCodecs(ctx, topic, true)
 	if err != nil {
 		return 0, err
 	}
@@ -343,7 +346,8 @@ form kgen produce reads, with partition, offset and timestamp):
 	{"partition": 0, "offset": 7, "timestamp": "...", "key": K, "value": V}
 
 From the start of every partition to the end offsets it had when the command
-started, or on and on with -follow. A record that does not decode is printed
+started, or on and on with -follow. avro-confluent values are decoded with the
+spec's schema whatever registry id they carry; no registry is needed. A record that does not decode is printed
 with "error" and its raw bytes in base64, and the command exits 1 at the end.`
 
 func cmdConsume(args []string, stdout, stderr io.Writer) int {
@@ -375,7 +379,7 @@ func cmdConsume(args []string, stdout, stderr io.Writer) int {
 }
 
 func consume(ctx context.Context, f devLoopFlags, topic string, follow bool, limit int, stdout io.Writer) (bad int, err error) {
-	kc, vc, err := f.topicCodecs(ctx, topic)
+	kc, vc, err := f.topicCodecs(ctx, topic, false)
 	if err != nil {
 		return 0, err
 	}
