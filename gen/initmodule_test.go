@@ -64,3 +64,27 @@ func TestReplaceTargetAndSchemaURL(t *testing.T) {
 		}
 	}
 }
+
+// TestInitInAnotherModuleNeedsTheTool: a development build cannot add
+// itself to another module; init says the one command to run and writes
+// nothing.
+func TestInitInAnotherModuleNeedsTheTool(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/shop\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "orders")
+	wrote, err := Init(dir, InitOptions{KgenVersion: "(devel)"})
+	if err == nil || !strings.Contains(err.Error(), "go get -tool github.com/kgen-dev/kgen/cmd/kgen") {
+		t.Fatalf("Init: %v, want the go get -tool command named", err)
+	}
+	if len(wrote) != 0 {
+		t.Errorf("wrote %v", wrote)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kgen.yaml")); !os.IsNotExist(err) {
+		t.Errorf("kgen.yaml written: %v", err)
+	}
+	if root2, path := enclosingModule(dir); root2 != root || path != "example.com/shop" {
+		t.Errorf("enclosingModule = %s, %s", root2, path)
+	}
+}
