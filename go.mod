@@ -2,6 +2,10 @@ module github.com/kgen-dev/kgen
 
 go 1.26.8
 
+// kgen runs itself from //go:generate lines in examples/ and in projects
+// made with kgen init inside this module: go tool kgen generate.
+tool github.com/kgen-dev/kgen/cmd/kgen
+
 require (
 	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54
 	github.com/cockroachdb/pebble/v2 v2.1.7
@@ -14,6 +18,7 @@ require (
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	github.com/twmb/franz-go/pkg/sr v1.8.0
+	github.com/twmb/franz-go/plugin/kprom v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/tools v0.52.0
 )

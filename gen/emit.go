@@ -100,6 +100,8 @@ func serdeExpr(format string, t *model.Type) (jen.Code, error) {
 		return jen.Qual(pkgSerde, "Float64").Values(), nil
 	case schema.FormatJSON:
 		return jen.Qual(pkgSerde, "JSON").Types(gotype.Of(t)).Values(), nil
+	case schema.FormatJSONLenient:
+		return jen.Qual(pkgSerde, "JSON").Types(gotype.Of(t)).Values(jen.Dict{jen.Id("Lenient"): jen.True()}), nil
 	case schema.FormatAvro, schema.FormatAvroConfluent:
 		return avroSerdeExpr(format, t)
 	}

@@ -20,7 +20,9 @@ const kgenModule = "github.com/kgen-dev/kgen"
 
 // InitOptions configures Init.
 type InitOptions struct {
-	// Module is the new project's module path; default the directory name.
+	// Module makes the project a module of its own with this path. Default:
+	// a package of the module the directory is in, or, outside any module,
+	// a new module named after the directory.
 	Module string
 	// KgenVersion is the kgen version to require; "(devel)" or empty means
 	// this source checkout, found from the running binary.
@@ -30,9 +32,12 @@ type InitOptions struct {
 	Checkout string
 }
 
-// Init creates a new project in dir: go.mod, kgen.yaml, a record type, a
-// processor with its test, and everything generate writes. The project builds
-// and its tests pass right away. It returns the files written.
+// Init creates a new project in dir: kgen.yaml, a record type, a processor
+// with its test, and everything generate writes. Inside a module the project
+// is a package of it (kgen becomes a tool of the module if it is not yet);
+// outside any module, or with opts.Module, it is a module of its own with a
+// go.mod. The project builds and its tests pass right away. It returns the
+// files written, relative to dir.
 func Init(dir string, opts InitOptions) ([]string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -61,6 +66,15 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 		pkg = "app"
 	}
 	module := opts.Module
+	encRoot, encPath := enclosingModule(abs)
+	newModule := module != "" || encRoot == ""
+	if !newModule {
+		rel, err := filepath.Rel(encRoot, abs)
+		if err != nil {
+			return nil, err
+		}
+		module = encPath + "/" + filepath.ToSlash(rel)
+	}
 	if module == "" {
 		module = app
 	}
@@ -69,7 +83,7 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 	fmt.Fprintf(&gomod, "module %s\n\ngo %s\n\ntool %s/cmd/kgen\n", module, goVersion(), kgenModule)
 	checkout := opts.Checkout
 	version := opts.KgenVersion
-	if version == "" || version == "(devel)" {
+	if version == "" || strings.HasPrefix(version, "(devel") {
 		if checkout == "" {
 			checkout = sourceCheckout()
 		}
@@ -80,10 +94,13 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 	}
 	fmt.Fprintf(&gomod, "\nrequire %s %s\n", kgenModule, version)
 	if checkout != "" {
-		fmt.Fprintf(&gomod, "\nreplace %s => %s\n", kgenModule, checkout)
+		fmt.Fprintf(&gomod, "\n// The kgen that made this project is a development build with no version:\n"+
+			"// the replace directive builds against its source checkout instead. With a\n"+
+			"// released kgen, delete it and run go get -tool %s@latest.\n", kgenTool)
+		fmt.Fprintf(&gomod, "replace %s => %s\n", kgenModule, replaceTarget(abs, checkout))
 	}
 
-	data := map[string]string{"App": app, "Package": pkg, "Module": module}
+	data := map[string]string{"App": app, "Package": pkg, "Module": module, "SchemaURL": schemaURL(opts.KgenVersion)}
 	files := []struct{ path, tmpl string }{
 		{schema.FileName, "init_kgen.yaml.tmpl"},
 		{"doc.go", "init_generate.go.tmpl"},
@@ -96,6 +113,12 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 			return nil, userErr("%s already exists: kgen init only writes into a new or empty directory", f.path)
 		}
 	}
+	if !newModule {
+		// Only now that nothing stands in the way: this edits the user's go.mod.
+		if err := ensureKgenTool(encRoot, encPath, opts.KgenVersion); err != nil {
+			return nil, userErr("%v", err)
+		}
+	}
 	t, err := templates.Parse()
 	if err != nil {
 		return nil, err
@@ -103,9 +126,12 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "model"), 0o755); err != nil {
 		return nil, err
 	}
-	wrote := []string{"go.mod"}
-	if err := os.WriteFile(filepath.Join(abs, "go.mod"), []byte(gomod.String()), 0o644); err != nil {
-		return nil, err
+	var wrote []string
+	if newModule {
+		if err := os.WriteFile(filepath.Join(abs, "go.mod"), []byte(gomod.String()), 0o644); err != nil {
+			return nil, err
+		}
+		wrote = append(wrote, "go.mod")
 	}
 	for _, f := range files {
 		var buf bytes.Buffer
@@ -124,10 +150,12 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 		wrote = append(wrote, f.path)
 	}
 	// go.sum first: loading the model package needs the module graph.
-	if err := tidy(abs); err != nil {
-		return wrote, err
+	if newModule {
+		if err := tidy(abs); err != nil {
+			return wrote, err
+		}
+		wrote = append(wrote, "go.sum")
 	}
-	wrote = append(wrote, "go.sum")
 	res, err := Generate(abs)
 	if err != nil {
 		return wrote, err
@@ -137,11 +165,15 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 	if err != nil {
 		return wrote, err
 	}
-	// Again, for what the generated code imports.
-	if err := tidy(abs); err != nil {
-		return wrote, err
+	// Again, for what the generated code imports. kgen's own module has all
+	// of it already; another enclosing module may not.
+	switch {
+	case newModule:
+		err = tidy(abs)
+	case encPath != kgenModule:
+		err = tidy(encRoot)
 	}
-	return wrote, nil
+	return wrote, err
 }
 
 func validAppName(s string) bool {

@@ -290,7 +290,7 @@ func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
 		return FormatJSON
 	}
 	switch f.Value {
-	case FormatJSON:
+	case FormatJSON, FormatJSONLenient:
 		return f.Value
 	case FormatAvro, FormatAvroConfluent:
 		if t.Type.Kind != model.Record || t.Type.Schema == "" || t.Type.GoPackage != "" {

@@ -160,7 +160,7 @@ topics:
   c: {key: string, value: model.Sentence, format: avro}
 `, []string{
 			`kgen.yaml:4:51: format int64 cannot carry value type model.Sentence`,
-			`kgen.yaml:5:43: unknown format "jsn" (want one of avro, avro-confluent, bytes, float64, int32, int64, json, string) (did you mean "json"?)`,
+			`kgen.yaml:5:43: unknown format "jsn" (want one of avro, avro-confluent, bytes, float64, int32, int64, json, json-lenient, string) (did you mean "json"?)`,
 			`kgen.yaml:6:51: format avro needs a record type from an Avro schema (types: avro), but model.Sentence is not one`,
 		}},
 		{"per-child forward", `version: 1

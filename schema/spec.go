@@ -48,18 +48,22 @@ type Types struct {
 
 // Formats a topic or store may declare.
 const (
-	FormatString        = "string"
-	FormatBytes         = "bytes"
-	FormatInt32         = "int32"
-	FormatInt64         = "int64"
-	FormatFloat64       = "float64"
-	FormatJSON          = "json"
+	FormatString  = "string"
+	FormatBytes   = "bytes"
+	FormatInt32   = "int32"
+	FormatInt64   = "int64"
+	FormatFloat64 = "float64"
+	FormatJSON    = "json"
+	// FormatJSONLenient is json decoded as encoding/json does (unknown
+	// members ignored, names in any case, null as the zero value), for
+	// producers kgen's strict json refuses.
+	FormatJSONLenient   = "json-lenient"
 	FormatAvro          = "avro"
 	FormatAvroConfluent = "avro-confluent"
 )
 
 // Formats lists every known format, sorted.
-var Formats = []string{FormatAvro, FormatAvroConfluent, FormatBytes, FormatFloat64, FormatInt32, FormatInt64, FormatJSON, FormatString}
+var Formats = []string{FormatAvro, FormatAvroConfluent, FormatBytes, FormatFloat64, FormatInt32, FormatInt64, FormatJSON, FormatJSONLenient, FormatString}
 
 // Topic is a Kafka topic with its key and value types.
 type Topic struct {

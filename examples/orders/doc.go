@@ -5,4 +5,4 @@
 // in schemas/.
 package orders
 
-//go:generate go run github.com/kgen-dev/kgen/cmd/kgen generate
+//go:generate go tool kgen generate

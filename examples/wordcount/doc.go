@@ -3,4 +3,4 @@
 // per word in store "counts" and sends each new count to topic word-counts.
 package wordcount
 
-//go:generate go run github.com/kgen-dev/kgen/cmd/kgen generate
+//go:generate go tool kgen generate

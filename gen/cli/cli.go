@@ -8,7 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -19,8 +19,9 @@ import (
 // Exit statuses.
 const (
 	ExitOK       = 0
-	ExitUser     = 1 // a problem in the user's spec, types or arguments; or stale files for diff
-	ExitInternal = 2 // kgen itself failed
+	ExitUser     = 1 // a problem in the user's spec or types; or stale files for diff
+	ExitUsage    = 2 // a bad command line: unknown command or flag, wrong arguments
+	ExitInternal = 3 // kgen itself failed
 )
 
 const usage = `kgen generates typed Kafka stream processors from a topology spec (kgen.yaml).
@@ -34,19 +35,27 @@ Commands:
 	init DIR       create a new project in DIR that builds and passes its tests
 	generate [DIR] generate the typed code of DIR/kgen.yaml (default DIR: .)
 	check [DIR]    validate DIR/kgen.yaml and its types, generate nothing
+	               (-format json for editors and CI)
 	diff [DIR]     show how the generated files differ from what generate would
-	               write; exit status 1 when they are stale
+	               write; exit status 1 when they are stale or a scaffold is missing
 	graph [DIR]    print the topology as a Mermaid flowchart (-format dot for Graphviz)
+	produce TOPIC  write JSON lines from stdin to TOPIC, in the spec's types
+	consume TOPIC  print TOPIC's records as JSON lines, in the spec's types
 	version        print kgen's version
+	help [CMD]     print this, or a command's usage and flags
 
-Typical use: put
+Flags may come before or after the arguments.
 
-	//go:generate go run github.com/kgen-dev/kgen/cmd/kgen generate
+Typical use: make kgen a tool of your module and put
 
-in a Go file next to kgen.yaml and run go generate ./...
+	//go:generate go tool kgen generate
 
-Exit status: 0 ok, 1 a problem in your files (printed as FILE:LINE:COL: message), 2 kgen failed.
-Run "kgen <command> -h" for a command's flags.
+in a Go file next to kgen.yaml (kgen init does both), then run go generate ./...
+Add the tool to a module with: go get -tool github.com/kgen-dev/kgen/cmd/kgen
+
+Exit status: 0 ok, 1 a problem in your files (printed as FILE:LINE:COL: message),
+2 a bad command line, 3 kgen itself failed.
+Run "kgen help <command>" for a command's flags.
 `
 
 // Run runs kgen with args (without the program name) and returns the exit
@@ -54,11 +63,14 @@ Run "kgen <command> -h" for a command's flags.
 func Run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return ExitUser
+		return ExitUsage
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "-h", "-help", "--help", "help":
+		if len(rest) > 0 {
+			return cmdHelp(rest, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return ExitOK
 	case "version", "-version", "--version":
@@ -68,30 +80,25 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return cmdInit(rest, stdout, stderr)
 	case "generate", "check", "diff", "graph":
 		return cmdDir(cmd, rest, stdout, stderr)
+	case "produce":
+		return cmdProduce(rest, os.Stdin, stdout, stderr)
+	case "consume":
+		return cmdConsume(rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kgen: unknown command %q\n\n%s", cmd, usage)
-	return ExitUser
+	return ExitUsage
 }
 
-// Version is kgen's module version from the build, "(devel)" in a checkout.
+// Version is kgen's module version from the build's information (see
+// versionFrom), "(devel)" in a checkout.
 func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path == "github.com/kgen-dev/kgen" && bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/kgen-dev/kgen" {
-				return d.Version
-			}
-		}
-	}
-	return "(devel)"
+	return versionFrom(debug.ReadBuildInfo())
 }
 
 var dirHelp = map[string]string{
 	"generate": "generate [DIR]: write the generated files for DIR/kgen.yaml (default .), and scaffold\nthe processor files and main that do not exist yet (never overwriting them).",
-	"check":    "check [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.",
-	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ.",
+	"check":    "check [-format text|json] [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.\nWith -format json, one JSON object on stdout: {\"ok\", \"summary\", \"diagnostics\": [{\"file\", \"line\", \"column\", \"severity\", \"message\"}]}.",
+	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ or a scaffold generate would write is missing.",
 	"graph":    "graph [-format mermaid|dot] [DIR]: print the topology as a Mermaid flowchart or a DOT graph.",
 }
 
@@ -106,19 +113,30 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	if cmd == "graph" {
 		fs.StringVar(&format, "format", format, "mermaid or dot")
 	}
-	if err := fs.Parse(args); err != nil {
+	if cmd == "check" {
+		format = "text"
+		fs.StringVar(&format, "format", format, "text, or json: one JSON object on stdout, for editors and CI")
+	}
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
-		return ExitUser
+		return ExitUsage
 	}
 	if fs.NArg() > 1 {
 		fs.Usage()
-		return ExitUser
+		return ExitUsage
 	}
 	dir := "."
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
+	}
+	if cmd == "check" && format != "text" {
+		if format != "json" {
+			fmt.Fprintf(stderr, "kgen check: unknown format %q (want text or json)\n", format)
+			return ExitUsage
+		}
+		return checkJSON(dir, stdout)
 	}
 	p, err := gen.Load(dir)
 	if err != nil {
@@ -127,6 +145,7 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "check":
 		fmt.Fprintf(stdout, "%s: ok: %s\n", p.Spec.File, p.Graph.Describe())
+		printOrphans(p, stderr)
 		return ExitOK
 	case "graph":
 		switch format {
@@ -136,7 +155,7 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, gen.DOT(p.Graph))
 		default:
 			fmt.Fprintf(stderr, "kgen graph: unknown format %q (want mermaid or dot)\n", format)
-			return ExitUser
+			return ExitUsage
 		}
 		return ExitOK
 	}
@@ -149,11 +168,17 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return report(stderr, err)
 		}
-		if len(diffs) == 0 {
+		missing := missingScaffolds(res)
+		if len(diffs) == 0 && len(missing) == 0 {
 			return ExitOK
 		}
 		fmt.Fprint(stdout, strings.Join(diffs, ""))
-		fmt.Fprintf(stderr, "kgen: generated files in %s are stale: run kgen generate\n", dir)
+		if len(diffs) > 0 {
+			fmt.Fprintf(stderr, "kgen: generated files in %s are stale: run kgen generate\n", dir)
+		}
+		for _, m := range missing {
+			fmt.Fprintf(stderr, "kgen: scaffold %s is missing: kgen generate writes it\n", m)
+		}
 		return ExitUser
 	}
 	wrote, err := res.Write()
@@ -166,6 +191,7 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	for _, n := range res.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	printOrphans(p, stderr)
 	return ExitOK
 }
 
@@ -191,15 +217,15 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: kgen init [-module PATH] DIR\n\nCreate a new project in DIR: go.mod, kgen.yaml, a record type, a processor and its\ntest, and the generated code. \"go test ./...\" passes in it right away.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
-		return ExitUser
+		return ExitUsage
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
-		return ExitUser
+		return ExitUsage
 	}
 	opts.KgenVersion = Version()
 	wrote, err := gen.Init(fs.Arg(0), opts)
@@ -209,6 +235,6 @@ func cmdInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return report(stderr, err)
 	}
-	fmt.Fprintf(stdout, "\nnext:\n\tcd %s\n\tgo test ./...\n\tgo run ./cmd/%s\n", fs.Arg(0), filepath.Base(fs.Arg(0)))
+	fmt.Fprint(stdout, initNext(fs.Arg(0), wrote))
 	return ExitOK
 }

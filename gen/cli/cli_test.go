@@ -25,17 +25,17 @@ func TestCommands(t *testing.T) {
 		out, err string // substrings
 	}{
 		{[]string{"help"}, 0, "Commands:", ""},
-		{nil, 1, "", "Usage:"},
-		{[]string{"frobnicate"}, 1, "", `unknown command "frobnicate"`},
+		{nil, 2, "", "Usage:"},
+		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
 		{[]string{"version"}, 0, fmt.Sprintf("generated code contract %d", gen.ContractVersion), ""},
 		{[]string{"check", "../../testdata/golden/basic"}, 0, "ok: app basic: 3 topics, 2 stores, 2 processors", ""},
 		{[]string{"check", "../../testdata/golden/err-cycle"}, 1, "", "kgen.yaml:6:3: cycle among processors: a -> b -> c -> a"},
 		{[]string{"check", "../../testdata/golden/err-typos"}, 1, "", `kgen.yaml:10:71: unknown key "frm" in processor "p" (did you mean "from"?)`},
 		{[]string{"check", "/nonexistent"}, 1, "", "no spec here"},
-		{[]string{"check", "a", "b"}, 1, "", "usage: kgen check"},
+		{[]string{"check", "a", "b"}, 2, "", "usage: kgen check"},
 		{[]string{"graph", "../../testdata/golden/multichild"}, 0, "p_Route -->|string,model.Reading| p_Check", ""},
 		{[]string{"graph", "-format", "dot", "../../testdata/golden/multichild"}, 0, `"processor:sum" -> "topic:stats" [label="model.Key,int64"];`, ""},
-		{[]string{"graph", "-format", "svg", "../../testdata/golden/multichild"}, 1, "", "unknown format"},
+		{[]string{"graph", "-format", "svg", "../../testdata/golden/multichild"}, 2, "", "unknown format"},
 		{[]string{"diff", "../../testdata/golden/basic"}, 0, "", ""},
 		{[]string{"generate", "-h"}, 0, "", "usage: kgen generate"},
 	} {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -30,47 +32,223 @@ func passthrough(in, out string) func() (*stream.Topology, error) {
 	}
 }
 
-func TestRegisterFlags(t *testing.T) {
-	t.Setenv("KGEN_BROKERS", "a:9092, b:9092")
-	t.Setenv("KGEN_PARALLELISM", "3")
-	t.Setenv("KGEN_GUARANTEE", "exactly-once")
-	t.Setenv("KGEN_STATIC_MEMBERSHIP", "true")
-	cfg := appmain.Config{AppID: "preset", StateDir: "/kept"}
+// clearEnv unsets every KGEN_* variable for the test.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "KGEN_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+}
+
+// parse registers the flags on a fresh set and parses args, as Main does.
+func parse(t *testing.T, cfg *appmain.Config, env map[string]string, args ...string) error {
+	t.Helper()
+	clearEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
 	fs := flag.NewFlagSet("app", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"-parallelism", "4", "-sasl-mechanism", "plain", "-instance-id", "pod-0"}); err != nil {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return cfg.Validate()
+}
+
+var ignoreUnexported = cmpopts.IgnoreUnexported(appmain.Config{})
+
+func TestRegisterFlags(t *testing.T) {
+	cfg := appmain.Config{AppID: "preset", StateDir: "/kept"}
+	err := parse(t, &cfg, map[string]string{
+		"KGEN_BROKERS": "a:9092, b:9092", "KGEN_PARALLELISM": "3", "KGEN_GUARANTEE": "exactly-once",
+		"KGEN_STATIC_MEMBERSHIP": "1", "KGEN_TLS": "true", "KGEN_ON_PROCESS_ERROR": "dead-letter=dlq",
+		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s",
+	}, "-parallelism", "4", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password-file", "/run/secret",
+		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug")
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := appmain.Config{
 		Brokers: []string{"a:9092", "b:9092"}, AppID: "preset", StateDir: "/kept", Parallelism: 4,
-		Guarantee: "exactly-once", SASLMechanism: "plain", InstanceID: "pod-0", StaticMembership: true,
+		Guarantee: "exactly-once", SASLMechanism: "plain", SASLUser: "u", SASLPasswordFile: "/run/secret",
+		InstanceID: "pod-0", StaticMembership: true, TLS: true,
+		OnDeserializeError: "continue", OnProcessError: "dead-letter=dlq", OnProduceError: "fail",
+		LogLevel: "debug", LogFormat: "json", ClientLogLevel: "warn", LogSummaryInterval: 30 * time.Second,
 	}
-	if got := cfg; !equalConfig(got, want) {
-		t.Errorf("config %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
 	}
 }
 
 func TestRegisterFlagsDefaults(t *testing.T) {
-	for _, name := range []string{"KGEN_BROKERS", "KGEN_PARALLELISM", "KGEN_GUARANTEE", "KGEN_APP_ID"} {
-		t.Setenv(name, "")
-		os.Unsetenv(name)
-	}
 	var cfg appmain.Config
-	fs := flag.NewFlagSet("app", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil {
+	if err := parse(t, &cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Parallelism != 1 || cfg.Guarantee != "at-least-once" || len(cfg.Brokers) != 0 || cfg.AppID != "" {
-		t.Errorf("defaults %+v, want parallelism 1, at-least-once, no brokers, no app id", cfg)
+	want := appmain.Config{
+		Parallelism: 1, Guarantee: "at-least-once", OnDeserializeError: "fail", OnProcessError: "fail",
+		OnProduceError: "fail", LogLevel: "info", LogFormat: "text", ClientLogLevel: "warn", LogSummaryInterval: 2 * time.Minute,
+	}
+	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 }
 
-func equalConfig(a, b appmain.Config) bool {
-	return strings.Join(a.Brokers, ",") == strings.Join(b.Brokers, ",") && a.AppID == b.AppID &&
-		a.StateDir == b.StateDir && a.Parallelism == b.Parallelism && a.Guarantee == b.Guarantee &&
-		a.SASLMechanism == b.SASLMechanism && a.TLS == b.TLS && a.MetricsAddr == b.MetricsAddr &&
-		a.InstanceID == b.InstanceID && a.StaticMembership == b.StaticMembership
+// TestDevBrokerByName: the development broker runs when no broker setting
+// exists or when asked for by name, never for an empty setting.
+func TestDevBrokerByName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want appmain.Config
+	}{
+		{"flag", nil, []string{"-brokers", "dev", "-dev-port", "19092"}, appmain.Config{DevBroker: true, DevPort: 19092}},
+		{"env", map[string]string{"KGEN_BROKERS": "dev"}, nil, appmain.Config{DevBroker: true}},
+		{"flag over env", map[string]string{"KGEN_BROKERS": "dev"}, []string{"-brokers", "k:9092"}, appmain.Config{Brokers: []string{"k:9092"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg appmain.Config
+			if err := parse(t, &cfg, tc.env, tc.args...); err != nil {
+				t.Fatal(err)
+			}
+			got := appmain.Config{Brokers: cfg.Brokers, DevBroker: cfg.DevBroker, DevPort: cfg.DevPort}
+			if diff := cmp.Diff(tc.want, got, ignoreUnexported); diff != "" {
+				t.Errorf("brokers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigErrors: every setting that does not parse, or needs or excludes
+// another, is an error naming the flag and its variable.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // substrings of the error
+	}{
+		{"bool env", map[string]string{"KGEN_TLS": "yes"}, nil, []string{`KGEN_TLS="yes" (flag -tls): want true or false`}},
+		{"int env", map[string]string{"KGEN_PARALLELISM": "abc"}, nil, []string{`KGEN_PARALLELISM="abc" (flag -parallelism): want a whole number`}},
+		{"int zero", nil, []string{"-parallelism", "0"}, []string{`invalid value "0" for flag -parallelism`, "(env KGEN_PARALLELISM)"}},
+		{"guarantee flag", nil, []string{"-guarantee", "exactly_once"}, []string{`flag -guarantee`, `did you mean "exactly-once"?`, "(env KGEN_GUARANTEE)"}},
+		{"guarantee env", map[string]string{"KGEN_GUARANTEE": "at-most-once"}, nil, []string{`KGEN_GUARANTEE="at-most-once" (flag -guarantee)`}},
+		{"empty brokers flag", nil, []string{"-brokers", ""}, []string{`flag -brokers: empty`, "(env KGEN_BROKERS)"}},
+		{"empty brokers env", map[string]string{"KGEN_BROKERS": ""}, nil, []string{`KGEN_BROKERS="" (flag -brokers): empty`}},
+		{"broker port", nil, []string{"-brokers", "k:x:1"}, []string{`broker "k:x:1": want host:port`}},
+		{"sasl user alone", nil, []string{"-brokers", "k:9092", "-sasl-user", "u"}, []string{"-sasl-user (KGEN_SASL_USER) is set but -sasl-mechanism (KGEN_SASL_MECHANISM) is not"}},
+		{"sasl no user", nil, []string{"-brokers", "k:9092", "-sasl-mechanism", "plain", "-sasl-password", "p"}, []string{"needs -sasl-user (KGEN_SASL_USER)"}},
+		{"sasl no password", map[string]string{"KGEN_SASL_MECHANISM": "scram-sha-256", "KGEN_SASL_USER": "u"}, []string{"-brokers", "k:9092"}, []string{"needs -sasl-password-file (KGEN_SASL_PASSWORD_FILE) or -sasl-password"}},
+		{"sasl two passwords", nil, []string{"-brokers", "k:9092", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password", "p", "-sasl-password-file", "f"}, []string{"are both set"}},
+		{"sasl mechanism", map[string]string{"KGEN_SASL_MECHANISM": "gssapi"}, nil, []string{`KGEN_SASL_MECHANISM="gssapi"`}},
+		{"tls key alone", nil, []string{"-brokers", "k:9092", "-tls-key", "k.pem"}, []string{"-tls-key (KGEN_TLS_KEY) is set but -tls-cert (KGEN_TLS_CERT) is not"}},
+		{"tls cert alone", nil, []string{"-brokers", "k:9092", "-tls-cert", "c.pem"}, []string{"-tls-cert (KGEN_TLS_CERT) is set but -tls-key (KGEN_TLS_KEY) is not"}},
+		{"policy", nil, []string{"-on-process-error", "retry"}, []string{`invalid value "retry" for flag -on-process-error: want fail, continue or dead-letter=TOPIC (env KGEN_ON_PROCESS_ERROR)`}},
+		{"dead letter topic", map[string]string{"KGEN_ON_DESERIALIZE_ERROR": "dead-letter"}, nil, []string{`KGEN_ON_DESERIALIZE_ERROR="dead-letter" (flag -on-deserialize-error): dead-letter needs its topic`}},
+		{"log format", map[string]string{"KGEN_LOG_FORMAT": "xml"}, nil, []string{`KGEN_LOG_FORMAT="xml" (flag -log-format): want text or json`}},
+		{"summary interval", map[string]string{"KGEN_LOG_SUMMARY_INTERVAL": "2 minutes"}, nil, []string{`KGEN_LOG_SUMMARY_INTERVAL="2 minutes" (flag -log-summary-interval): want a duration`}},
+		{"log level", nil, []string{"-log-level", "loud"}, []string{"flag -log-level: want debug, info, warn or error"}},
+		{"client log level", map[string]string{"KGEN_CLIENT_LOG_LEVEL": "chatty"}, nil, []string{"(flag -client-log-level): want none"}},
+		{"dev port with brokers", nil, []string{"-brokers", "k:9092", "-dev-port", "19092"}, []string{"-dev-port (KGEN_DEV_PORT): the development broker's port, but brokers are given"}},
+		{"dev port range", nil, []string{"-dev-port", "70000"}, []string{`invalid value "70000" for flag -dev-port`}},
+		{"metrics addr", map[string]string{"KGEN_METRICS_ADDR": "9090"}, nil, []string{`KGEN_METRICS_ADDR="9090" (flag -metrics-addr): want host:port or :port`}},
+		{"registry", nil, []string{"-schema-registry", "registry:8081"}, []string{"flag -schema-registry: want an http:// or https:// URL"}},
+		{"all reported", map[string]string{"KGEN_TLS": "yes", "KGEN_PARALLELISM": "abc"}, nil, []string{"KGEN_TLS=", "KGEN_PARALLELISM="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg appmain.Config
+			err := parse(t, &cfg, tc.env, tc.args...)
+			if err == nil {
+				t.Fatalf("no error, want one containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error:\n%v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestFlagOverridesBadVariable: a flag given replaces its variable, so the
+// variable's bad value is no longer an error.
+func TestFlagOverridesBadVariable(t *testing.T) {
+	var cfg appmain.Config
+	if err := parse(t, &cfg, map[string]string{"KGEN_PARALLELISM": "abc"}, "-parallelism", "2"); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if cfg.Parallelism != 2 {
+		t.Errorf("parallelism %d, want 2", cfg.Parallelism)
+	}
+}
+
+func TestParseErrorPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want stream.ErrorPolicy
+		err  string
+	}{
+		{"fail", stream.Fail(), ""},
+		{"continue", stream.LogAndContinue(), ""},
+		{"dead-letter=orders-dlq", stream.DeadLetter("orders-dlq"), ""},
+		{"dead-letter=", stream.ErrorPolicy{}, "want a topic name"},
+		{"dead-letter", stream.ErrorPolicy{}, "needs its topic"},
+		{"Fail", stream.ErrorPolicy{}, "want fail, continue or dead-letter=TOPIC"},
+	} {
+		got, err := appmain.ParseErrorPolicy(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseErrorPolicy(%q): %v, want an error containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseErrorPolicy(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestProductionPolicyNotSilentlyIgnored: until the runtime can honour a
+// production-error policy other than fail, asking for one is an error.
+func TestProductionPolicyNotSilentlyIgnored(t *testing.T) {
+	cfg := appmain.Config{Brokers: []string{"k:9092"}, AppID: "a", OnProduceError: "continue"}
+	if _, err := cfg.Options(); err == nil || !strings.Contains(err.Error(), "-on-produce-error (KGEN_ON_PRODUCE_ERROR)") {
+		t.Fatalf("Options: %v, want the production policy refused", err)
+	}
+	cfg.OnProduceError = "fail"
+	if _, err := cfg.Options(); err != nil {
+		t.Fatalf("Options with fail: %v", err)
+	}
+}
+
+func TestSASLPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "password")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file, err string
+	}{
+		{file, ""},
+		{filepath.Join(dir, "missing"), "-sasl-password-file (KGEN_SASL_PASSWORD_FILE): open"},
+		{empty, "is empty"},
+	} {
+		cfg := appmain.Config{Brokers: []string{"k:9092"}, AppID: "a", SASLMechanism: "scram-sha-512", SASLUser: "u", SASLPasswordFile: tc.file}
+		_, err := cfg.Options()
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("Options with password file %s: %v, want %q", tc.file, err, tc.err)
+		}
+	}
 }
 
 func TestOptionsErrors(t *testing.T) {

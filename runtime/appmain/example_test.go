@@ -27,3 +27,15 @@ func ExampleRun() {
 	fmt.Println("stopped:", err)
 	// Output: stopped: <nil>
 }
+
+// Validate reports every problem at once, each naming its flag and
+// variable; Main prints them and exits with status 2 before starting
+// anything.
+func ExampleConfig_Validate() {
+	cfg := appmain.Config{Brokers: []string{"kafka:9092"}, SASLUser: "orders", TLSKeyFile: "client.key", OnProcessError: "retry"}
+	fmt.Println(cfg.Validate())
+	// Output:
+	// -tls-key (KGEN_TLS_KEY) is set but -tls-cert (KGEN_TLS_CERT) is not: a client key needs its certificate
+	// -sasl-user (KGEN_SASL_USER) is set but -sasl-mechanism (KGEN_SASL_MECHANISM) is not: the client would connect unauthenticated
+	// -on-process-error (KGEN_ON_PROCESS_ERROR): "retry": want fail, continue or dead-letter=TOPIC
+}

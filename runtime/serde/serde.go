@@ -9,7 +9,6 @@ package serde
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -95,19 +94,4 @@ func (Float64) Deserialize(b []byte) (float64, error) {
 		return 0, &SizeError{"float64", 8, len(b)}
 	}
 	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
-}
-
-// JSON encodes values with encoding/json. It is the one serde that reflects;
-// generated code uses it only for topics whose format is json.
-type JSON[T any] struct{}
-
-func (JSON[T]) Serialize(v T) ([]byte, error) { return json.Marshal(v) }
-
-func (JSON[T]) Deserialize(b []byte) (T, error) {
-	var v T
-	if b == nil {
-		return v, fmt.Errorf("decode json: null")
-	}
-	err := json.Unmarshal(b, &v)
-	return v, err
 }

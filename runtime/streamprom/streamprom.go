@@ -46,12 +46,17 @@ var (
 	descGeneration   = prometheus.NewDesc("kgen_group_generation", "Newest consumer group generation the app's members joined; it grows with every rebalance.", appLabels, nil)
 	descStandbys     = prometheus.NewDesc("kgen_standby_tasks", "Standby tasks this instance keeps warm.", appLabels, nil)
 	descStandbyLag   = prometheus.NewDesc("kgen_standby_lag_records", "Changelog records the standby tasks have yet to apply.", appLabels, nil)
-	descState        = prometheus.NewDesc("kgen_app_state", "1 for the app's current state.", []string{"app", "state"}, nil)
+	descState        = prometheus.NewDesc("kgen_app_state", "1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).", []string{"app", "state"}, nil)
 	descTaskRecords  = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
 	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
 	descTaskRestore  = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
 	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
 )
+
+// states are the states an App goes through, so that each has a series
+// and a dashboard's "== 1" query finds a 0 rather than nothing. A current
+// state not listed here still gets its series.
+var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, stream.Closing, stream.Stopped, stream.Failed}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -83,7 +88,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descGeneration, float64(s.Generation), app)
 	gauge(descStandbys, float64(len(s.Standbys)), app)
 	gauge(descStandbyLag, float64(s.StandbyLag), app)
-	gauge(descState, 1, app, c.src.State().String())
+	current := c.src.State()
+	listed := false
+	for _, st := range states {
+		v := 0.0
+		if st == current {
+			v, listed = 1, true
+		}
+		gauge(descState, v, app, st.String())
+	}
+	if !listed {
+		gauge(descState, 1, app, current.String())
+	}
 
 	ids := make([]stream.TaskID, 0, len(s.Tasks))
 	for id := range s.Tasks {

@@ -48,7 +48,20 @@ kgen_task_lag_records{app="wc",task="0_1"} 7
 		"kgen_commit_seconds_total", "kgen_group_generation", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 18 {
-		t.Fatalf("collected %d metrics, want 18: 13 per app, 3 for the task, 1 per processor", n)
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 23 {
+		t.Fatalf("collected %d metrics, want 23: 12 per app, 6 states, 3 for the task, 1 per processor", n)
+	}
+	wantState := `
+# HELP kgen_app_state 1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).
+# TYPE kgen_app_state gauge
+kgen_app_state{app="wc",state="closing"} 0
+kgen_app_state{app="wc",state="created"} 0
+kgen_app_state{app="wc",state="failed"} 0
+kgen_app_state{app="wc",state="rebalancing"} 0
+kgen_app_state{app="wc",state="running"} 1
+kgen_app_state{app="wc",state="stopped"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantState), "kgen_app_state"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,6 @@
 // Command wordcount runs the word count application.
 //
-// With no -brokers (and no KGEN_BROKERS) it is a self-contained demo: it
+// With no -brokers (and no KGEN_BROKERS), or with -brokers dev, it is a self-contained demo: it
 // starts the embedded development broker, writes a sample text to topic
 // sentences, runs the topology until that input is consumed, prints the
 // count of every word and exits. With -brokers it runs until SIGINT or
@@ -44,10 +44,14 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	cfg.RegisterFlags(fs)
 	fs.Parse(os.Args[1:])
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "wordcount:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(cfg.Brokers) == 0 {
+	if len(cfg.Brokers) == 0 { // none given, or -brokers dev
 		err = demo(ctx, cfg, os.Stdout)
 	} else {
 		err = wordcount.Run(ctx, cfg, processors())
@@ -65,7 +69,7 @@ func demo(ctx context.Context, cfg wordcount.Config, out io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	cfg.Brokers = b.Addrs()
+	cfg.Brokers, cfg.DevBroker = b.Addrs(), false
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
 	if err != nil {
