@@ -167,9 +167,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 			*p.dst = "fail"
 		}
 		usage := "`policy` for " + p.what + ": fail, continue or dead-letter=TOPIC"
-		if p.name == "on-produce-error" {
-			usage += "; this runtime supports only fail so far"
-		}
 		def(p.name, str(p.dst, checkPolicy), usage)
 	}
 	if c.LogLevel == "" {
@@ -343,16 +340,9 @@ func (c Config) runOptions() ([]stream.Option, error) {
 }
 
 // produceErrorOption is where the production-error policy meets the
-// runtime. The runtime has no stream.OnProduceError yet: until it does, the
-// default policy (fail, which is what the runtime does) is accepted and any
-// other is refused rather than silently ignored. When the option exists,
-// this returns stream.OnProduceError(policy) for every value.
-func produceErrorOption(value string, policy stream.ErrorPolicy) (stream.Option, error) {
-	_ = policy
-	if value == "fail" {
-		return nil, nil
-	}
-	return nil, fmt.Errorf("%q: this runtime can only fail on production errors so far", value)
+// runtime.
+func produceErrorOption(_ string, policy stream.ErrorPolicy) (stream.Option, error) {
+	return stream.OnProduceError(policy), nil
 }
 
 // ClientOpts are the franz-go options of the TLS and SASL settings, for

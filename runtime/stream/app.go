@@ -597,3 +597,11 @@ func (a *App) Stats() Stats {
 	}
 	return s
 }
+
+// InstanceID is this instance's id among the app's instances (InstanceID,
+// or the one kept in the state directory, known once Run has started).
+func (a *App) InstanceID() string {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	return a.cfg.instanceID
+}

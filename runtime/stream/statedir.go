@@ -33,10 +33,14 @@ func (a *App) claimStateDir() (release func(), err error) {
 		return nil, err
 	}
 	if a.cfg.instanceID == "" {
-		if a.cfg.instanceID, err = stableInstanceID(dir); err != nil {
+		id, err := stableInstanceID(dir)
+		if err != nil {
 			_ = unlock()
 			return nil, err
 		}
+		a.stateMu.Lock() // InstanceID may be reading it
+		a.cfg.instanceID = id
+		a.stateMu.Unlock()
 	}
 	return func() { _ = unlock() }, nil
 }
