@@ -11,21 +11,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// LocalDriver runs a topology in-process with no broker: every topic has one
-// partition, each piped record is processed at once (depth first, exactly as
-// a task would), outputs are collected per topic, and wall-clock time moves
-// only when told. It is deterministic; runtime/streamtest wraps it with types.
+// LocalDriver runs a topology in-process with no broker, partitioned like
+// production: each topic has a partition count (Partitions, or
+// TopicPartitions for one topic), there is one task per sub-topology and
+// partition, a piped record goes to the partition of its key (murmur2, as the
+// sinks choose), and a sink's output to a topic the topology reads (a
+// repartition topic, or any other) is routed to the task of its partition.
+// Each piped record is processed at once with everything it causes (depth
+// first, exactly as a task would); outputs are collected per topic; and
+// wall-clock time moves only when told. It is deterministic;
+// runtime/streamtest wraps it with types.
 type LocalDriver struct {
-	topo    *Topology
-	cfg     config
-	now     time.Time
-	tasks   []*task
-	inputs  map[string]input
-	taskOf  map[input]*task
-	outputs map[string][]*kgo.Record
-	offsets map[string]int64
-	changes map[string][]*kgo.Record
-	pending []*kgo.Record
+	topo       *Topology
+	cfg        config
+	now        time.Time
+	tasks      []*task
+	inputs     map[string][]input // by topic, then partition
+	taskOf     map[input]*task
+	counts     map[string]int32 // partition count of every topic the topology touches
+	defaultN   int32
+	outputs    map[string][]*kgo.Record
+	offsets    map[string]map[int32]int64
+	changes    map[string][]*kgo.Record
+	pending    []*kgo.Record
+	roundRobin int32
 }
 
 // LocalConfig configures a LocalDriver.
@@ -36,9 +45,17 @@ type LocalConfig struct {
 	// OnProcessError and OnDeserializeError default to Fail, as in an App.
 	OnProcessError     ErrorPolicy
 	OnDeserializeError ErrorPolicy
+	// Partitions is every topic's partition count; default 1. A mistake that
+	// only shows with several partitions (state kept per key in a task that
+	// does not get every record of the key) needs more than one.
+	Partitions int32
+	// TopicPartitions overrides Partitions for some topics. Repartition
+	// topics take Kafka Streams' rule, as in an App, unless given a count.
+	TopicPartitions map[string]int32
 }
 
-// NewLocalDriver validates t and instantiates one task per sub-topology.
+// NewLocalDriver validates t and instantiates one task per sub-topology and
+// partition.
 func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	appID := lc.AppID
 	if appID == "" {
@@ -48,10 +65,13 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lc.Partitions < 0 {
+		return nil, fmt.Errorf("local driver: Partitions %d: must not be negative", lc.Partitions)
+	}
 	d := &LocalDriver{
-		topo: t, cfg: defaultConfig(), now: lc.StartTime,
-		inputs: map[string]input{}, taskOf: map[input]*task{}, outputs: map[string][]*kgo.Record{},
-		offsets: map[string]int64{}, changes: map[string][]*kgo.Record{},
+		topo: t, cfg: defaultConfig(), now: lc.StartTime, defaultN: max(lc.Partitions, 1),
+		inputs: map[string][]input{}, taskOf: map[input]*task{}, outputs: map[string][]*kgo.Record{},
+		offsets: map[string]map[int32]int64{}, changes: map[string][]*kgo.Record{}, counts: map[string]int32{},
 	}
 	if d.now.IsZero() {
 		d.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -68,16 +88,47 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 		d.cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	d.cfg.onProcessError, d.cfg.onDeserializeError = lc.OnProcessError, lc.OnDeserializeError
-	for _, s := range t.subs {
-		tk, err := newTask(TaskID{Subtopology: s.id}, t, d)
-		if err != nil {
-			d.Close()
-			return nil, err
+	for topic, n := range lc.TopicPartitions {
+		if n < 1 {
+			return nil, fmt.Errorf("local driver: topic %q: %d partitions", topic, n)
 		}
-		d.tasks = append(d.tasks, tk)
-		for _, in := range tk.inputs {
-			d.inputs[in.topic()] = in
-			d.taskOf[in] = tk
+		d.counts[topic] = n
+	}
+	for _, topic := range append(t.SourceTopics(), t.SinkTopics()...) {
+		if _, ok := d.counts[topic]; !ok && !t.isRepartitionTopic(topic) {
+			d.counts[topic] = d.defaultN
+		}
+	}
+	for _, r := range t.repartitions {
+		if topic := t.nodes[r.name].topic; r.partitions > 0 && lc.TopicPartitions[topic] == 0 {
+			d.counts[topic] = r.partitions
+		}
+	}
+	if err := t.repartitionPartitions(d.counts); err != nil {
+		return nil, err
+	}
+	for _, s := range t.subs {
+		n := d.counts[s.topics[0]]
+		for _, topic := range s.topics {
+			if d.counts[topic] != n {
+				return nil, fmt.Errorf("local driver: sub-topology %d reads co-partitioned topics with different partition counts (%q has %d, %q has %d)",
+					s.id, s.topics[0], n, topic, d.counts[topic])
+			}
+		}
+		for p := range n {
+			tk, err := newTask(TaskID{Subtopology: s.id, Partition: p}, t, d)
+			if err != nil {
+				d.Close()
+				return nil, err
+			}
+			d.tasks = append(d.tasks, tk)
+			for _, in := range tk.inputs {
+				if d.inputs[in.topic()] == nil {
+					d.inputs[in.topic()] = make([]input, n)
+				}
+				d.inputs[in.topic()][p] = in
+				d.taskOf[in] = tk
+			}
 		}
 	}
 	for _, tk := range d.tasks {
@@ -91,7 +142,12 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 
 func (d *LocalDriver) config() *config { return &d.cfg }
 
-func (d *LocalDriver) partitions(string) int32 { return 1 }
+func (d *LocalDriver) partitions(topic string) int32 {
+	if n, ok := d.counts[topic]; ok {
+		return n
+	}
+	return d.defaultN // a dead-letter topic, say
+}
 
 // localMaxRecordBytes is the producer's default limit (franz-go's
 // ProducerBatchMaxBytes), so the driver refuses what an App would.
@@ -111,30 +167,46 @@ func (d *LocalDriver) deadLetter(topic string, in *kgo.Record, node string, caus
 }
 
 func (d *LocalDriver) produce(r *kgo.Record) {
-	r.Offset = d.offsets[r.Topic]
-	d.offsets[r.Topic]++
+	if d.offsets[r.Topic] == nil {
+		d.offsets[r.Topic] = map[int32]int64{}
+	}
+	r.Offset = d.offsets[r.Topic][r.Partition]
+	d.offsets[r.Topic][r.Partition]++
 	d.outputs[r.Topic] = append(d.outputs[r.Topic], r)
-	// A sink topic that another sub-topology reads feeds it, as on a broker.
+	// A sink topic that the topology reads feeds it, as on a broker.
 	if _, ok := d.inputs[r.Topic]; ok {
 		d.pending = append(d.pending, r)
 	}
 }
 
 func (d *LocalDriver) logChange(s *taskStore, key, value []byte) {
-	r := &kgo.Record{Topic: s.changelog, Key: key, Value: value, Offset: int64(len(d.changes[s.changelog]))}
+	r := &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value, Offset: int64(len(d.changes[s.changelog]))}
 	d.changes[s.changelog] = append(d.changes[s.changelog], r)
 	s.produced.observe(r.Offset + 1)
 }
 
 // Pipe feeds one raw record into topic and processes it, with everything it
-// causes downstream. The error is the record's failure under the driver's
-// error policy (Fail by default).
+// causes downstream. The record goes to the partition of its key, as a
+// Kafka producer would place it (a null key: round-robin). The error is the
+// record's failure under the driver's error policy (Fail by default).
 func (d *LocalDriver) Pipe(topic string, key, value []byte, headers []Header, ts time.Time) error {
-	if _, ok := d.inputs[topic]; !ok {
+	parts, ok := d.inputs[topic]
+	if !ok {
 		return fmt.Errorf("pipe: topic %q is not a source of the topology", topic)
 	}
-	r := &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Timestamp: ts, Offset: d.offsets[topic]}
-	d.offsets[topic]++
+	n := int32(len(parts))
+	p := int32(0)
+	if key != nil {
+		p = KafkaPartition(key, n)
+	} else {
+		p = d.roundRobin % n
+		d.roundRobin++
+	}
+	if d.offsets[topic] == nil {
+		d.offsets[topic] = map[int32]int64{}
+	}
+	r := &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value, Headers: headers, Timestamp: ts, Offset: d.offsets[topic][p]}
+	d.offsets[topic][p]++
 	d.pending = append(d.pending, r)
 	return d.drain()
 }
@@ -143,7 +215,7 @@ func (d *LocalDriver) drain() error {
 	for len(d.pending) > 0 {
 		r := d.pending[0]
 		d.pending = d.pending[1:]
-		in := d.inputs[r.Topic]
+		in := d.inputs[r.Topic][r.Partition]
 		in.push([]*kgo.Record{r})
 		if _, err := d.taskOf[in].process(1<<30, d.now); err != nil {
 			// The failed record is reported, and done: a record that did
@@ -178,33 +250,52 @@ func (d *LocalDriver) AdvanceWallClock(dur time.Duration) error {
 // Now is the driver's wall-clock time.
 func (d *LocalDriver) Now() time.Time { return d.now }
 
-// Output removes and returns the records written to topic so far.
+// Output removes and returns the records written to topic so far, in the
+// order they were produced (each carries its partition and offset).
 func (d *LocalDriver) Output(topic string) []*kgo.Record {
 	out := d.outputs[topic]
 	delete(d.outputs, topic)
 	return out
 }
 
-// Changelog returns the records written to a store's changelog so far.
+// Changelog returns the records written to a store's changelog so far, all
+// partitions, in the order they were written.
 func (d *LocalDriver) Changelog(store string) []*kgo.Record {
 	return d.changes[changelogTopic(d.cfg.appID, store)]
 }
 
-// Store returns the typed store handle named name (as GetKeyValueStore
-// would give a processor), or nil.
-func (d *LocalDriver) Store(name string) any {
+// Store returns the typed store handle named name of partition 0's task (as
+// GetKeyValueStore would give a processor), or nil; StoreAt gives another
+// partition's.
+func (d *LocalDriver) Store(name string) any { return d.StoreAt(name, 0) }
+
+// StoreAt returns the typed store handle named name of the task of
+// partition p, or nil.
+func (d *LocalDriver) StoreAt(name string, p int32) any {
 	for _, tk := range d.tasks {
-		if s := tk.sm.stores[name]; s != nil {
+		if s := tk.sm.stores[name]; s != nil && tk.id.Partition == p {
 			return s.typed
 		}
 	}
 	return nil
 }
 
-// StoreBackend returns the byte-level backend of a store, or nil.
+// StorePartitions is how many tasks (partitions) hold a store named name.
+func (d *LocalDriver) StorePartitions(name string) int32 {
+	var n int32
+	for _, tk := range d.tasks {
+		if tk.sm.stores[name] != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// StoreBackend returns the byte-level backend of a store of partition 0's
+// task, or nil.
 func (d *LocalDriver) StoreBackend(name string) state.Backend {
 	for _, tk := range d.tasks {
-		if s := tk.sm.stores[name]; s != nil {
+		if s := tk.sm.stores[name]; s != nil && tk.id.Partition == 0 {
 			return s.backend
 		}
 	}

@@ -154,3 +154,54 @@ func TestRepartitionInTheDescription(t *testing.T) {
 		}
 	}
 }
+
+// The LocalDriver partitions like production: with 4 partitions, a word
+// count that re-keys without a repartition step counts each word in several
+// tasks and gets it wrong; with the step, every count is right.
+func TestLocalDriverPartitionsLikeProduction(t *testing.T) {
+	recs, truth := sentences("sentences", 400)
+	run := func(topo *stream.Topology) map[string]int64 {
+		t.Helper()
+		d, err := stream.NewLocalDriver(topo, stream.LocalConfig{AppID: "wc", Partitions: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for _, r := range recs {
+			if err := d.Pipe("sentences", r.Key, r.Value, nil, time.Unix(0, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]int64{}
+		parts := map[int32]bool{}
+		for _, r := range d.Output("word-counts") {
+			n, _ := serde.Int64{}.Deserialize(r.Value)
+			got[string(r.Key)] = max(got[string(r.Key)], n)
+			parts[r.Partition] = true
+		}
+		if len(parts) < 2 {
+			t.Fatalf("outputs on %d partitions, want them spread over 4", len(parts))
+		}
+		return got
+	}
+	if got := run(wordCountTopology("sentences", "word-counts", nil)); !mapsEqual(truth, got) {
+		t.Fatalf("with the repartition step, counts differ: %s", mapDiff(truth, got))
+	}
+	// The same topology with "count" fed by "split" directly.
+	wrong := stream.NewTopology()
+	stream.AddSource(wrong, "sentences", "sentences", serde.String{}, serde.String{})
+	stream.AddProcessor(wrong, "split", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+			for _, w := range strings.Fields(r.Value) {
+				ctx.Forward(stream.Record[string, string]{Key: w, Value: w})
+			}
+			return nil
+		})
+	}, "sentences")
+	stream.AddProcessor(wrong, "count", func() stream.Processor[string, string, string, int64] { return &keyCounter{} }, "split")
+	stream.AddKeyValueStore(wrong, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Changelog: true}, "count")
+	stream.AddSink(wrong, "out", "word-counts", serde.String{}, serde.Int64{}, "count")
+	if got := run(wrong); mapsEqual(truth, got) {
+		t.Fatal("without the repartition step the counts came out right: the driver does not partition like production")
+	}
+}

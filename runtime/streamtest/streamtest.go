@@ -20,6 +20,12 @@ type Config struct {
 	// OnProcessError and OnDeserializeError default to stream.Fail().
 	OnProcessError     stream.ErrorPolicy
 	OnDeserializeError stream.ErrorPolicy
+	// Partitions is every topic's partition count (default 1), and
+	// TopicPartitions overrides it per topic: with several, records are
+	// placed by key as a producer would, one task per partition, so that a
+	// key handled in the wrong task shows in a test.
+	Partitions      int32
+	TopicPartitions map[string]int32
 }
 
 // Driver runs one topology in-process.
@@ -32,6 +38,7 @@ func New(t *stream.Topology, cfg Config) (*Driver, error) {
 	d, err := stream.NewLocalDriver(t, stream.LocalConfig{
 		AppID: cfg.AppID, StartTime: cfg.StartTime,
 		OnProcessError: cfg.OnProcessError, OnDeserializeError: cfg.OnDeserializeError,
+		Partitions: cfg.Partitions, TopicPartitions: cfg.TopicPartitions,
 	})
 	if err != nil {
 		return nil, err
@@ -83,10 +90,20 @@ func (d *Driver) AdvanceWallClock(dur time.Duration) error { return d.d.AdvanceW
 func (d *Driver) Now() time.Time { return d.d.Now() }
 
 // KeyValueStore returns a store for inspection (and for seeding state).
+// With several partitions each task has its own copy of the store: use
+// KeyValueStoreAt.
 func KeyValueStore[K, V any](d *Driver, name string) (state.KeyValueStore[K, V], error) {
-	s := d.d.Store(name)
+	if n := d.d.StorePartitions(name); n > 1 {
+		return nil, fmt.Errorf("store %q is kept by %d tasks, one per partition: use KeyValueStoreAt", name, n)
+	}
+	return KeyValueStoreAt[K, V](d, name, 0)
+}
+
+// KeyValueStoreAt returns the store of the task of one partition.
+func KeyValueStoreAt[K, V any](d *Driver, name string, partition int32) (state.KeyValueStore[K, V], error) {
+	s := d.d.StoreAt(name, partition)
 	if s == nil {
-		return nil, fmt.Errorf("no store %q", name)
+		return nil, fmt.Errorf("no store %q in partition %d", name, partition)
 	}
 	kv, ok := s.(state.KeyValueStore[K, V])
 	if !ok {
