@@ -163,6 +163,13 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	if x, ok := any(a).(interface{ InstanceID() string }); ok {
 		setLoggerInstance(logger, x.InstanceID())
 	}
+	if cfg.Reset {
+		var ro stream.ResetOptions
+		if cfg.ResetToTime != "" {
+			ro.ToTime, _ = time.Parse(time.RFC3339Nano, cfg.ResetToTime) // checked by Validate
+		}
+		return a.Reset(ctx, ro)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if ops != nil {

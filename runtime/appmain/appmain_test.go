@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -156,6 +157,9 @@ func TestConfigErrors(t *testing.T) {
 		{"client log level", map[string]string{"KGEN_CLIENT_LOG_LEVEL": "chatty"}, nil, []string{"(flag -client-log-level): want none"}},
 		{"dev port with brokers", nil, []string{"-brokers", "k:9092", "-dev-port", "19092"}, []string{"-dev-port (KGEN_DEV_PORT): the development broker's port, but brokers are given"}},
 		{"dev port range", nil, []string{"-dev-port", "70000"}, []string{`invalid value "70000" for flag -dev-port`}},
+		{"reset on the dev broker", nil, []string{"-reset"}, []string{"-reset (KGEN_RESET): the development broker keeps nothing"}},
+		{"reset time alone", nil, []string{"-brokers", "k:9092", "-reset-to-time", "2026-12-01T00:00:00Z"}, []string{"-reset-to-time (KGEN_RESET_TO_TIME) is set but -reset (KGEN_RESET) is not"}},
+		{"reset time format", nil, []string{"-brokers", "k:9092", "-reset", "-reset-to-time", "yesterday"}, []string{`flag -reset-to-time: want an RFC 3339 time`}},
 		{"metrics addr", map[string]string{"KGEN_METRICS_ADDR": "9090"}, nil, []string{`KGEN_METRICS_ADDR="9090" (flag -metrics-addr): want host:port or :port`}},
 		{"registry", nil, []string{"-schema-registry", "registry:8081"}, []string{"flag -schema-registry: want an http:// or https:// URL"}},
 		{"all reported", map[string]string{"KGEN_TLS": "yes", "KGEN_PARALLELISM": "abc"}, nil, []string{"KGEN_TLS=", "KGEN_PARALLELISM="}},
@@ -395,5 +399,42 @@ func TestRunUsesTheAppIDAsDefault(t *testing.T) {
 	}
 	if o, ok := offsets.Lookup(in, 0); !ok || o.At != 1 {
 		t.Errorf("group %q has offset %+v for %s/0, want 1", app.ID, o, in)
+	}
+}
+
+// -reset resets the application instead of running it.
+func TestResetFlag(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "reset-flag-" + in
+	dir := t.TempDir()
+	app := appmain.App{ID: appID, Topology: passthrough(in, out)}
+	cl := c.Client(t)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: in, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := appmain.Config{Brokers: c.Seeds(), AppID: appID, StateDir: dir}
+	if err := appmain.Run(context.Background(), cfg, app, stream.ExitWhenCaughtUp()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Reset = true
+	if err := appmain.Run(context.Background(), cfg, app); err != nil {
+		t.Fatalf("Run with Reset: %v", err)
+	}
+	offs, err := c.Admin(t).FetchOffsets(context.Background(), appID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == in {
+			moved++
+			if o.At != 0 {
+				t.Errorf("%s/%d committed at %d after the reset, want 0", o.Topic, o.Partition, o.At)
+			}
+		}
+	})
+	if moved != 2 {
+		t.Fatalf("%d input partitions with committed offsets after the reset, want 2", moved)
 	}
 }

@@ -90,6 +90,13 @@ type Config struct {
 
 	MetricsAddr string // address of the /metrics (Prometheus), /healthz and /readyz endpoints; empty for none
 
+	// Reset resets the application instead of running it, as Kafka Streams'
+	// reset tool (stream.App.Reset): refused while the group has members;
+	// internal topics deleted, input offsets to the earliest (or to
+	// ResetToTime, RFC 3339), this instance's local state wiped.
+	Reset       bool
+	ResetToTime string
+
 	// SchemaRegistry is the URL of the schema registry the avro-confluent
 	// topics' schemas are registered with; with the development broker,
 	// empty starts an in-process registry too.
@@ -185,6 +192,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 	def("log-summary-interval", &durationValue{p: &c.LogSummaryInterval}, "how often to log a summary line (records processed, rate, lag, tasks); 0 for never")
 	def("client-log-level", str(&c.ClientLogLevel, checkClientLogLevel), "log `level` of the Kafka client: none, error, warn, info or debug")
+	def("reset", &boolValue{p: &c.Reset}, "reset the application instead of running it: delete its internal topics, move its input offsets to the earliest (or -reset-to-time) and wipe this instance's local state; refused while any instance runs")
+	def("reset-to-time", str(&c.ResetToTime, checkTime), "with -reset, move the input offsets to the first record at or after this `time` (RFC 3339) instead of the earliest")
 	def("metrics-addr", str(&c.MetricsAddr, checkAddr), "`address` of the /metrics (Prometheus), /healthz and /readyz endpoints, e.g. :9090; empty for none")
 	def("schema-registry", str(&c.SchemaRegistry, checkURL), "schema registry `URL` for avro-confluent topics; with the development broker, empty starts an in-process registry")
 }
@@ -251,7 +260,16 @@ func (c Config) Validate() error {
 			bad("%s %s needs %s or %s", setting("sasl-mechanism"), c.SASLMechanism, setting("sasl-password-file"), setting("sasl-password"))
 		}
 	}
-	for _, p := range []struct{ name, value string }{{"on-deserialize-error", c.OnDeserializeError}, {"on-process-error", c.OnProcessError}, {"on-produce-error", c.OnProduceError}} {
+	if c.ResetToTime != "" {
+		check("reset-to-time", c.ResetToTime, checkTime)
+		if !c.Reset {
+			bad("%s is set but %s is not", setting("reset-to-time"), setting("reset"))
+		}
+	}
+	if c.Reset && c.dev() {
+		bad("%s: the development broker keeps nothing between runs: there is nothing to reset", setting("reset"))
+	}
+		for _, p := range []struct{ name, value string }{{"on-deserialize-error", c.OnDeserializeError}, {"on-process-error", c.OnProcessError}, {"on-produce-error", c.OnProduceError}} {
 		if p.value != "" {
 			check(p.name, p.value, checkPolicy)
 		}
@@ -420,6 +438,16 @@ func ParseErrorPolicy(s string) (stream.ErrorPolicy, error) {
 }
 
 func checkPolicy(s string) error { _, err := ParseErrorPolicy(s); return err }
+
+func checkTime(s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T00:00:00Z: %w", err)
+	}
+	return nil
+}
 
 func checkGuarantee(s string) error {
 	switch s {
