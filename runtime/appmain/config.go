@@ -269,7 +269,7 @@ func (c Config) Validate() error {
 	if c.Reset && c.dev() {
 		bad("%s: the development broker keeps nothing between runs: there is nothing to reset", setting("reset"))
 	}
-		for _, p := range []struct{ name, value string }{{"on-deserialize-error", c.OnDeserializeError}, {"on-process-error", c.OnProcessError}, {"on-produce-error", c.OnProduceError}} {
+	for _, p := range []struct{ name, value string }{{"on-deserialize-error", c.OnDeserializeError}, {"on-process-error", c.OnProcessError}, {"on-produce-error", c.OnProduceError}} {
 		if p.value != "" {
 			check(p.name, p.value, checkPolicy)
 		}
