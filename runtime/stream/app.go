@@ -554,6 +554,16 @@ type Stats struct {
 	// Generation is the newest consumer group generation the units have
 	// joined: it grows by one with every rebalance of the group.
 	Generation int32
+	// TasksCreated and TasksClosed count active tasks since the start.
+	TasksCreated, TasksClosed uint64
+	// RestoreRemaining is how many changelog records the restoring active
+	// tasks have yet to apply.
+	RestoreRemaining int64
+	// Latencies: of processing a record (through every processor it
+	// reaches; one record in 64 is timed), of commits, of punctuations, and
+	// end to end (a record's timestamp to its output, at the sink; one in
+	// 64).
+	ProcessLatency, CommitLatency, PunctuationLatency, EndToEndLatency Histogram
 }
 
 // TaskStats is one task's share of Stats.
@@ -562,6 +572,9 @@ type TaskStats struct {
 	Lag            int64             // records known to exist past what was processed
 	ProcessorCount map[string]uint64 // records each processor handled
 	Restoring      bool
+	// RestoreRemaining is how many changelog records the task has yet to
+	// restore.
+	RestoreRemaining int64
 }
 
 // Stats returns the current counters. Per-task figures are as of each
@@ -592,6 +605,13 @@ func (a *App) Stats() Stats {
 		s.Standbys = append(s.Standbys, us.Standbys...)
 		s.StandbyRestored += us.StandbyRestored
 		s.StandbyLag += us.StandbyLag
+		s.TasksCreated += us.TasksCreated
+		s.TasksClosed += us.TasksClosed
+		s.RestoreRemaining += us.RestoreRemaining
+		s.ProcessLatency.merge(us.ProcessLatency)
+		s.CommitLatency.merge(us.CommitLatency)
+		s.PunctuationLatency.merge(us.PunctuationLatency)
+		s.EndToEndLatency.merge(us.EndToEndLatency)
 		_, gen := u.cl.GroupMetadata()
 		s.Generation = max(s.Generation, gen)
 	}

@@ -23,6 +23,7 @@ type committer struct {
 	commits uint64
 	aborts  uint64
 	dur     time.Duration
+	latency histogram
 }
 
 // txnEndTimeout bounds ending a transaction before the unit restarts.
@@ -206,4 +207,5 @@ func (c *committer) done(start time.Time) {
 	c.uncommitted = false
 	c.lastCommit = c.u.cfg.now()
 	c.dur += time.Since(start)
+	c.latency.observe(time.Since(start))
 }

@@ -172,6 +172,11 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 	if ts.IsZero() {
 		ts = fromMillis(t.currentTime)
 	}
+	if t.current != nil && t.processed%latencySample == 0 {
+		// From the input record's timestamp to its output: Kafka Streams'
+		// record-e2e-latency, taken at the sink.
+		t.endToEndLat.observe(time.Since(fromMillis(t.currentTime)))
+	}
 	o := &outRecord{rec: kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts}}
 	o.src = produceSource{Context: context.Background(), in: t.current, node: s.name}
 	o.rec.Context = &o.src

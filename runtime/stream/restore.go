@@ -63,6 +63,7 @@ func (r *changelogReader) start(ctx context.Context, t *task, markersBy time.Tim
 		return t.initProcessors()
 	}
 	u.tm.setRestoring(t, true)
+	t.restore = restoreProgress{began: time.Now(), last: time.Now()}
 	if err := r.ensureClient(); err != nil {
 		return fmt.Errorf("task %s: restore client: %w", t.id, err)
 	}
@@ -210,8 +211,18 @@ func (r *changelogReader) step() error {
 			return
 		}
 		r.restored += uint64(len(changes))
+		s.t.restore.records += uint64(len(changes))
 		if s.restoredTo >= s.restoreEnd {
 			r.finish(s)
+		} else if time.Since(s.t.restore.last) >= restoreLogInterval {
+			s.t.restore.last = time.Now()
+			remaining := int64(0)
+			for _, st := range s.t.sm.order {
+				remaining += max(st.restoreEnd-st.restoredTo, 0)
+			}
+			elapsed := time.Since(s.t.restore.began)
+			u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
+				"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
 		}
 	})
 	if err != nil {
@@ -239,7 +250,9 @@ func (r *changelogReader) finish(s *taskStore) {
 		return
 	}
 	u.tm.setRestoring(t, false)
-	u.log.Info("restored task", "task", t.id.String())
+	took := time.Since(t.restore.began)
+	u.log.Info("restored task", "task", t.id.String(), "records", t.restore.records, "duration", took.Round(time.Millisecond),
+		"records_per_s", int64(float64(t.restore.records)/max(took.Seconds(), 1e-6)))
 	// Record the position reached, so a restart does not restore again.
 	if err := t.sm.checkpoint(); err != nil && u.fatal == nil {
 		u.fatal = err
@@ -254,4 +267,13 @@ func (r *changelogReader) close() {
 	if r.cl != nil {
 		r.cl.Close()
 	}
+}
+
+// restoreLogInterval is how often a restoring task logs its progress.
+const restoreLogInterval = 10 * time.Second
+
+// restoreProgress is what a task's restoration logs: how far, how fast.
+type restoreProgress struct {
+	began, last time.Time
+	records     uint64
 }

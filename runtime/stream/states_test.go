@@ -54,6 +54,12 @@ func TestStatesFollowKafkaStreams(t *testing.T) {
 	if first.Stats().Processed != keys*2 {
 		t.Fatalf("first run processed %d, want %d", first.Stats().Processed, keys*2)
 	}
+	// The run's latencies and task counts are measured, for the metrics.
+	if st := first.Stats(); st.ProcessLatency.Count == 0 || st.EndToEndLatency.Count == 0 || st.CommitLatency.Count == 0 ||
+		st.TasksCreated < 2 || st.TasksClosed != st.TasksCreated || st.RestoreRemaining != 0 {
+		t.Fatalf("after the first run: %d process, %d end-to-end and %d commit latencies measured, tasks created %d and closed %d, restore remaining %d",
+			st.ProcessLatency.Count, st.EndToEndLatency.Count, st.CommitLatency.Count, st.TasksCreated, st.TasksClosed, st.RestoreRemaining)
+	}
 
 	t.Run("a batch run restores, runs, stops", func(t *testing.T) {
 		var log stateLog

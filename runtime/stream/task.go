@@ -34,6 +34,11 @@ type task struct {
 	draining        bool // processing everything buffered before a transaction commits
 	standby         bool // a standby: stores only, following their changelogs
 	restoring       bool
+	restore         restoreProgress
+
+	// Latencies measured on one record in latencySample, and of every
+	// punctuation.
+	processLat, punctuateLat, endToEndLat histogram
 
 	processed     uint64
 	skipped       uint64
@@ -224,8 +229,16 @@ func (t *task) process(max int, now time.Time) (int, error) {
 		if in == nil {
 			break
 		}
+		var began time.Time
+		sample := t.processed%latencySample == 0
+		if sample {
+			began = time.Now()
+		}
 		if err := t.processHead(in); err != nil {
 			return n, err
+		}
+		if sample {
+			t.processLat.observe(time.Since(began))
 		}
 		n++
 		if err := t.punctuate(StreamTime, t.streamTime); err != nil {
@@ -336,11 +349,13 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 		t.current, t.currentTime = nil, now
 		t.err, t.errNode, t.running = nil, "", s.node
 		at := fromMillis(now)
+		began := time.Now()
 		t.guard(func() {
 			if err := s.fn(at); err != nil {
 				t.fail(s.node, err)
 			}
 		})
+		t.punctuateLat.observe(time.Since(began))
 		t.punctuations++
 		if t.err != nil {
 			firstErr = fmt.Errorf("task %s: %s punctuation of %q at %s: %w", t.id, typ, s.node, at.UTC().Format(time.RFC3339Nano), t.err)

@@ -144,6 +144,7 @@ func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, h
 				return
 			}
 			delete(m.retry, id)
+			m.u.st.created++
 			m.tasks[id] = t
 			created = append(created, t)
 			for _, in := range t.inputs {

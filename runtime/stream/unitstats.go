@@ -12,6 +12,9 @@ type unitStats struct {
 	totals  Stats // of tasks already closed
 	procDur time.Duration
 	lastPub time.Time
+	// Latencies of closed tasks, and task counts.
+	processLat, punctuateLat, endToEndLat histogram
+	created, closed                       uint64
 
 	mu        sync.Mutex
 	published Stats
@@ -25,6 +28,11 @@ func (s *unitStats) accumulate(t *task) {
 	s.totals.Punctuations += t.punctuations
 	s.totals.EnforcedSteps += t.enforcedSteps
 	t.processed, t.skipped, t.deadLettered, t.punctuations, t.enforcedSteps = 0, 0, 0, 0, 0
+	s.processLat.add(&t.processLat)
+	s.punctuateLat.add(&t.punctuateLat)
+	s.endToEndLat.add(&t.endToEndLat)
+	t.processLat, t.punctuateLat, t.endToEndLat = histogram{}, histogram{}, histogram{}
+	s.closed++
 }
 
 // publish refreshes the snapshot, at most every 200 ms unless forced.
@@ -43,6 +51,9 @@ func (s *unitStats) publish(u *unit, force bool) {
 		p.Standbys = append(p.Standbys, id)
 	}
 	p.StandbyLag = u.sb.lag()
+	p.TasksCreated, p.TasksClosed = s.created, s.closed
+	p.CommitLatency = u.cm.latency.snapshot()
+	procLat, punctLat, e2eLat := s.processLat, s.punctuateLat, s.endToEndLat
 	p.Tasks = make(map[TaskID]TaskStats, len(u.tm.order))
 	for _, t := range u.tm.order {
 		p.Processed += t.processed
@@ -60,8 +71,18 @@ func (s *unitStats) publish(u *unit, force bool) {
 		for _, pr := range t.procs {
 			ts.ProcessorCount[pr.nodeName()] = pr.processedCount()
 		}
+		for _, st := range t.sm.order {
+			if t.restoring && st.changelog != "" {
+				ts.RestoreRemaining += max(st.restoreEnd-st.restoredTo, 0)
+			}
+		}
+		p.RestoreRemaining += ts.RestoreRemaining
+		procLat.add(&t.processLat)
+		punctLat.add(&t.punctuateLat)
+		e2eLat.add(&t.endToEndLat)
 		p.Tasks[t.id] = ts
 	}
+	p.ProcessLatency, p.PunctuationLatency, p.EndToEndLatency = procLat.snapshot(), punctLat.snapshot(), e2eLat.snapshot()
 	s.mu.Lock()
 	s.published = p
 	s.mu.Unlock()

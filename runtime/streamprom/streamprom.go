@@ -51,6 +51,15 @@ var (
 	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
 	descTaskRestore  = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
 	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
+
+	descTasksCreated     = prometheus.NewDesc("kgen_tasks_created_total", "Active tasks created on this instance.", appLabels, nil)
+	descTasksClosed      = prometheus.NewDesc("kgen_tasks_closed_total", "Active tasks closed on this instance.", appLabels, nil)
+	descRestoreRemaining = prometheus.NewDesc("kgen_restore_remaining_records", "Changelog records the restoring active tasks have yet to apply.", appLabels, nil)
+	descTaskRemaining    = prometheus.NewDesc("kgen_task_restore_remaining_records", "Changelog records the task has yet to restore.", taskLabels, nil)
+	descProcessLatency   = prometheus.NewDesc("kgen_process_latency_seconds", "Time to process one record through every processor it reaches (one record in 64 is timed).", appLabels, nil)
+	descCommitLatency    = prometheus.NewDesc("kgen_commit_latency_seconds", "Time of a commit (a transaction under exactly-once).", appLabels, nil)
+	descPunctLatency     = prometheus.NewDesc("kgen_punctuation_latency_seconds", "Time of a punctuation.", appLabels, nil)
+	descE2ELatency       = prometheus.NewDesc("kgen_record_e2e_latency_seconds", "From a record's timestamp to its output at a sink (one record in 64).", appLabels, nil)
 )
 
 // states are the states an App goes through, so that each has a series
@@ -61,7 +70,8 @@ var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDeadLettered, descPunctuations, descCommits,
-		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords} {
+		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords,
+		descTasksCreated, descTasksClosed, descRestoreRemaining, descTaskRemaining, descProcessLatency, descCommitLatency, descPunctLatency, descE2ELatency} {
 		ch <- d
 	}
 }
@@ -88,6 +98,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descGeneration, float64(s.Generation), app)
 	gauge(descStandbys, float64(len(s.Standbys)), app)
 	gauge(descStandbyLag, float64(s.StandbyLag), app)
+	counter(descTasksCreated, float64(s.TasksCreated), app)
+	counter(descTasksClosed, float64(s.TasksClosed), app)
+	gauge(descRestoreRemaining, float64(s.RestoreRemaining), app)
+	for _, h := range []struct {
+		d *prometheus.Desc
+		h stream.Histogram
+	}{{descProcessLatency, s.ProcessLatency}, {descCommitLatency, s.CommitLatency}, {descPunctLatency, s.PunctuationLatency}, {descE2ELatency, s.EndToEndLatency}} {
+		ch <- histogram(h.d, h.h, app)
+	}
 	current := c.src.State()
 	listed := false
 	for _, st := range states {
@@ -116,6 +135,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			restoring = 1
 		}
 		gauge(descTaskRestore, restoring, app, task)
+		gauge(descTaskRemaining, float64(ts.RestoreRemaining), app, task)
 		procs := make([]string, 0, len(ts.ProcessorCount))
 		for p := range ts.ProcessorCount {
 			procs = append(procs, p)
@@ -125,4 +145,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descProcRecords, float64(ts.ProcessorCount[p]), app, task, p)
 		}
 	}
+}
+
+// histogram turns a runtime histogram (a count per bucket) into Prometheus'
+// form (cumulative counts per upper bound, in seconds).
+func histogram(d *prometheus.Desc, h stream.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	var cum uint64
+	for i, b := range h.Bounds {
+		if i < len(h.Counts) {
+			cum += h.Counts[i]
+		}
+		buckets[b.Seconds()] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum.Seconds(), buckets, labels...)
 }

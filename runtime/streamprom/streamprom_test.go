@@ -48,8 +48,8 @@ kgen_task_lag_records{app="wc",task="0_1"} 7
 		"kgen_commit_seconds_total", "kgen_group_generation", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 23 {
-		t.Fatalf("collected %d metrics, want 23: 12 per app, 6 states, 3 for the task, 1 per processor", n)
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 31 {
+		t.Fatalf("collected %d metrics, want 31: 19 per app, 6 states, 4 for the task, 1 per processor", n)
 	}
 	wantState := `
 # HELP kgen_app_state 1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).
@@ -62,6 +62,29 @@ kgen_app_state{app="wc",state="running"} 1
 kgen_app_state{app="wc",state="stopped"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantState), "kgen_app_state"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The runtime's latency histograms (a count per bucket) come out as
+// Prometheus histograms (cumulative, in seconds).
+func TestLatencyHistograms(t *testing.T) {
+	bounds := []time.Duration{time.Millisecond, 10 * time.Millisecond}
+	app := fakeApp{stream.Stats{
+		CommitLatency: stream.Histogram{Bounds: bounds, Counts: []uint64{2, 3, 1}, Count: 6, Sum: 80 * time.Millisecond},
+	}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(streamprom.NewCollector(app))
+	want := `
+# HELP kgen_commit_latency_seconds Time of a commit (a transaction under exactly-once).
+# TYPE kgen_commit_latency_seconds histogram
+kgen_commit_latency_seconds_bucket{app="wc",le="0.001"} 2
+kgen_commit_latency_seconds_bucket{app="wc",le="0.01"} 5
+kgen_commit_latency_seconds_bucket{app="wc",le="+Inf"} 6
+kgen_commit_latency_seconds_sum{app="wc"} 0.08
+kgen_commit_latency_seconds_count{app="wc"} 6
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kgen_commit_latency_seconds"); err != nil {
 		t.Fatal(err)
 	}
 }
