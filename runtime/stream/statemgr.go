@@ -180,6 +180,12 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		// commit rather than letting writes reach the store between commits.
 		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
 		ts.backend, logger = ts.cache, nil
+	} else if t.persistent(def) {
+		// Without the write-back cache every write goes through at once,
+		// but a key just read or written is read again from memory: a
+		// count's Get before its Put would otherwise search Pebble's
+		// memtable for every record.
+		ts.backend = state.NewReadCache(ts.inner, readCacheRecords)
 	}
 	ts.typed = def.open(ts.backend, logger)
 	return nil
@@ -354,3 +360,7 @@ func (m *stateManager) close(clean bool) error {
 	}
 	return errors.Join(errs...)
 }
+
+// readCacheRecords is how many entries the read cache of a store without a
+// write-back cache keeps.
+const readCacheRecords = 10_000
