@@ -34,7 +34,7 @@ const ContractVersion = 2
 
 // emitter writes the Go code of one resolved graph.
 type emitter struct {
-	g       *schema.Graph
+	g       *Graph
 	pkgPath string
 	pkgName string
 }
@@ -72,13 +72,13 @@ func render(f *jen.File) ([]byte, error) {
 }
 
 // kvTypes are the type arguments [K, V] of a key/value pair.
-func kvTypes(kv schema.KV) []jen.Code {
+func kvTypes(kv KV) []jen.Code {
 	return []jen.Code{gotype.Of(kv.Key.Type), gotype.Of(kv.Value.Type)}
 }
 
 // outTypes are a processor's output type arguments; a processor that
 // forwards nothing uses struct{} for both.
-func outTypes(p *schema.ProcNode) []jen.Code {
+func outTypes(p *ProcNode) []jen.Code {
 	if !p.HasOut {
 		return []jen.Code{jen.Struct(), jen.Struct()}
 	}
@@ -113,22 +113,22 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func sourceNode(t *schema.TopicNode) string { return t.Name.Value + "-source" }
-func sinkNode(t *schema.TopicNode) string   { return t.Name.Value + "-sink" }
+func sourceNode(t *TopicNode) string { return t.Name.Value + "-source" }
+func sinkNode(t *TopicNode) string   { return t.Name.Value + "-sink" }
 
 // nodeName is the runtime node name of a processor's child.
-func nodeName(n schema.Node) string {
+func nodeName(n Node) string {
 	if n.Topic != nil {
 		return sinkNode(n.Topic)
 	}
 	return n.Proc.Name.Value
 }
 
-func (e *emitter) topicConst(t *schema.TopicNode) string { return "Topic" + t.Ident }
-func (e *emitter) storeConst(s *schema.StoreNode) string { return "Store" + s.Ident }
+func (e *emitter) topicConst(t *TopicNode) string { return "Topic" + t.Ident }
+func (e *emitter) storeConst(s *StoreNode) string { return "Store" + s.Ident }
 
 // describeNodes lists names for doc comments: `topic "a"`, `processor "b"`.
-func describeNodes(ns []schema.Node) string {
+func describeNodes(ns []Node) string {
 	var parts []string
 	for _, n := range ns {
 		if n.Topic != nil {
@@ -216,7 +216,7 @@ func (e *emitter) main() ([]byte, error) {
 	return render(f)
 }
 
-func (e *emitter) processor(f *jen.File, p *schema.ProcNode) {
+func (e *emitter) processor(f *jen.File, p *ProcNode) {
 	iface, ctx, node := p.Ident+"Processor", p.Ident+"Context", lowerFirst(p.Ident)+"Node"
 	out := outTypes(p)
 	rtCtx := jen.Op("*").Qual(pkgStream, "Context").Types(out...)
@@ -383,11 +383,11 @@ func durationExpr(d time.Duration) jen.Code {
 }
 
 // topoOrder lists processors parents first, ties broken by name.
-func topoOrder(ps []*schema.ProcNode) []*schema.ProcNode {
-	done := map[*schema.ProcNode]bool{}
-	var out []*schema.ProcNode
-	var visit func(p *schema.ProcNode)
-	visit = func(p *schema.ProcNode) {
+func topoOrder(ps []*ProcNode) []*ProcNode {
+	done := map[*ProcNode]bool{}
+	var out []*ProcNode
+	var visit func(p *ProcNode)
+	visit = func(p *ProcNode) {
 		if done[p] {
 			return
 		}
@@ -545,7 +545,7 @@ func (e *emitter) testDriver() ([]byte, error) {
 }
 
 // sortedTopicNames lists the graph's topics for messages.
-func sortedTopicNames(g *schema.Graph) []string {
+func sortedTopicNames(g *Graph) []string {
 	var out []string
 	for _, t := range g.Topics {
 		out = append(out, t.Name.Value)
@@ -569,7 +569,7 @@ func (e *emitter) confluentSides() []confluentSide {
 }
 
 type confluentSide struct {
-	topic *schema.TopicNode
+	topic *TopicNode
 	side  string // key or value
 	typ   *model.Type
 }

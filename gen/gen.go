@@ -41,7 +41,7 @@ type File struct {
 // Result is everything one run of the generator produced.
 type Result struct {
 	Dir   string
-	Graph *schema.Graph
+	Graph *Graph
 	Files []File
 	// Notes tell the user what to change in files kgen does not touch.
 	Notes []string
@@ -61,7 +61,7 @@ func isGenerated(path string) bool {
 type Project struct {
 	Dir     string // the spec's directory
 	Spec    *schema.Spec
-	Graph   *schema.Graph
+	Graph   *Graph
 	PkgPath string // import path of the spec's directory
 	PkgName string // package name of the generated code
 	// Avro holds the types read from .avsc files, by spec name; the
@@ -124,7 +124,7 @@ func Load(dir string) (*Project, error) {
 		}
 		u.Types[k] = t
 	}
-	g, rerr := schema.Resolve(spec, u)
+	g, rerr := Resolve(spec, u)
 	if rerr != nil {
 		var rerrs schema.Errors
 		if !errors.As(rerr, &rerrs) {

@@ -3,13 +3,11 @@ package gen
 import (
 	"fmt"
 	"strings"
-
-	"github.com/kgen-dev/kgen/schema"
 )
 
 // Mermaid draws the topology as a Mermaid flowchart: topics as stadiums,
 // processors as boxes, stores as cylinders.
-func Mermaid(g *schema.Graph) string {
+func Mermaid(g *Graph) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, t := range g.Topics {
@@ -46,7 +44,7 @@ func Mermaid(g *schema.Graph) string {
 }
 
 // DOT draws the topology in Graphviz's DOT language.
-func DOT(g *schema.Graph) string {
+func DOT(g *Graph) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n    rankdir=LR;\n", g.Spec.App.Value)
 	for _, t := range g.Topics {
@@ -58,7 +56,7 @@ func DOT(g *schema.Graph) string {
 	for _, p := range g.Processors {
 		fmt.Fprintf(&b, "    %q [shape=box, label=%q];\n", "processor:"+p.Name.Value, p.Name.Value)
 	}
-	node := func(n schema.Node) string {
+	node := func(n Node) string {
 		if n.Topic != nil {
 			return "topic:" + n.Topic.Name.Value
 		}

@@ -84,7 +84,7 @@ func importLines(imports map[string]string) []string {
 }
 
 // ScaffoldFile is the file name of processor p's user code: "split.go".
-func ScaffoldFile(p *schema.ProcNode) string {
+func ScaffoldFile(p *ProcNode) string {
 	return strings.ToLower(p.Ident[:1]) + snake(p.Ident[1:]) + ".go"
 }
 

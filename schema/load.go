@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kgen-dev/kgen/gen/model"
 )
 
 // Load reads and parses the spec file at path. Problems in the file come
@@ -36,7 +34,7 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 		// not take the process down with it.
 		if r := recover(); r != nil {
 			spec = &Spec{File: file}
-			err = Errors{{Pos: model.Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("cannot parse spec: %v", r)}}
+			err = Errors{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("cannot parse spec: %v", r)}}
 		}
 	}()
 	var doc yaml.Node
@@ -44,7 +42,7 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 		return spec, Errors{yamlError(file, err)}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		d.errs.add(model.Pos{File: file, Line: 1, Col: 1}, "empty spec: want at least version and app")
+		d.errs.add(Pos{File: file, Line: 1, Col: 1}, "empty spec: want at least version and app")
 		return spec, d.errs.errs.Err()
 	}
 	d.spec(doc.Content[0], spec)
@@ -62,7 +60,7 @@ func yamlError(file string, err error) *Error {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &Error{Pos: model.Pos{File: file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
+	return &Error{Pos: Pos{File: file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
 }
 
 type decoder struct {
@@ -70,8 +68,8 @@ type decoder struct {
 	errs errList
 }
 
-func (d *decoder) pos(n *yaml.Node) model.Pos {
-	return model.Pos{File: d.file, Line: n.Line, Col: n.Column}
+func (d *decoder) pos(n *yaml.Node) Pos {
+	return Pos{File: d.file, Line: n.Line, Col: n.Column}
 }
 
 // field is one allowed key of a mapping and what to do with its value.
@@ -104,7 +102,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields []field) bool {
 			for j, f := range fields {
 				names[j] = f.name
 			}
-			d.errs.add(d.pos(k), "unknown key %q in %s%s", k.Value, what, suggest(k.Value, names))
+			d.errs.add(d.pos(k), "unknown key %q in %s%s", k.Value, what, Suggest(k.Value, names))
 			continue
 		}
 		if !d.kind(v, 0, what+": "+k.Value, "") {
@@ -376,8 +374,8 @@ func (d *decoder) punctuation(n *yaml.Node, what string) *Punctuation {
 	return p
 }
 
-// suggest returns ` (did you mean "x"?)` when a known name is close to got.
-func suggest(got string, known []string) string {
+// Suggest returns ` (did you mean "x"?)` when a known name is close to got.
+func Suggest(got string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if dist := editDistance(got, k); dist < bestDist {

@@ -1,4 +1,4 @@
-package schema
+package gen
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 	"unicode"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/schema"
 )
 
 // Graph is a validated spec with every name resolved: what the emitters
 // read. Slices are sorted by name.
 type Graph struct {
-	Spec       *Spec
+	Spec       *schema.Spec
 	Universe   *model.Universe // the record types the spec was resolved against
 	Topics     []*TopicNode
 	Stores     []*StoreNode
@@ -45,7 +46,7 @@ func (kv KV) String() string { return kv.Key.Name + "," + kv.Value.Name }
 
 // TopicNode is a resolved topic.
 type TopicNode struct {
-	*Topic
+	*schema.Topic
 	Ident       string // Go identifier form of the name ("WordCounts")
 	KV          KV
 	KeyFormat   string
@@ -58,7 +59,7 @@ type TopicNode struct {
 
 // StoreNode is a resolved store.
 type StoreNode struct {
-	*Store
+	*schema.Store
 	Ident       string
 	KV          KV
 	KeyFormat   string
@@ -90,7 +91,7 @@ func (n Node) Ident() string {
 
 // ProcNode is a resolved processor.
 type ProcNode struct {
-	*Processor
+	*schema.Processor
 	Ident string
 	In    KV
 	// Out is what the processor forwards; meaningful when HasOut.
@@ -107,7 +108,7 @@ type ProcNode struct {
 
 // PunctuationNode is a resolved punctuation schedule.
 type PunctuationNode struct {
-	*Punctuation
+	*schema.Punctuation
 	Method    string
 	WallClock bool
 }
@@ -146,7 +147,7 @@ func Ident(name string) (string, bool) {
 // Resolve validates a parsed spec against the known record types and builds
 // its graph. It reports every problem it finds as Errors; the graph is only
 // returned when there are none. u may be nil when no record types exist.
-func Resolve(s *Spec, u *model.Universe) (*Graph, error) {
+func Resolve(s *schema.Spec, u *model.Universe) (*Graph, error) {
 	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}}
 	r.run()
 	if err := r.errs.errs.Err(); err != nil {
@@ -156,7 +157,7 @@ func Resolve(s *Spec, u *model.Universe) (*Graph, error) {
 }
 
 type resolver struct {
-	spec   *Spec
+	spec   *schema.Spec
 	u      *model.Universe
 	g      *Graph
 	errs   errList
@@ -173,15 +174,15 @@ func (r *resolver) run() {
 	if s.Package.Value != "" && !validPackage(s.Package.Value) {
 		r.errs.add(s.Package.Pos, "package %q is not a valid Go package name (lower-case letters and digits)", s.Package.Value)
 	}
-	idents := map[string]map[string]Str{}
-	ident := func(what string, name Str) string {
+	idents := map[string]map[string]schema.Str{}
+	ident := func(what string, name schema.Str) string {
 		id, ok := Ident(name.Value)
 		if !ok {
 			r.errs.add(name.Pos, "%s name %q does not convert to a Go identifier (got %q): use letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, id)
 			return id
 		}
 		if idents[what] == nil {
-			idents[what] = map[string]Str{}
+			idents[what] = map[string]schema.Str{}
 		}
 		if prev, dup := idents[what][id]; dup {
 			r.errs.add(name.Pos, "%s %q and %q (%s) both become the Go name %s", what, prev.Value, name.Value, prev.Pos, id)
@@ -197,7 +198,7 @@ func (r *resolver) run() {
 		}
 		tn.KV = KV{r.typ(t.Key), r.typ(t.Value)}
 		tn.KeyFormat = r.format(t.KeyFormat, t.Format, tn.KV.Key, true)
-		tn.ValueFormat = r.format(t.Format, Str{}, tn.KV.Value, false)
+		tn.ValueFormat = r.format(t.Format, schema.Str{}, tn.KV.Value, false)
 		r.timestamp(tn)
 		r.topics[t.Name.Value] = tn
 		r.g.Topics = append(r.g.Topics, tn)
@@ -210,13 +211,13 @@ func (r *resolver) run() {
 		if st.Kind.Value != "" && st.Kind.Value != "keyvalue" {
 			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue)", st.Name.Value, st.Kind.Value)
 		}
-		if st.Backend.Value != "" && st.Backend.Value != BackendMemory && st.Backend.Value != BackendPebble {
+		if st.Backend.Value != "" && st.Backend.Value != schema.BackendMemory && st.Backend.Value != schema.BackendPebble {
 			r.errs.add(st.Backend.Pos, "store %q: unknown backend %q (want memory or pebble)", st.Name.Value, st.Backend.Value)
 		}
 		sn.KV = KV{r.typ(st.Key), r.typ(st.Value)}
-		sn.KeyFormat = r.format(st.Format, Str{}, sn.KV.Key, true)
-		sn.ValueFormat = r.format(st.Format, Str{}, sn.KV.Value, false)
-		if sn.KeyFormat == FormatAvroConfluent || sn.ValueFormat == FormatAvroConfluent {
+		sn.KeyFormat = r.format(st.Format, schema.Str{}, sn.KV.Key, true)
+		sn.ValueFormat = r.format(st.Format, schema.Str{}, sn.KV.Value, false)
+		if sn.KeyFormat == schema.FormatAvroConfluent || sn.ValueFormat == schema.FormatAvroConfluent {
 			r.errs.add(st.Format.Pos, "store %q: format avro-confluent is for topics; stores use avro", st.Name.Value)
 		}
 		r.stores[st.Name.Value] = sn
@@ -245,7 +246,7 @@ func (r *resolver) run() {
 }
 
 // typ resolves a type name.
-func (r *resolver) typ(s Str) TypeRef {
+func (r *resolver) typ(s schema.Str) TypeRef {
 	if s.Value == "" {
 		return TypeRef{}
 	}
@@ -259,7 +260,7 @@ func (r *resolver) typ(s Str) TypeRef {
 			slices.Sort(known)
 		}
 		known = append(known, "bool", "bytes", "float32", "float64", "int32", "int64", "string")
-		r.errs.add(s.Pos, "unknown type %q%s", s.Value, suggest(s.Value, known))
+		r.errs.add(s.Pos, "unknown type %q%s", s.Value, schema.Suggest(s.Value, known))
 		return TypeRef{Name: s.Value}
 	}
 	return TypeRef{Name: s.Value, Type: t}
@@ -267,13 +268,13 @@ func (r *resolver) typ(s Str) TypeRef {
 
 // format picks and checks the format of one side of a topic or store. own is
 // the format given for this side, fallback the topic's format (for keys).
-func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
+func (r *resolver) format(own, fallback schema.Str, t TypeRef, key bool) string {
 	f := own
 	if f.Value == "" && (t.Type == nil || !isPrimitive(t.Type)) {
 		f = fallback
 	}
-	if f.Value != "" && !slices.Contains(Formats, f.Value) {
-		r.errs.add(f.Pos, "unknown format %q (want one of %s)%s", f.Value, strings.Join(Formats, ", "), suggest(f.Value, Formats))
+	if f.Value != "" && !slices.Contains(schema.Formats, f.Value) {
+		r.errs.add(f.Pos, "unknown format %q (want one of %s)%s", f.Value, strings.Join(schema.Formats, ", "), schema.Suggest(f.Value, schema.Formats))
 		return ""
 	}
 	if t.Type == nil {
@@ -285,14 +286,14 @@ func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
 		case native != "":
 			return native
 		case t.Type.Kind == model.Record && t.Type.Schema != "" && t.Type.GoPackage == "":
-			return FormatAvro // a record from an .avsc file
+			return schema.FormatAvro // a record from an .avsc file
 		}
-		return FormatJSON
+		return schema.FormatJSON
 	}
 	switch f.Value {
-	case FormatJSON:
+	case schema.FormatJSON:
 		return f.Value
-	case FormatAvro, FormatAvroConfluent:
+	case schema.FormatAvro, schema.FormatAvroConfluent:
 		if t.Type.Kind != model.Record || t.Type.Schema == "" || t.Type.GoPackage != "" {
 			r.errs.add(f.Pos, "format %s needs a record type from an Avro schema (types: avro), but %s is not one", f.Value, t.Name)
 		}
@@ -317,15 +318,15 @@ func nativeFormat(t *model.Type) string {
 	}
 	switch t.Kind {
 	case model.String:
-		return FormatString
+		return schema.FormatString
 	case model.Bytes:
-		return FormatBytes
+		return schema.FormatBytes
 	case model.Int32:
-		return FormatInt32
+		return schema.FormatInt32
 	case model.Int64:
-		return FormatInt64
+		return schema.FormatInt64
 	case model.Float64:
-		return FormatFloat64
+		return schema.FormatFloat64
 	}
 	return ""
 }
@@ -359,7 +360,7 @@ func (r *resolver) timestamp(tn *TopicNode) {
 	for _, f := range vt.Fields {
 		names = append(names, f.Name)
 	}
-	r.errs.add(ts.Pos, "topic %q: %s has no field %q%s", tn.Name.Value, tn.KV.Value.Name, ts.Value, suggest(ts.Value, names))
+	r.errs.add(ts.Pos, "topic %q: %s has no field %q%s", tn.Name.Value, tn.KV.Value.Name, ts.Value, schema.Suggest(ts.Value, names))
 }
 
 // edges links processors to their parents and children. An edge between two
@@ -378,7 +379,7 @@ func (r *resolver) edges() {
 				p.Parents = appendNode(p.Parents, Node{Proc: q})
 				q.Children = appendNode(q.Children, Node{Proc: p})
 			} else {
-				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, suggest(f.Value, r.names()))
+				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, schema.Suggest(f.Value, r.names()))
 			}
 		}
 	}
@@ -395,7 +396,7 @@ func (r *resolver) edges() {
 				p.Children = appendNode(p.Children, Node{Proc: q})
 				q.Parents = appendNode(q.Parents, Node{Proc: p})
 			} else {
-				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, suggest(c.Value, r.names()))
+				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, schema.Suggest(c.Value, r.names()))
 			}
 		}
 	}
@@ -458,7 +459,7 @@ func (r *resolver) storesOf() {
 				for _, st := range r.g.Stores {
 					names = append(names, st.Name.Value)
 				}
-				r.errs.add(s.Pos, "processor %q uses unknown store %q%s", p.Name.Value, s.Value, suggest(s.Value, names))
+				r.errs.add(s.Pos, "processor %q uses unknown store %q%s", p.Name.Value, s.Value, schema.Suggest(s.Value, names))
 				continue
 			}
 			if slices.Contains(p.Stores, sn) {
@@ -482,8 +483,8 @@ func (r *resolver) punctuations() {
 		for _, pu := range p.Punctuate {
 			pn := &PunctuationNode{Punctuation: pu, Method: "Punctuate"}
 			switch pu.Time.Value {
-			case "", StreamTime:
-			case WallClock:
+			case "", schema.StreamTime:
+			case schema.WallClock:
 				pn.WallClock = true
 			default:
 				r.errs.add(pu.Time.Pos, "processor %q: punctuate time %q: want stream-time or wall-clock", p.Name.Value, pu.Time.Value)
@@ -728,6 +729,13 @@ func validPackage(s string) bool {
 
 func isKeyword(s string) bool {
 	return slices.Contains([]string{"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var"}, s)
+}
+
+// errList collects positioned problems.
+type errList struct{ errs schema.Errors }
+
+func (l *errList) add(pos model.Pos, format string, args ...any) {
+	l.errs = append(l.errs, &schema.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
 }
 
 // Describe is a one-line summary of the graph, for logs and tests.

@@ -1,4 +1,4 @@
-package schema
+package gen
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/schema"
 )
 
 const wordcount = `version: 1
@@ -33,7 +34,7 @@ func universe() *model.Universe {
 }
 
 func TestResolveWordcount(t *testing.T) {
-	spec, err := Parse("kgen.yaml", []byte(wordcount))
+	spec, err := schema.Parse("kgen.yaml", []byte(wordcount))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestResolveWordcount(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("processors (-want +got):\n%s", diff)
 	}
-	if g.Topics[0].ValueFormat != FormatJSON || g.Topics[1].ValueFormat != FormatInt64 {
+	if g.Topics[0].ValueFormat != schema.FormatJSON || g.Topics[1].ValueFormat != schema.FormatInt64 {
 		t.Errorf("formats: %q %q", g.Topics[0].ValueFormat, g.Topics[1].ValueFormat)
 	}
 	if !g.Stores[0].Changelog {
@@ -206,7 +207,7 @@ processors:
 
 // check parses and resolves a spec and returns its error lines.
 func check(spec string) []string {
-	s, err := Parse("kgen.yaml", []byte(spec))
+	s, err := schema.Parse("kgen.yaml", []byte(spec))
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -214,11 +215,11 @@ func check(spec string) []string {
 	if _, err := Resolve(s, universe()); err != nil {
 		errs = append(errs, err)
 	}
-	var all Errors
+	var all schema.Errors
 	for _, err := range errs {
-		var es Errors
+		var es schema.Errors
 		if !errors.As(err, &es) {
-			return []string{"not Errors: " + err.Error()}
+			return []string{"not schema.Errors: " + err.Error()}
 		}
 		all = append(all, es...)
 	}
@@ -229,26 +230,26 @@ func check(spec string) []string {
 	return strings.Split(all.Error(), "\n")
 }
 
-func FuzzLoad(f *testing.F) {
+func FuzzResolve(f *testing.F) {
 	f.Add([]byte(wordcount))
 	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse("kgen.yaml", data)
+		s, err := schema.Parse("kgen.yaml", data)
 		if s == nil {
 			t.Fatal("nil spec")
 		}
 		if err != nil {
-			var es Errors
+			var es schema.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("parse error is not Errors: %v", err)
+				t.Fatalf("parse error is not schema.Errors: %v", err)
 			}
 		}
 		if _, err := Resolve(s, universe()); err != nil {
-			var es Errors
+			var es schema.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("resolve error is not Errors: %v", err)
+				t.Fatalf("resolve error is not schema.Errors: %v", err)
 			}
 			for _, e := range es {
 				if e.Pos.File != "kgen.yaml" {
