@@ -102,7 +102,7 @@ func avroSerdeExpr(format string, t *model.Type) (jen.Code, error) {
 		return nil, fmt.Errorf("format %s needs a record type from an Avro schema", format)
 	}
 	if format == schema.FormatAvroConfluent {
-		return jen.Id(t.Name + "ConfluentSerde").Values(), nil
+		return jen.Id(avro.ConfluentSerdeName(t)).Values(), nil
 	}
-	return jen.Id(t.Name + "AvroSerde").Values(), nil
+	return jen.Id(avro.SerdeName(t)).Values(), nil
 }

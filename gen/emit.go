@@ -3,12 +3,12 @@ package gen
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/kgen-dev/kgen/gen/avro"
 	"github.com/kgen-dev/kgen/gen/internal/gotype"
 	"github.com/kgen-dev/kgen/gen/model"
 	"github.com/kgen-dev/kgen/schema"
@@ -113,19 +113,13 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func sourceNode(t *TopicNode) string { return t.Name.Value + "-source" }
-func sinkNode(t *TopicNode) string   { return t.Name.Value + "-sink" }
-
 // nodeName is the runtime node name of a processor's child.
 func nodeName(n Node) string {
 	if n.Topic != nil {
-		return sinkNode(n.Topic)
+		return n.Topic.Go.SinkNode
 	}
 	return n.Proc.Name.Value
 }
-
-func (e *emitter) topicConst(t *TopicNode) string { return "Topic" + t.Ident }
-func (e *emitter) storeConst(s *StoreNode) string { return "Store" + s.Ident }
 
 // describeNodes lists names for doc comments: `topic "a"`, `processor "b"`.
 func describeNodes(ns []Node) string {
@@ -155,13 +149,13 @@ func (e *emitter) main() ([]byte, error) {
 	)
 
 	f.Comment("AppID is the application id from " + schema.FileName + ": the consumer group and the prefix of internal topics.")
-	f.Const().Id("AppID").Op("=").Lit(g.Spec.App.Value)
+	f.Const().Id(idAppID).Op("=").Lit(g.Spec.App.Value)
 
 	if len(g.Topics) > 0 {
 		var defs []jen.Code
 		for _, t := range g.Topics {
-			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", e.topicConst(t), t.Name.Value, t.KV.Key.Name, t.KeyFormat, t.KV.Value.Name, t.ValueFormat),
-				jen.Id(e.topicConst(t)).Op("=").Lit(t.Name.Value))
+			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, t.KeyFormat, t.KV.Value.Name, t.ValueFormat),
+				jen.Id(t.Go.Const).Op("=").Lit(t.Name.Value))
 		}
 		f.Comment("Topics of the application.")
 		f.Const().Defs(defs...)
@@ -169,8 +163,8 @@ func (e *emitter) main() ([]byte, error) {
 	if len(g.Stores) > 0 {
 		var defs []jen.Code
 		for _, s := range g.Stores {
-			defs = append(defs, jen.Commentf("%s is key-value store %q: %s to %s.", e.storeConst(s), s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
-				jen.Id(e.storeConst(s)).Op("=").Lit(s.Name.Value))
+			defs = append(defs, jen.Commentf("%s is key-value store %q: %s to %s.", s.Go.Const, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
+				jen.Id(s.Go.Const).Op("=").Lit(s.Name.Value))
 		}
 		f.Comment("State stores of the application.")
 		f.Const().Defs(defs...)
@@ -186,10 +180,10 @@ func (e *emitter) main() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("topic %q value: %w", t.Name.Value, err)
 		}
-		f.Commentf("%sKeySerde and %sValueSerde encode the keys and values of topic %q.", t.Ident, t.Ident, t.Name.Value)
+		f.Commentf("%s and %s encode the keys and values of topic %q.", t.Go.KeySerde, t.Go.ValueSerde, t.Name.Value)
 		f.Var().Defs(
-			jen.Id(t.Ident+"KeySerde").Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(t.Ident+"ValueSerde").Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Value.Type)).Op("=").Add(vs),
+			jen.Id(t.Go.KeySerde).Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Key.Type)).Op("=").Add(ks),
+			jen.Id(t.Go.ValueSerde).Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Value.Type)).Op("=").Add(vs),
 		)
 	}
 	for _, s := range g.Stores {
@@ -203,8 +197,8 @@ func (e *emitter) main() ([]byte, error) {
 		}
 		f.Commentf("Serdes of store %q.", s.Name.Value)
 		f.Var().Defs(
-			jen.Id(lowerFirst(s.Ident)+"StoreKeySerde").Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(lowerFirst(s.Ident)+"StoreValueSerde").Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Value.Type)).Op("=").Add(vs),
+			jen.Id(s.Go.KeySerde).Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Key.Type)).Op("=").Add(ks),
+			jen.Id(s.Go.ValueSerde).Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Value.Type)).Op("=").Add(vs),
 		)
 	}
 
@@ -217,7 +211,7 @@ func (e *emitter) main() ([]byte, error) {
 }
 
 func (e *emitter) processor(f *jen.File, p *ProcNode) {
-	iface, ctx, node := p.Ident+"Processor", p.Ident+"Context", lowerFirst(p.Ident)+"Node"
+	iface, ctx, node := p.Go.Interface, p.Go.Context, p.Go.Node
 	out := outTypes(p)
 	rtCtx := jen.Op("*").Qual(pkgStream, "Context").Types(out...)
 
@@ -250,7 +244,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 	// The typed context.
 	fields := []jen.Code{jen.Id("rt").Add(rtCtx)}
 	for _, s := range p.Stores {
-		fields = append(fields, jen.Id(lowerFirst(s.Ident)).Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...))
+		fields = append(fields, jen.Id(s.Go.Field).Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...))
 	}
 	f.Commentf("%s is processor %q's handle on its task: typed forwarding, its stores,", ctx, p.Name.Value)
 	f.Comment("and the coordinates of the current record. It is valid on the task's goroutine only.")
@@ -272,21 +266,21 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 		recv().Id("ForwardRecord").Params(jen.Id("rec").Qual(pkgStream, "Record").Types(kt.Clone(), vt.Clone())).Block(
 			jen.Id("c").Dot("rt").Dot("Forward").Call(jen.Id("rec")))
 		if len(p.Children) > 1 {
-			for _, c := range p.Children {
+			for i, c := range p.Children {
 				what := "processor"
 				if c.Topic != nil {
 					what = "topic"
 				}
-				f.Commentf("ForwardTo%s sends key and value to %s %q only.", c.Ident(), what, c.Name())
-				recv().Id("ForwardTo"+c.Ident()).Params(jen.Id("key").Add(kt.Clone()), jen.Id("value").Add(vt.Clone())).Block(
+				f.Commentf("%s sends key and value to %s %q only.", p.Go.ForwardTo[i], what, c.Name())
+				recv().Id(p.Go.ForwardTo[i]).Params(jen.Id("key").Add(kt.Clone()), jen.Id("value").Add(vt.Clone())).Block(
 					jen.Id("c").Dot("rt").Dot("ForwardTo").Call(jen.Lit(nodeName(c)), newRec.Clone()))
 			}
 		}
 	}
 	for _, s := range p.Stores {
-		f.Commentf("%s is store %q.", s.Ident, s.Name.Value)
-		recv().Id(s.Ident).Params().Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...).Block(
-			jen.Return(jen.Id("c").Dot(lowerFirst(s.Ident))))
+		f.Commentf("%s is store %q.", s.Go.Accessor, s.Name.Value)
+		recv().Id(s.Go.Accessor).Params().Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...).Block(
+			jen.Return(jen.Id("c").Dot(s.Go.Field)))
 	}
 	delegate := []struct {
 		name, doc string
@@ -322,7 +316,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 	}
 	for _, s := range p.Stores {
 		init = append(init, jen.If(
-			jen.List(jen.Id("n").Dot("ctx").Dot(lowerFirst(s.Ident)), jen.Id("err")).Op("=").Qual(pkgStream, "GetKeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("rt"), jen.Id(e.storeConst(s))),
+			jen.List(jen.Id("n").Dot("ctx").Dot(s.Go.Field), jen.Id("err")).Op("=").Qual(pkgStream, "GetKeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("rt"), jen.Id(s.Go.Const)),
 			jen.Id("err").Op("!=").Nil(),
 		).Block(jen.Return(jen.Id("err"))))
 	}
@@ -409,19 +403,19 @@ func (e *emitter) topology(f *jen.File) {
 	g := e.g
 	var fields []jen.Code
 	for _, p := range g.Processors {
-		fields = append(fields, jen.Commentf("%s makes the user code of processor %q.", p.Ident, p.Name.Value),
-			jen.Id(p.Ident).Func().Params().Id(p.Ident+"Processor"))
+		fields = append(fields, jen.Commentf("%s makes the user code of processor %q.", p.Go.Factory, p.Name.Value),
+			jen.Id(p.Go.Factory).Func().Params().Id(p.Go.Interface))
 	}
 	f.Comment("Processors holds a factory for each processor of the topology. Each factory is")
 	f.Comment("called once per task, so an instance is used by one goroutine at a time.")
-	f.Type().Id("Processors").Struct(fields...)
+	f.Type().Id(idProcessors).Struct(fields...)
 
 	var body []jen.Code
 	if len(g.Processors) > 0 {
 		body = append(body, jen.Var().Id("missing").Index().String())
 		for _, p := range g.Processors {
-			body = append(body, jen.If(jen.Id("p").Dot(p.Ident).Op("==").Nil()).Block(
-				jen.Id("missing").Op("=").Append(jen.Id("missing"), jen.Lit(p.Ident))))
+			body = append(body, jen.If(jen.Id("p").Dot(p.Go.Factory).Op("==").Nil()).Block(
+				jen.Id("missing").Op("=").Append(jen.Id("missing"), jen.Lit(p.Go.Factory))))
 		}
 		body = append(body, jen.If(jen.Len(jen.Id("missing")).Op(">").Lit(0)).Block(
 			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit("new topology: no factory for %s in Processors"), jen.Qual("strings", "Join").Call(jen.Id("missing"), jen.Lit(", "))))))
@@ -431,7 +425,7 @@ func (e *emitter) topology(f *jen.File) {
 		if len(t.Readers) == 0 {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(sourceNode(t)), jen.Id(e.topicConst(t)), jen.Id(t.Ident + "KeySerde"), jen.Id(t.Ident + "ValueSerde")}
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde)}
 		if tf := t.TimestampField; tf != nil {
 			args = append(args, jen.Qual(pkgStream, "WithTimestamp").Call(
 				jen.Func().Params(jen.Id("_").Add(gotype.Of(t.KV.Key.Type)), jen.Id("v").Add(gotype.Of(t.KV.Value.Type)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(timestampBody(tf)...)))
@@ -441,10 +435,10 @@ func (e *emitter) topology(f *jen.File) {
 	for _, p := range topoOrder(g.Processors) {
 		args := []jen.Code{jen.Id("t"), jen.Lit(p.Name.Value),
 			jen.Func().Params().Qual(pkgStream, "Processor").Types(append(kvTypes(p.In), outTypes(p)...)...).Block(
-				jen.Return(jen.Op("&").Id(lowerFirst(p.Ident) + "Node").Values(jen.Dict{jen.Id("impl"): jen.Id("p").Dot(p.Ident).Call()})))}
+				jen.Return(jen.Op("&").Id(p.Go.Node).Values(jen.Dict{jen.Id("impl"): jen.Id("p").Dot(p.Go.Factory).Call()})))}
 		for _, par := range p.Parents {
 			if par.Topic != nil {
-				args = append(args, jen.Lit(sourceNode(par.Topic)))
+				args = append(args, jen.Lit(par.Topic.Go.SourceNode))
 			} else {
 				args = append(args, jen.Lit(par.Proc.Name.Value))
 			}
@@ -455,7 +449,7 @@ func (e *emitter) topology(f *jen.File) {
 		if len(t.Writers) == 0 {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(sinkNode(t)), jen.Id(e.topicConst(t)), jen.Id(t.Ident + "KeySerde"), jen.Id(t.Ident + "ValueSerde")}
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde)}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
@@ -467,7 +461,7 @@ func (e *emitter) topology(f *jen.File) {
 			// Only a program with a Pebble store imports (and links) Pebble.
 			opts[jen.Id("Persistent")] = jen.Qual(pkgPebble, "Opener").Call(jen.Qual(pkgPebble, "Options").Values())
 		}
-		args := []jen.Code{jen.Id("t"), jen.Id(e.storeConst(s)), jen.Id(lowerFirst(s.Ident) + "StoreKeySerde"), jen.Id(lowerFirst(s.Ident) + "StoreValueSerde"),
+		args := []jen.Code{jen.Id("t"), jen.Id(s.Go.Const), jen.Id(s.Go.KeySerde), jen.Id(s.Go.ValueSerde),
 			jen.Qual(pkgStream, "StoreOptions").Values(opts)}
 		for _, o := range s.Owners {
 			args = append(args, jen.Lit(o.Name.Value))
@@ -478,7 +472,7 @@ func (e *emitter) topology(f *jen.File) {
 		jen.If(jen.Err().Op(":=").Id("t").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(jen.Id("t"), jen.Nil()))
 	f.Commentf("NewTopology builds the topology of %s around the user's processors.", schema.FileName)
-	f.Func().Id("NewTopology").Params(jen.Id("p").Id("Processors")).Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(body...)
+	f.Func().Id(idNewTopology).Params(jen.Id("p").Id(idProcessors)).Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(body...)
 }
 
 // timestampBody extracts the event time from the value's field tf (v).
@@ -503,35 +497,35 @@ func (e *emitter) testDriver() ([]byte, error) {
 	g := e.g
 	f.Comment("TestDriver runs the topology of " + schema.FileName + " with no broker, deterministically,")
 	f.Comment("with typed inputs, outputs and stores: made for tests.")
-	f.Type().Id("TestDriver").Struct(jen.Id("d").Op("*").Qual(pkgStreamtest, "Driver"))
+	f.Type().Id(idTestDriver).Struct(jen.Id("d").Op("*").Qual(pkgStreamtest, "Driver"))
 
 	f.Comment("NewTestDriver builds the topology around p and starts a driver on it. An empty")
 	f.Comment("cfg.AppID means AppID.")
-	f.Func().Id("NewTestDriver").Params(jen.Id("p").Id("Processors"), jen.Id("cfg").Qual(pkgStreamtest, "Config")).Params(jen.Op("*").Id("TestDriver"), jen.Error()).Block(
-		jen.List(jen.Id("t"), jen.Err()).Op(":=").Id("NewTopology").Call(jen.Id("p")),
+	f.Func().Id(idNewTestDriver).Params(jen.Id("p").Id(idProcessors), jen.Id("cfg").Qual(pkgStreamtest, "Config")).Params(jen.Op("*").Id(idTestDriver), jen.Error()).Block(
+		jen.List(jen.Id("t"), jen.Err()).Op(":=").Id(idNewTopology).Call(jen.Id("p")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.If(jen.Id("cfg").Dot("AppID").Op("==").Lit("")).Block(jen.Id("cfg").Dot("AppID").Op("=").Id("AppID")),
+		jen.If(jen.Id("cfg").Dot("AppID").Op("==").Lit("")).Block(jen.Id("cfg").Dot("AppID").Op("=").Id(idAppID)),
 		jen.List(jen.Id("d"), jen.Err()).Op(":=").Qual(pkgStreamtest, "New").Call(jen.Id("t"), jen.Id("cfg")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(jen.Op("&").Id("TestDriver").Values(jen.Dict{jen.Id("d"): jen.Id("d")}), jen.Nil()),
+		jen.Return(jen.Op("&").Id(idTestDriver).Values(jen.Dict{jen.Id("d"): jen.Id("d")}), jen.Nil()),
 	)
-	recv := func() *jen.Statement { return f.Func().Params(jen.Id("d").Op("*").Id("TestDriver")) }
+	recv := func() *jen.Statement { return f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver)) }
 	for _, t := range g.Topics {
-		if len(t.Readers) > 0 {
-			f.Commentf("Pipe%s writes a record with timestamp ts to topic %q and processes it.", t.Ident, t.Name.Value)
-			recv().Id("Pipe"+t.Ident).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(e.topicConst(t)), jen.Id(t.Ident+"KeySerde"), jen.Id(t.Ident+"ValueSerde"), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
+		if t.Go.Pipe != "" {
+			f.Commentf("%s writes a record with timestamp ts to topic %q and processes it.", t.Go.Pipe, t.Name.Value)
+			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
-		if len(t.Writers) > 0 {
-			f.Commentf("Read%s returns the records written to topic %q since the last read.", t.Ident, t.Name.Value)
-			recv().Id("Read"+t.Ident).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(t.KV)...), jen.Error()).Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(e.topicConst(t)), jen.Id(t.Ident+"KeySerde"), jen.Id(t.Ident+"ValueSerde"))))
+		if t.Go.Read != "" {
+			f.Commentf("%s returns the records written to topic %q since the last read.", t.Go.Read, t.Name.Value)
+			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(t.KV)...), jen.Error()).Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde))))
 		}
 	}
 	for _, s := range g.Stores {
-		f.Commentf("%s is store %q, to inspect or seed.", s.Ident, s.Name.Value)
-		recv().Id(s.Ident).Params().Params(jen.Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...), jen.Error()).Block(
-			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("d").Dot("d"), jen.Id(e.storeConst(s)))))
+		f.Commentf("%s is store %q, to inspect or seed.", s.Go.Accessor, s.Name.Value)
+		recv().Id(s.Go.Accessor).Params().Params(jen.Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...), jen.Error()).Block(
+			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const))))
 	}
 	f.Comment("AdvanceWallClock moves the driver's wall clock forward by dur, firing the")
 	f.Comment("wall-clock punctuations that fall due.")
@@ -542,16 +536,6 @@ func (e *emitter) testDriver() ([]byte, error) {
 	f.Comment("Close closes the processors and stores.")
 	recv().Id("Close").Params().Error().Block(jen.Return(jen.Id("d").Dot("d").Dot("Close").Call()))
 	return render(f)
-}
-
-// sortedTopicNames lists the graph's topics for messages.
-func sortedTopicNames(g *Graph) []string {
-	var out []string
-	for _, t := range g.Topics {
-		out = append(out, t.Name.Value)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // confluentSides lists the topic keys and values in avro-confluent format.
@@ -580,22 +564,22 @@ func (e *emitter) registerSchemas(f *jen.File) {
 	sides := e.confluentSides()
 	f.Comment("UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that")
 	f.Comment("RegisterSchemas must run before NewTopology.")
-	f.Const().Id("UsesSchemaRegistry").Op("=").Lit(len(sides) > 0)
+	f.Const().Id(idUsesSchemaRegistry).Op("=").Lit(len(sides) > 0)
 	if len(sides) == 0 {
 		return
 	}
 	var body []jen.Code
 	body = append(body, jen.Var().Id("ss").Qual(pkgSR, "SubjectSchema"), jen.Var().Err().Error())
 	for _, s := range sides {
-		serdeVar := s.topic.Ident + "KeySerde"
+		serdeVar := s.topic.Go.KeySerde
 		if s.side == "value" {
-			serdeVar = s.topic.Ident + "ValueSerde"
+			serdeVar = s.topic.Go.ValueSerde
 		}
 		body = append(body,
-			jen.List(jen.Id("ss"), jen.Err()).Op("=").Id("cl").Dot("CreateSchema").Call(jen.Id("ctx"), jen.Id(e.topicConst(s.topic)).Op("+").Lit("-"+s.side),
-				jen.Qual(pkgSR, "Schema").Values(jen.Dict{jen.Id("Schema"): jen.Id(s.typ.Name + "AvroSchema"), jen.Id("Type"): jen.Qual(pkgSR, "TypeAvro")})),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register the schema of topic %q "+s.side+": %w"), jen.Id(e.topicConst(s.topic)), jen.Err()))),
-			jen.Id(serdeVar).Op("=").Id(s.typ.Name+"ConfluentSerde").Values(jen.Dict{jen.Id("SchemaID"): jen.Uint32().Call(jen.Id("ss").Dot("ID"))}),
+			jen.List(jen.Id("ss"), jen.Err()).Op("=").Id("cl").Dot("CreateSchema").Call(jen.Id("ctx"), jen.Id(s.topic.Go.Const).Op("+").Lit("-"+s.side),
+				jen.Qual(pkgSR, "Schema").Values(jen.Dict{jen.Id("Schema"): jen.Id(avro.SchemaConstName(s.typ)), jen.Id("Type"): jen.Qual(pkgSR, "TypeAvro")})),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register the schema of topic %q "+s.side+": %w"), jen.Id(s.topic.Go.Const), jen.Err()))),
+			jen.Id(serdeVar).Op("=").Id(avro.ConfluentSerdeName(s.typ)).Values(jen.Dict{jen.Id("SchemaID"): jen.Uint32().Call(jen.Id("ss").Dot("ID"))}),
 		)
 	}
 	body = append(body, jen.Return(jen.Nil()))
@@ -604,7 +588,7 @@ func (e *emitter) registerSchemas(f *jen.File) {
 	f.Comment("that is already registered keeps its id), and points the topic's serdes at that id.")
 	f.Comment("Call it before NewTopology; Run does. Without it the serdes use schema id 0, which")
 	f.Comment("is enough for the test driver.")
-	f.Func().Id("RegisterSchemas").Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(body...)
+	f.Func().Id(idRegisterSchemas).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(body...)
 }
 
 // wrap breaks text into lines of at most width bytes where it can.

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/build"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -124,7 +125,11 @@ func Load(dir string) (*Project, error) {
 		}
 		u.Types[k] = t
 	}
-	g, rerr := Resolve(spec, u)
+	pkgPath, err := importPath(abs)
+	if err != nil {
+		return nil, append(errs, &schema.Error{Pos: model.Pos{File: display}, Msg: err.Error()}).Sort()
+	}
+	g, rerr := Resolve(spec, u, pkgPath)
 	if rerr != nil {
 		var rerrs schema.Errors
 		if !errors.As(rerr, &rerrs) {
@@ -139,16 +144,16 @@ func Load(dir string) (*Project, error) {
 			errs = append(errs, e)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs.Sort()
-	}
-	pkgPath, err := importPath(abs)
-	if err != nil {
-		return nil, schema.Errors{{Pos: model.Pos{File: display}, Msg: err.Error()}}
-	}
 	name, err := packageName(abs, spec)
 	if err != nil {
-		return nil, err
+		var perrs schema.Errors
+		if !errors.As(err, &perrs) {
+			return nil, err
+		}
+		errs = append(errs, perrs...)
+	}
+	if len(errs) > 0 {
+		return nil, errs.Sort()
 	}
 	return &Project{Dir: abs, Spec: spec, Graph: g, PkgPath: pkgPath, PkgName: name, Avro: avroTypes}, nil
 }
@@ -180,25 +185,47 @@ func importPath(dir string) (string, error) {
 }
 
 // packageName is the spec's package:, else the package of the Go files
-// already in dir, else the directory name made into an identifier.
+// already in dir, else the directory name made into an identifier. A
+// package: that differs from the package of the hand-written Go files in dir
+// is an error at package:, since the directory would hold two packages.
 func packageName(dir string, spec *schema.Spec) (string, error) {
-	if spec.Package.Value != "" {
-		return spec.Package.Value, nil
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", err
 	}
 	fset := token.NewFileSet()
+	existing, from := "", ""
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.PackageClauseOnly)
-		if err == nil && f.Name.Name != "main" {
-			return f.Name.Name, nil
+		// Files the go command leaves out (//go:build ignore, _windows.go)
+		// do not make the package.
+		if ok, err := build.Default.MatchFile(dir, n); err != nil || !ok {
+			continue
 		}
+		path := filepath.Join(dir, n)
+		if isGenerated(path) {
+			continue // rewritten with the new package name
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly)
+		if err == nil {
+			existing, from = f.Name.Name, n
+			break
+		}
+	}
+	if spec.Package.Value != "" {
+		if existing != "" && existing != spec.Package.Value {
+			return "", schema.Errors{{Pos: spec.Package.Pos, Msg: fmt.Sprintf("package %q: the Go files in this directory are package %s (%s), and one directory holds one package: write package: %s, or change their package clauses", spec.Package.Value, existing, from, existing)}}
+		}
+		return spec.Package.Value, nil
+	}
+	if existing == "main" {
+		return "", schema.Errors{{Pos: model.Pos{File: spec.File, Line: 1, Col: 1}, Msg: fmt.Sprintf("the Go files in this directory are package main (%s): generated code needs a package of its own; move the command to cmd/NAME", from)}}
+	}
+	if existing != "" {
+		return existing, nil
 	}
 	var b strings.Builder
 	for _, r := range strings.ToLower(filepath.Base(dir)) {
@@ -206,8 +233,8 @@ func packageName(dir string, spec *schema.Spec) (string, error) {
 			b.WriteRune(r)
 		}
 	}
-	if b.Len() == 0 {
-		return "", schema.Errors{{Pos: model.Pos{File: filepath.Join(dir, schema.FileName)}, Msg: "cannot derive a package name from the directory: add \"package: NAME\" to the spec"}}
+	if b.Len() == 0 || isKeyword(b.String()) || b.String() == "main" {
+		return "", schema.Errors{{Pos: model.Pos{File: spec.File, Line: 1, Col: 1}, Msg: "cannot derive a package name from the directory: add \"package: NAME\" to the spec"}}
 	}
 	return b.String(), nil
 }

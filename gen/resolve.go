@@ -48,6 +48,7 @@ func (kv KV) String() string { return kv.Key.Name + "," + kv.Value.Name }
 type TopicNode struct {
 	*schema.Topic
 	Ident       string // Go identifier form of the name ("WordCounts")
+	Go          TopicNames
 	KV          KV
 	KeyFormat   string
 	ValueFormat string
@@ -61,6 +62,7 @@ type TopicNode struct {
 type StoreNode struct {
 	*schema.Store
 	Ident       string
+	Go          StoreNames
 	KV          KV
 	KeyFormat   string
 	ValueFormat string
@@ -81,18 +83,11 @@ func (n Node) Name() string {
 	return n.Proc.Name.Value
 }
 
-// Ident is the Go identifier form of the node's name.
-func (n Node) Ident() string {
-	if n.Topic != nil {
-		return n.Topic.Ident
-	}
-	return n.Proc.Ident
-}
-
 // ProcNode is a resolved processor.
 type ProcNode struct {
 	*schema.Processor
 	Ident string
+	Go    ProcNames
 	In    KV
 	// Out is what the processor forwards; meaningful when HasOut.
 	Out      KV
@@ -113,44 +108,29 @@ type PunctuationNode struct {
 	WallClock bool
 }
 
-// contextMethods are names the generated context and test driver already
-// use; a store or child named so would collide with them.
-var contextMethods = []string{"AdvanceWallClock", "Close", "Commit", "Driver", "Forward", "ForwardRecord", "Headers", "Offset", "Partition", "Runtime", "StreamTime", "TaskID", "Timestamp", "Topic"}
-
-// Ident converts a spec name to an exported Go identifier: "word-counts"
-// becomes "WordCounts". It reports false when the result is not a valid
-// identifier.
-func Ident(name string) (string, bool) {
-	var b strings.Builder
-	upper := true
-	for _, r := range name {
-		switch {
-		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			if upper {
-				r = unicode.ToUpper(r)
-			}
-			upper = false
-			b.WriteRune(r)
-		case r == '-' || r == '_' || r == '.':
-			upper = true
-		default:
-			return "", false
-		}
-	}
-	s := b.String()
-	if s == "" || !unicode.IsLetter(rune(s[0])) {
-		return s, false
-	}
-	return s, true
-}
-
-// Resolve validates a parsed spec against the known record types and builds
-// its graph. It reports every problem it finds as Errors; the graph is only
-// returned when there are none. u may be nil when no record types exist.
-func Resolve(s *schema.Spec, u *model.Universe) (*Graph, error) {
+// Resolve validates a parsed spec against the known record types, builds
+// its graph and names everything the emitters will declare (names.go) for a
+// package with import path pkgPath. It reports every problem it finds as
+// schema.Errors; the graph is only returned when there are none. u may be
+// nil when no record types exist.
+func Resolve(s *schema.Spec, u *model.Universe, pkgPath string) (*Graph, error) {
 	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}}
 	r.run()
-	if err := r.errs.errs.Err(); err != nil {
+	// Naming runs on the graph as far as it resolved, so a clash is
+	// reported together with the other problems rather than after them.
+	var avroTypes map[string]*model.Type
+	if u != nil {
+		for k, t := range u.Types {
+			if t.GoPackage == "" {
+				if avroTypes == nil {
+					avroTypes = map[string]*model.Type{}
+				}
+				avroTypes[k] = t
+			}
+		}
+	}
+	errs := append(r.errs.errs, nameGraph(r.g, avroTypes, pkgPath)...)
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r.g, nil
@@ -174,25 +154,8 @@ func (r *resolver) run() {
 	if s.Package.Value != "" && !validPackage(s.Package.Value) {
 		r.errs.add(s.Package.Pos, "package %q is not a valid Go package name (lower-case letters and digits)", s.Package.Value)
 	}
-	idents := map[string]map[string]schema.Str{}
-	ident := func(what string, name schema.Str) string {
-		id, ok := Ident(name.Value)
-		if !ok {
-			r.errs.add(name.Pos, "%s name %q does not convert to a Go identifier (got %q): use letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, id)
-			return id
-		}
-		if idents[what] == nil {
-			idents[what] = map[string]schema.Str{}
-		}
-		if prev, dup := idents[what][id]; dup {
-			r.errs.add(name.Pos, "%s %q and %q (%s) both become the Go name %s", what, prev.Value, name.Value, prev.Pos, id)
-		}
-		idents[what][id] = name
-		return id
-	}
-
 	for _, t := range s.Topics {
-		tn := &TopicNode{Topic: t, Ident: ident("topic", t.Name)}
+		tn := &TopicNode{Topic: t}
 		if !validTopicName(t.Name.Value) {
 			r.errs.add(t.Name.Pos, "topic name %q: Kafka allows letters, digits, '.', '_' and '-', at most 249 characters", t.Name.Value)
 		}
@@ -204,10 +167,7 @@ func (r *resolver) run() {
 		r.g.Topics = append(r.g.Topics, tn)
 	}
 	for _, st := range s.Stores {
-		sn := &StoreNode{Store: st, Ident: ident("store", st.Name)}
-		if slices.Contains(contextMethods, sn.Ident) {
-			r.errs.add(st.Name.Pos, "store name %q becomes %s, which the generated context already uses: rename the store", st.Name.Value, sn.Ident)
-		}
+		sn := &StoreNode{Store: st}
 		if st.Kind.Value != "" && st.Kind.Value != "keyvalue" {
 			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue)", st.Name.Value, st.Kind.Value)
 		}
@@ -224,14 +184,9 @@ func (r *resolver) run() {
 		r.g.Stores = append(r.g.Stores, sn)
 	}
 	for _, p := range s.Processors {
-		pn := &ProcNode{Processor: p, Ident: ident("processor", p.Name)}
+		pn := &ProcNode{Processor: p}
 		if t, clash := r.topics[p.Name.Value]; clash {
 			r.errs.add(p.Name.Pos, "processor %q has the name of a topic (%s): names in from and to must say which they mean", p.Name.Value, t.Name.Pos)
-		}
-		for _, suffix := range []string{"-source", "-sink"} {
-			if t, clash := r.topics[strings.TrimSuffix(p.Name.Value, suffix)]; clash && strings.HasSuffix(p.Name.Value, suffix) {
-				r.errs.add(p.Name.Pos, "processor name %q is the runtime's name for the %s of topic %q: rename the processor", p.Name.Value, suffix[1:], t.Name.Value)
-			}
 		}
 		r.procs[p.Name.Value] = pn
 		r.g.Processors = append(r.g.Processors, pn)
@@ -404,18 +359,6 @@ func (r *resolver) edges() {
 		if len(p.Parents) == 0 && len(p.From) == 0 {
 			r.errs.add(p.Name.Pos, "processor %q has no input: add from: [TOPIC or PROCESSOR]", p.Name.Value)
 		}
-		if len(p.Children) > 1 {
-			seen := map[string]string{}
-			for _, c := range p.Children {
-				if prev, dup := seen[c.Ident()]; dup {
-					r.errs.add(p.Name.Pos, "processor %q: children %q and %q both become ForwardTo%s", p.Name.Value, prev, c.Name(), c.Ident())
-				}
-				seen[c.Ident()] = c.Name()
-				if slices.Contains(contextMethods, "ForwardTo"+c.Ident()) {
-					r.errs.add(p.Name.Pos, "processor %q: child %q collides with a generated method", p.Name.Value, c.Name())
-				}
-			}
-		}
 	}
 	for _, t := range r.g.Topics {
 		slices.SortFunc(t.Readers, byName)
@@ -479,9 +422,8 @@ func (r *resolver) storesOf() {
 
 func (r *resolver) punctuations() {
 	for _, p := range r.g.Processors {
-		seen := map[string]bool{}
 		for _, pu := range p.Punctuate {
-			pn := &PunctuationNode{Punctuation: pu, Method: "Punctuate"}
+			pn := &PunctuationNode{Punctuation: pu}
 			switch pu.Time.Value {
 			case "", schema.StreamTime:
 			case schema.WallClock:
@@ -495,17 +437,6 @@ func (r *resolver) punctuations() {
 					continue
 				}
 			}
-			if pu.Name.Value != "" {
-				id, ok := Ident(pu.Name.Value)
-				if !ok {
-					r.errs.add(pu.Name.Pos, "punctuation name %q does not convert to a Go identifier", pu.Name.Value)
-				}
-				pn.Method += id
-			}
-			if seen[pn.Method] {
-				r.errs.add(pu.Pos, "processor %q: two punctuate schedules become method %s", p.Name.Value, pn.Method)
-			}
-			seen[pn.Method] = true
 			p.Punctuations = append(p.Punctuations, pn)
 		}
 	}
@@ -724,7 +655,9 @@ func validPackage(s string) bool {
 			return false
 		}
 	}
-	return s != "" && !isKeyword(s)
+	// main would make the generated code a command, which the scaffolded
+	// cmd/APP/main.go cannot import.
+	return s != "" && !isKeyword(s) && s != "main"
 }
 
 func isKeyword(s string) bool {

@@ -38,7 +38,7 @@ func TestResolveWordcount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Resolve(spec, universe())
+	g, err := Resolve(spec, universe(), "example.com/m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ topics:
   word_counts: {key: string, value: string}
 `, []string{
 			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use letters, digits, '-', '_' and '.', starting with a letter`,
-			`kgen.yaml:6:3: topic "word-counts" and "word_counts" (kgen.yaml:5:3) both become the Go name WordCounts`,
+			`kgen.yaml:6:3: topic "word_counts": its name constant would be the Go name TopicWordCounts, already taken by the name constant of topic "word-counts" (kgen.yaml:5:3): rename one of them`,
 		}},
 		{"copartition", `version: 1
 app: a
@@ -181,7 +181,7 @@ topics:
 processors:
   in-source: {from: [in]}
 `, []string{
-			`kgen.yaml:6:3: processor name "in-source" is the runtime's name for the source of topic "in": rename the processor`,
+			`kgen.yaml:6:3: processor "in-source": its node would be the runtime node name in-source, already taken by the source node of topic "in" (kgen.yaml:4:3): rename one of them`,
 		}},
 		{"punctuate", `version: 1
 app: a
@@ -212,7 +212,7 @@ func check(spec string) []string {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := Resolve(s, universe()); err != nil {
+	if _, err := Resolve(s, universe(), "example.com/m"); err != nil {
 		errs = append(errs, err)
 	}
 	var all schema.Errors
@@ -246,7 +246,7 @@ func FuzzResolve(f *testing.F) {
 				t.Fatalf("parse error is not schema.Errors: %v", err)
 			}
 		}
-		if _, err := Resolve(s, universe()); err != nil {
+		if _, err := Resolve(s, universe(), "example.com/m"); err != nil {
 			var es schema.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
 				t.Fatalf("resolve error is not schema.Errors: %v", err)

@@ -83,11 +83,6 @@ func importLines(imports map[string]string) []string {
 	return append(std, other...)
 }
 
-// ScaffoldFile is the file name of processor p's user code: "split.go".
-func ScaffoldFile(p *ProcNode) string {
-	return strings.ToLower(p.Ident[:1]) + snake(p.Ident[1:]) + ".go"
-}
-
 func snake(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -126,7 +121,7 @@ func (e *emitter) app() ([]byte, error) {
 		Confluent         bool
 	}{Package: e.pkgName, SpecFile: schema.FileName, Confluent: len(e.confluentSides()) > 0}
 	for _, t := range e.g.Topics {
-		data.Topics = append(data.Topics, topic{Const: e.topicConst(t), Partitions: max(t.Partitions, 1)})
+		data.Topics = append(data.Topics, topic{Const: t.Go.Const, Partitions: max(t.Partitions, 1)})
 	}
 	return executeTemplate("app.go.tmpl", data)
 }
@@ -184,7 +179,7 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 	for _, p := range e.g.Processors {
 		imports := map[string]string{}
 		key, value := typeText(p.In.Key.Type, e.pkgPath, imports), typeText(p.In.Value.Type, e.pkgPath, imports)
-		ctx := p.Ident + "Context"
+		ctx := p.Go.Context
 		type punct struct{ Method, Every, Kind string }
 		var puncts []punct
 		want := []string{fmt.Sprintf("Process(ctx *%s, key %s, value %s) error", ctx, key, value)}
@@ -197,20 +192,20 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 			want = append(want, fmt.Sprintf("%s(ctx *%s, now time.Time) error", pu.Method, ctx))
 			imports["time"] = "time"
 		}
-		if file, ok := declared[p.Ident]; ok {
+		if file, ok := declared[p.Go.Impl]; ok {
 			// The user's file exists: announce, never edit.
 			for _, sig := range want {
 				name := sig[:strings.IndexByte(sig, '(')]
-				if !slices.Contains(methods[p.Ident], name) {
-					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s does not have method %s yet: add\n\tfunc (p *%s) %s {\n\t\treturn nil\n\t}", filepath.ToSlash(filepath.Join(filepath.Base(dir), file)), p.Ident, name, p.Ident, sig))
+				if !slices.Contains(methods[p.Go.Impl], name) {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s does not have method %s yet: add\n\tfunc (p *%s) %s {\n\t\treturn nil\n\t}", filepath.ToSlash(filepath.Join(filepath.Base(dir), file)), p.Go.Impl, name, p.Go.Impl, sig))
 				}
 			}
 			continue
 		}
 		var children []string
 		if len(p.Children) > 1 {
-			for _, c := range p.Children {
-				children = append(children, "ctx.ForwardTo"+c.Ident()+"(key, value)")
+			for _, m := range p.Go.ForwardTo {
+				children = append(children, "ctx."+m+"(key, value)")
 			}
 		}
 		var inputs []string
@@ -219,16 +214,16 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 		}
 		src, err := executeTemplate("processor.go.tmpl", map[string]any{
 			"Package": e.pkgName, "Imports": importLines(imports), "Name": p.Name.Value,
-			"Type": p.Ident, "Interface": p.Ident + "Processor", "Context": ctx, "Key": key, "Value": value,
+			"Type": p.Go.Impl, "Interface": p.Go.Interface, "Context": ctx, "Key": key, "Value": value,
 			"Inputs": strings.Join(inputs, ", "), "Forwards": p.HasOut && len(p.Children) > 0, "Children": strings.Join(children, ", "),
 			"Punctuations": puncts,
 		})
 		if err != nil {
 			return err
 		}
-		file := ScaffoldFile(p)
+		file := p.Go.File
 		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s exists but does not declare %s: implement %sProcessor somewhere in package %s", file, p.Ident, p.Ident, e.pkgName))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s exists but does not declare %s: implement %s somewhere in package %s", file, p.Go.Impl, p.Go.Interface, e.pkgName))
 			continue
 		}
 		res.Files = append(res.Files, File{Path: file, Data: src, Scaffold: true})
@@ -240,10 +235,10 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 	if path.Base(e.pkgPath) != e.pkgName {
 		importSpec = e.pkgName + " " + importSpec
 	}
-	type procRef struct{ Ident string }
+	type procRef struct{ Factory, Interface, Impl string }
 	var procs []procRef
 	for _, p := range e.g.Processors {
-		procs = append(procs, procRef{p.Ident})
+		procs = append(procs, procRef{p.Go.Factory, p.Go.Interface, p.Go.Impl})
 	}
 	src, err := executeTemplate("main.go.tmpl", map[string]any{
 		"App": e.g.Spec.App.Value, "PkgPath": e.pkgPath, "PkgName": e.pkgName, "Processors": procs,
@@ -254,8 +249,8 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 	src = bytes.Replace(src, []byte(strconv.Quote(e.pkgPath)), []byte(importSpec), 1)
 	if old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(mainPath))); err == nil {
 		for _, p := range e.g.Processors {
-			if !bytes.Contains(old, []byte(p.Ident+":")) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in Processors:\n\t%s: func() %s.%sProcessor { return &%s.%s{} },", path.Join(filepath.Base(dir), mainPath), p.Name.Value, p.Ident, e.pkgName, p.Ident, e.pkgName, p.Ident))
+			if !bytes.Contains(old, []byte(p.Go.Factory+":")) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in Processors:\n\t%s: func() %s.%s { return &%s.%s{} },", path.Join(filepath.Base(dir), mainPath), p.Name.Value, p.Go.Factory, e.pkgName, p.Go.Interface, e.pkgName, p.Go.Impl))
 			}
 		}
 	}
@@ -268,7 +263,7 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 			continue
 		}
 		for _, p := range e.g.Processors {
-			if !bytes.Contains(body, []byte(p.Ident+":")) {
+			if !bytes.Contains(body, []byte(p.Go.Factory+":")) {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in the Processors this test builds, as in main.go", path.Join(filepath.Base(dir), filepath.Base(test)), p.Name.Value))
 			}
 		}

@@ -108,8 +108,8 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt        *stream.Context[string, EnrichedOrder]
-	customers state.KeyValueStore[string, Customer]
+	rt             *stream.Context[string, EnrichedOrder]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
@@ -130,7 +130,7 @@ func (c *EnrichContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) 
 
 // Customers is store "customers".
 func (c *EnrichContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
+	return c.storeCustomers
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -189,7 +189,7 @@ type enrichNode struct {
 func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -228,13 +228,13 @@ type RememberCustomerProcessor interface {
 // RememberCustomerContext is processor "remember-customer"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberCustomerContext struct {
-	rt        *stream.Context[struct{}, struct{}]
-	customers state.KeyValueStore[string, Customer]
+	rt             *stream.Context[struct{}, struct{}]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Customers is store "customers".
 func (c *RememberCustomerContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
+	return c.storeCustomers
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -293,7 +293,7 @@ type rememberCustomerNode struct {
 func (n *rememberCustomerNode) Init(rt *stream.Context[struct{}, struct{}]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {

@@ -72,8 +72,8 @@ type CountProcessor interface {
 // CountContext is processor "count"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type CountContext struct {
-	rt     *stream.Context[string, int64]
-	counts state.KeyValueStore[string, int64]
+	rt          *stream.Context[string, int64]
+	storeCounts state.KeyValueStore[string, int64]
 }
 
 // Forward sends key and value to every child of "count", with the current record's
@@ -94,7 +94,7 @@ func (c *CountContext) ForwardRecord(rec stream.Record[string, int64]) {
 
 // Counts is store "counts".
 func (c *CountContext) Counts() state.KeyValueStore[string, int64] {
-	return c.counts
+	return c.storeCounts
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -153,7 +153,7 @@ type countNode struct {
 func (n *countNode) Init(rt *stream.Context[string, int64]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.counts, err = stream.GetKeyValueStore[string, int64](rt, StoreCounts); err != nil {
+	if n.ctx.storeCounts, err = stream.GetKeyValueStore[string, int64](rt, StoreCounts); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {

@@ -101,8 +101,8 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt        *stream.Context[string, EnrichedOrder]
-	customers state.KeyValueStore[string, Customer]
+	rt             *stream.Context[string, EnrichedOrder]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
@@ -123,7 +123,7 @@ func (c *EnrichContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) 
 
 // Customers is store "customers".
 func (c *EnrichContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
+	return c.storeCustomers
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -182,7 +182,7 @@ type enrichNode struct {
 func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -221,13 +221,13 @@ type RememberProcessor interface {
 // RememberContext is processor "remember"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberContext struct {
-	rt        *stream.Context[struct{}, struct{}]
-	customers state.KeyValueStore[string, Customer]
+	rt             *stream.Context[struct{}, struct{}]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Customers is store "customers".
 func (c *RememberContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
+	return c.storeCustomers
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -286,7 +286,7 @@ type rememberNode struct {
 func (n *rememberNode) Init(rt *stream.Context[struct{}, struct{}]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {

@@ -91,9 +91,9 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt            *stream.Context[string, model.Enriched]
-	customersById state.KeyValueStore[string, model.Customer]
-	pending       state.KeyValueStore[string, model.Order]
+	rt                 *stream.Context[string, model.Enriched]
+	storeCustomersById state.KeyValueStore[string, model.Customer]
+	storePending       state.KeyValueStore[string, model.Order]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
@@ -114,12 +114,12 @@ func (c *EnrichContext) ForwardRecord(rec stream.Record[string, model.Enriched])
 
 // CustomersById is store "customers-by-id".
 func (c *EnrichContext) CustomersById() state.KeyValueStore[string, model.Customer] {
-	return c.customersById
+	return c.storeCustomersById
 }
 
 // Pending is store "pending".
 func (c *EnrichContext) Pending() state.KeyValueStore[string, model.Order] {
-	return c.pending
+	return c.storePending
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -178,10 +178,10 @@ type enrichNode struct {
 func (n *enrichNode) Init(rt *stream.Context[string, model.Enriched]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
+	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err
 	}
-	if n.ctx.pending, err = stream.GetKeyValueStore[string, model.Order](rt, StorePending); err != nil {
+	if n.ctx.storePending, err = stream.GetKeyValueStore[string, model.Order](rt, StorePending); err != nil {
 		return err
 	}
 	rt.Schedule(30*time.Second, stream.StreamTime, func(now time.Time) error {
@@ -223,13 +223,13 @@ type RememberCustomerProcessor interface {
 // RememberCustomerContext is processor "remember-customer"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberCustomerContext struct {
-	rt            *stream.Context[struct{}, struct{}]
-	customersById state.KeyValueStore[string, model.Customer]
+	rt                 *stream.Context[struct{}, struct{}]
+	storeCustomersById state.KeyValueStore[string, model.Customer]
 }
 
 // CustomersById is store "customers-by-id".
 func (c *RememberCustomerContext) CustomersById() state.KeyValueStore[string, model.Customer] {
-	return c.customersById
+	return c.storeCustomersById
 }
 
 // Timestamp is the current record's timestamp (its event time).
@@ -288,7 +288,7 @@ type rememberCustomerNode struct {
 func (n *rememberCustomerNode) Init(rt *stream.Context[struct{}, struct{}]) error {
 	n.ctx.rt = rt
 	var err error
-	if n.ctx.customersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
+	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
