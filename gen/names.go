@@ -177,8 +177,13 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 	factories := newScope("method", " of "+idProcessors)
 
 	for _, t := range g.Topics {
-		id := n.ident("topic", t.Name)
-		o := func(role string) owner { return owner{what: fmt.Sprintf("topic %q", t.Name.Value), role: role, pos: t.Name.Pos} }
+		id, ok := n.ident("topic", t.Name)
+		if !ok {
+			continue // reported; names derived from it would only repeat it
+		}
+		o := func(role string) owner {
+			return owner{what: fmt.Sprintf("topic %q", t.Name.Value), role: role, pos: t.Name.Pos}
+		}
 		t.Go = TopicNames{
 			Const:      n.declare(n.pkg, "Topic"+id, o("name constant")),
 			KeySerde:   n.declare(n.pkg, id+"KeySerde", o("key serde")),
@@ -195,8 +200,13 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 	}
 	for _, s := range g.Stores {
-		id := n.ident("store", s.Name)
-		o := func(role string) owner { return owner{what: fmt.Sprintf("store %q", s.Name.Value), role: role, pos: s.Name.Pos} }
+		id, ok := n.ident("store", s.Name)
+		if !ok {
+			continue
+		}
+		o := func(role string) owner {
+			return owner{what: fmt.Sprintf("store %q", s.Name.Value), role: role, pos: s.Name.Pos}
+		}
 		s.Ident = id
 		s.Go = StoreNames{
 			Const:      n.declare(n.pkg, "Store"+id, o("name constant")),
@@ -209,8 +219,13 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 	}
 	for _, p := range g.Processors {
-		id := n.ident("processor", p.Name)
-		o := func(role string) owner { return owner{what: fmt.Sprintf("processor %q", p.Name.Value), role: role, pos: p.Name.Pos} }
+		id, ok := n.ident("processor", p.Name)
+		if !ok {
+			continue
+		}
+		o := func(role string) owner {
+			return owner{what: fmt.Sprintf("processor %q", p.Name.Value), role: role, pos: p.Name.Pos}
+		}
 		p.Ident = id
 		p.Go = ProcNames{
 			Impl:      n.declare(n.pkg, id, o("implementation type")),
@@ -230,11 +245,17 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			for _, c := range p.Children {
 				co := o("forwarding method to child " + fmt.Sprintf("%q", c.Name()))
 				co.pos = childRefPos(p, c)
-				cid, _ := Ident(c.Name())
+				cid, ok := Ident(c.Name())
+				if !ok {
+					continue // reported at the child
+				}
 				p.Go.ForwardTo = append(p.Go.ForwardTo, n.declare(ctx, "ForwardTo"+cid, co))
 			}
 		}
 		for i, s := range p.Stores {
+			if s.Ident == "" {
+				continue
+			}
 			so := owner{what: fmt.Sprintf("store %q", s.Name.Value), role: "accessor", pos: storeRefPos(p, i)}
 			n.declare(ctx, s.Ident, so)
 		}
@@ -260,12 +281,16 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 }
 
 // ident converts a spec name, reporting one that does not convert.
-func (n *namer) ident(what string, name schema.Str) string {
+func (n *namer) ident(what string, name schema.Str) (string, bool) {
 	id, ok := Ident(name.Value)
 	if !ok {
-		n.errs.add(name.Pos, "%s name %q does not convert to a Go identifier (got %q): use letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, id)
+		got := ""
+		if id != "" {
+			got = fmt.Sprintf(" (got %q)", id)
+		}
+		n.errs.add(name.Pos, "%s name %q does not convert to a Go identifier%s: use ASCII letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, got)
 	}
-	return id
+	return id, ok
 }
 
 // declare records that o declares id in s, reporting a clash with an
