@@ -94,10 +94,10 @@ func Load(dir string) (*Project, error) {
 			return nil, perr
 		}
 	}
-	u := &model.Universe{Types: map[string]*model.Type{}}
+	u := &model.Universe{Types: map[string]*model.Type{}, Unmarked: map[string]model.Pos{}}
 	goFailed := false
 	if len(spec.Types.Go) > 0 {
-		types, err := LoadGoTypes(abs, spec.Types.Go)
+		types, unmarked, err := loadGoTypes(abs, spec.Types.Go)
 		var terrs schema.Errors
 		switch {
 		case errors.As(err, &terrs):
@@ -114,6 +114,12 @@ func Load(dir string) (*Project, error) {
 		}
 		for k, t := range types {
 			u.Types[k] = t
+		}
+		for k, pos := range unmarked {
+			if pos.File != "-" && !filepath.IsAbs(pos.File) {
+				pos.File = filepath.ToSlash(filepath.Join(dir, pos.File))
+			}
+			u.Unmarked[k] = pos
 		}
 	}
 	avroTypes, aerrs := loadAvro(abs, dir, spec.Types.Avro)

@@ -269,7 +269,7 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			if pu.Name.Value != "" {
 				pid, ok := Ident(pu.Name.Value)
 				if !ok {
-					n.errs.add(pu.Name.Pos, "punctuation name %q does not convert to a Go identifier: use letters, digits, '-', '_' and '.', starting with a letter", pu.Name.Value)
+					n.errs.add(pu.Name.Pos, "punctuation name %q does not convert to a Go identifier: use ASCII letters, digits, '-', '_' and '.', starting with a letter", pu.Name.Value)
 				}
 				pu.Method += pid
 				pos = pu.Name.Pos

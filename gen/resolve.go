@@ -206,6 +206,12 @@ func (r *resolver) typ(s schema.Str) TypeRef {
 		return TypeRef{}
 	}
 	t, ok := r.u.Lookup(s.Value)
+	if !ok && r.u != nil {
+		if pos, ok := r.u.Unmarked[s.Value]; ok {
+			r.errs.add(s.Pos, "type %s is a struct (%s) without the %s comment: add it to the struct's doc comment to use it as a record type", s.Value, pos, recordMarker)
+			return TypeRef{Name: s.Value}
+		}
+	}
 	if !ok {
 		var known []string
 		if r.u != nil {
@@ -305,7 +311,7 @@ func (r *resolver) timestamp(tn *TopicNode) {
 			ft = ft.Elem
 		}
 		if !ft.IsTime() {
-			r.errs.add(ts.Pos, "topic %q: timestamp field %s.%s is a %s, not a time (want time.Time or int64 milliseconds)", tn.Name.Value, tn.KV.Value.Name, f.Name, ft.Kind)
+			r.errs.add(ts.Pos, "topic %q: timestamp field %s.%s is %s %s, not a time (want time.Time or int64 milliseconds)", tn.Name.Value, tn.KV.Value.Name, f.Name, article(ft.Kind.String()), ft.Kind)
 			return
 		}
 		tn.TimestampField = f
@@ -674,4 +680,16 @@ func (l *errList) add(pos model.Pos, format string, args ...any) {
 // Describe is a one-line summary of the graph, for logs and tests.
 func (g *Graph) Describe() string {
 	return fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+}
+
+// article is "an" before a word read with a vowel sound ("an int32", "an
+// enum", "an optional") and "a" otherwise ("a string", "a uuid").
+func article(word string) string {
+	if word == "" || strings.HasPrefix(word, "u") {
+		return "a" // "a uuid", "a union"
+	}
+	if strings.ContainsRune("aeio", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -72,7 +72,7 @@ func TestErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"syntax", "version: 1\napp: [\n", []string{"kgen.yaml:2:1: invalid YAML: did not find expected node content"}},
+		{"syntax", "version: 1\napp: [\n", []string{"kgen.yaml:2:6: invalid YAML: did not find expected node content"}},
 		{"unknown refs", `version: 1
 app: a
 topics:
@@ -138,7 +138,7 @@ topics:
   word-counts: {key: string, value: string}
   word_counts: {key: string, value: string}
 `, []string{
-			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use letters, digits, '-', '_' and '.', starting with a letter`,
+			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use ASCII letters, digits, '-', '_' and '.', starting with a letter`,
 			`kgen.yaml:6:3: topic "word_counts": its name constant would be the Go name TopicWordCounts, already taken by the name constant of topic "word-counts" (kgen.yaml:5:3): rename one of them`,
 		}},
 		{"copartition", `version: 1

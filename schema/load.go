@@ -39,7 +39,7 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 	}()
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return spec, Errors{yamlError(file, err)}
+		return spec, Errors{yamlError(file, data, err)}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		d.errs.add(Pos{File: file, Line: 1, Col: 1}, "empty spec: want at least version and app")
@@ -49,18 +49,63 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 	return spec, d.errs.errs.Err()
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = regexp.MustCompile(`^yaml: (?:line \d+: )?(.*)$`)
 
-func yamlError(file string, err error) *Error {
+// yamlError places a YAML syntax error at the offending token. yaml.v3 says
+// "line N" with a 0-based line, and often that of the enclosing block rather
+// than of the mistake, and never a column; so the line is found again by
+// parsing prefixes of the file: the offending line is the first from which
+// every longer prefix fails to parse too (a prefix ending inside a valid
+// multi-line flow collection fails, but a longer one parses again). The
+// column is found the same way within that line.
+func yamlError(file string, data []byte, err error) *Error {
 	msg := err.Error()
-	line := 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
+		msg = m[1]
 	}
-	return &Error{Pos: Pos{File: file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
+	line, col := locateYAMLError(data)
+	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "invalid YAML: " + msg}
+}
+
+// locateYAMLError returns the 1-based line and column of the first token
+// from which data no longer parses.
+func locateYAMLError(data []byte) (line, col int) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	// bad[k] reports whether the first k+1 lines fail to parse.
+	first := len(lines) - 1
+	for k := len(lines) - 1; k >= 0; k-- {
+		if !yamlFails(strings.Join(lines[:k+1], "")) {
+			break
+		}
+		first = k
+	}
+	if first < 0 {
+		return 1, 1
+	}
+	before := strings.Join(lines[:first], "")
+	text := strings.TrimRight(lines[first], "\r\n")
+	col = 1
+	runes := []rune(text)
+	for c := len(runes); c >= 1; c-- {
+		if !yamlFails(before + string(runes[:c])) {
+			break
+		}
+		col = c
+	}
+	return first + 1, col
+}
+
+func yamlFails(s string) (fails bool) {
+	defer func() {
+		if recover() != nil {
+			fails = true
+		}
+	}()
+	var n yaml.Node
+	return yaml.Unmarshal([]byte(s), &n) != nil
 }
 
 type decoder struct {

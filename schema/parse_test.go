@@ -60,3 +60,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestYAMLErrorPosition: syntax errors are reported at the offending
+// token, not at yaml.v3's 0-based line of the enclosing block.
+func TestYAMLErrorPosition(t *testing.T) {
+	for _, tc := range []struct{ name, spec, want string }{
+		{"mis-indented", "version: 1\napp: a\ntopics:\n  a: {key: string, value: string}\n b: {key: string, value: string}\n", "kgen.yaml:5:2"},
+		{"after comments", "# a\n# b\nversion: 1\napp: a\ntopics:\n  a: {key: string, value: string}\n\n\n  b: {key: string, value: string\n", "kgen.yaml:9:6"},
+		{"unclosed list", "version: 1\napp: [broken\n", "kgen.yaml:2:6"},
+		{"tab", "version: 1\napp: a\n\tb: 1\n", "kgen.yaml:3:1"},
+		{"valid multi-line flow before", "version: 1\napp: a\ntopics: {a: {key: string,\n    value: string}}\nprocessors: [\n", "kgen.yaml:5:13"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("kgen.yaml", []byte(tc.spec))
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("want one error, got %v", err)
+			}
+			if got := es[0].Pos.String(); got != tc.want {
+				t.Errorf("position %s, want %s (%v)", got, tc.want, es[0])
+			}
+		})
+	}
+}

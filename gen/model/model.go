@@ -119,6 +119,10 @@ func (t *Type) IsTime() bool { return t.Kind == Timestamp || t.Kind == Int64 }
 // ("model.Sentence" for a Go struct, "Order" or "com.example.Order" for Avro).
 type Universe struct {
 	Types map[string]*Type
+	// Unmarked are the structs a loader saw that are not record types (no
+	// //kgen:record comment), by the name the spec would use, with where
+	// they are declared: for telling a user why a name is unknown.
+	Unmarked map[string]Pos
 }
 
 // Lookup finds a type by spec name; builtin names (string, bytes, int32,
