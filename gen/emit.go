@@ -401,26 +401,23 @@ func topoOrder(ps []*ProcNode) []*ProcNode {
 
 func (e *emitter) topology(f *jen.File) {
 	g := e.g
-	var fields []jen.Code
+	// An interface rather than a struct of optional funcs: a processor added
+	// to the spec is a method the user's implementation (the scaffolded
+	// Factories) lacks, so a missing factory is a compile error.
+	var methods []jen.Code
 	for _, p := range g.Processors {
-		fields = append(fields, jen.Commentf("%s makes the user code of processor %q.", p.Go.Factory, p.Name.Value),
-			jen.Id(p.Go.Factory).Func().Params().Id(p.Go.Interface))
+		methods = append(methods, jen.Commentf("%s makes the user code of processor %q.", p.Go.Factory, p.Name.Value),
+			jen.Id(p.Go.Factory).Params().Id(p.Go.Interface))
 	}
-	f.Comment("Processors holds a factory for each processor of the topology. Each factory is")
-	f.Comment("called once per task, so an instance is used by one goroutine at a time.")
-	f.Type().Id(idProcessors).Struct(fields...)
+	f.Comment("Processors makes the user code of every processor of the topology: one method")
+	f.Commentf("per processor. Each is called once per task, so an instance is used by one")
+	f.Commentf("goroutine at a time. kgen scaffolds an implementation, %s, once.", idFactories)
+	f.Type().Id(idProcessors).Interface(methods...)
 
 	var body []jen.Code
-	if len(g.Processors) > 0 {
-		body = append(body, jen.Var().Id("missing").Index().String())
-		for _, p := range g.Processors {
-			body = append(body, jen.If(jen.Id("p").Dot(p.Go.Factory).Op("==").Nil()).Block(
-				jen.Id("missing").Op("=").Append(jen.Id("missing"), jen.Lit(p.Go.Factory))))
-		}
-		body = append(body, jen.If(jen.Len(jen.Id("missing")).Op(">").Lit(0)).Block(
-			jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit("new topology: no factory for %s in Processors"), jen.Qual("strings", "Join").Call(jen.Id("missing"), jen.Lit(", "))))))
-	}
-	body = append(body, jen.Id("t").Op(":=").Qual(pkgStream, "NewTopology").Call())
+	body = append(body,
+		jen.If(jen.Id("p").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(jen.Lit("new topology: nil Processors")))),
+		jen.Id("t").Op(":=").Qual(pkgStream, "NewTopology").Call())
 	for _, t := range g.Topics {
 		if len(t.Readers) == 0 {
 			continue

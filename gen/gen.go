@@ -28,6 +28,8 @@ const (
 	FileTestDriver = "kgen_test_driver.gen.go"
 	FileApp        = "kgen_app.gen.go"
 	FileAvro       = "kgen_avro.gen.go" // Go types and codecs of Avro schemas
+	// FileFactories is the scaffold implementing Processors, the user's.
+	FileFactories = "factories.go"
 )
 
 // File is one output file.

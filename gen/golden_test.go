@@ -250,3 +250,44 @@ func TestVersionGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingFactoryDoesNotCompile: a processor added to the spec but not
+// given a factory is a compile error in the user's factories.go, not a
+// failure at start.
+func TestMissingFactoryDoesNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	tmp := t.TempDir()
+	partial := filepath.Join(tmp, "factories.go")
+	src := `package basic
+
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+func (Factories) Enrich() EnrichProcessor { return &Enrich{} }
+`
+	if err := os.WriteFile(partial, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target, err := filepath.Abs(filepath.Join(goldenDir, "basic", "factories.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlay, []byte(`{"Replace": {`+quote(target)+`: `+quote(partial)+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-overlay", overlay, "./testdata/golden/basic")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("go build succeeded with a processor that has no factory")
+	}
+	for _, want := range []string{"factories.go:5:", "missing method RememberCustomer"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("go build output lacks %q:\n%s", want, out)
+		}
+	}
+}

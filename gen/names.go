@@ -36,6 +36,9 @@ const (
 	idApplication        = "Application"
 	idRun                = "Run"
 	idMain               = "Main"
+	// idFactories is the scaffolded (user-owned) implementation of
+	// Processors.
+	idFactories = "Factories"
 )
 
 // fixedPackage lists the fixed package-level identifiers with what declares
@@ -54,6 +57,7 @@ var fixedPackage = []struct{ id, what string }{
 	{idApplication, "func Application in " + FileApp},
 	{idRun, "func Run in " + FileApp},
 	{idMain, "func Main in " + FileApp},
+	{idFactories, "type Factories (scaffolded in " + FileFactories + ")"},
 }
 
 // Methods and fields of every generated processor context that no spec
@@ -171,7 +175,7 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		n.declare(driver, id, owner{role: "the generated " + idTestDriver + "." + id})
 	}
 	files := newScope("file name", " in the spec's directory")
-	for _, f := range []string{FileMain, FileTestDriver, FileApp, FileAvro} {
+	for _, f := range []string{FileMain, FileTestDriver, FileApp, FileAvro, FileFactories} {
 		n.declare(files, f, owner{role: "the generated file " + f})
 	}
 	factories := newScope("method", " of "+idProcessors)

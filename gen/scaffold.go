@@ -169,6 +169,33 @@ func userMethods(dir string) (methods map[string][]string, declared map[string]s
 	return methods, declared, nil
 }
 
+// factories scaffolds Factories, the user's implementation of Processors,
+// or, when it exists, announces the methods a new processor needs: the
+// compiler stops at "var _ Processors = Factories{}" until they are there.
+func (e *emitter) factories(dir string, res *Result, methods map[string][]string, declared map[string]string) error {
+	if file, ok := declared[idFactories]; ok {
+		for _, p := range e.g.Processors {
+			if !slices.Contains(methods[idFactories], p.Go.Factory) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: %s has no method for processor %q yet (it will not compile): add\n\tfunc (%s) %s() %s { return &%s{} }", path.Join(filepath.Base(dir), file), idFactories, p.Name.Value, idFactories, p.Go.Factory, p.Go.Interface, p.Go.Impl))
+			}
+		}
+		return nil
+	}
+	type procRef struct{ Name, Factory, Interface, Impl string }
+	var procs []procRef
+	for _, p := range e.g.Processors {
+		procs = append(procs, procRef{p.Name.Value, p.Go.Factory, p.Go.Interface, p.Go.Impl})
+	}
+	src, err := executeTemplate("factories.go.tmpl", map[string]any{
+		"Package": e.pkgName, "SpecFile": schema.FileName, "Type": idFactories, "Interface": idProcessors, "Processors": procs,
+	})
+	if err != nil {
+		return err
+	}
+	res.Files = append(res.Files, File{Path: FileFactories, Data: src, Scaffold: true})
+	return nil
+}
+
 // scaffolds adds the user-owned files that do not exist yet, and notes for
 // files that exist but miss what the spec now asks for.
 func (e *emitter) scaffolds(dir string, res *Result) error {
@@ -177,7 +204,7 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 		return err
 	}
 	for _, p := range e.g.Processors {
-		imports := map[string]string{}
+		imports := map[string]string{"errors": "errors"}
 		key, value := typeText(p.In.Key.Type, e.pkgPath, imports), typeText(p.In.Value.Type, e.pkgPath, imports)
 		ctx := p.Go.Context
 		type punct struct{ Method, Every, Kind string }
@@ -216,7 +243,8 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 			"Package": e.pkgName, "Imports": importLines(imports), "Name": p.Name.Value,
 			"Type": p.Go.Impl, "Interface": p.Go.Interface, "Context": ctx, "Key": key, "Value": value,
 			"Inputs": strings.Join(inputs, ", "), "Forwards": p.HasOut && len(p.Children) > 0, "Children": strings.Join(children, ", "),
-			"Punctuations": puncts,
+			"Punctuations":   puncts,
+			"NotImplemented": strconv.Quote(fmt.Sprintf("processor %q is not implemented yet: write %s.Process in %s", p.Name.Value, p.Go.Impl, p.Go.File)),
 		})
 		if err != nil {
 			return err
@@ -229,44 +257,21 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 		res.Files = append(res.Files, File{Path: file, Data: src, Scaffold: true})
 	}
 
+	if err := e.factories(dir, res, methods, declared); err != nil {
+		return err
+	}
+
 	// The main of the application, under cmd/APP.
 	mainPath := path.Join("cmd", e.g.Spec.App.Value, "main.go")
 	importSpec := strconv.Quote(e.pkgPath)
 	if path.Base(e.pkgPath) != e.pkgName {
 		importSpec = e.pkgName + " " + importSpec
 	}
-	type procRef struct{ Factory, Interface, Impl string }
-	var procs []procRef
-	for _, p := range e.g.Processors {
-		procs = append(procs, procRef{p.Go.Factory, p.Go.Interface, p.Go.Impl})
-	}
 	src, err := executeTemplate("main.go.tmpl", map[string]any{
-		"App": e.g.Spec.App.Value, "PkgPath": e.pkgPath, "PkgName": e.pkgName, "Processors": procs,
+		"App": e.g.Spec.App.Value, "ImportSpec": importSpec, "PkgName": e.pkgName, "Factories": idFactories,
 	})
 	if err != nil {
 		return err
-	}
-	src = bytes.Replace(src, []byte(strconv.Quote(e.pkgPath)), []byte(importSpec), 1)
-	if old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(mainPath))); err == nil {
-		for _, p := range e.g.Processors {
-			if !bytes.Contains(old, []byte(p.Go.Factory+":")) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in Processors:\n\t%s: func() %s.%s { return &%s.%s{} },", path.Join(filepath.Base(dir), mainPath), p.Name.Value, p.Go.Factory, e.pkgName, p.Go.Interface, e.pkgName, p.Go.Impl))
-			}
-		}
-	}
-	// Tests that build Processors literals fail at NewTopology until they
-	// name the new processor too; say so rather than let the user find out.
-	tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	for _, test := range tests {
-		body, err := os.ReadFile(test)
-		if err != nil || !bytes.Contains(body, []byte("Processors{")) {
-			continue
-		}
-		for _, p := range e.g.Processors {
-			if !bytes.Contains(body, []byte(p.Go.Factory+":")) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in the Processors this test builds, as in main.go", path.Join(filepath.Base(dir), filepath.Base(test)), p.Name.Value))
-			}
-		}
 	}
 	res.Files = append(res.Files, File{Path: mainPath, Data: src, Scaffold: true})
 	return nil

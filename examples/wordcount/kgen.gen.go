@@ -3,12 +3,11 @@
 package wordcount
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/examples/wordcount/model"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"strings"
 	"time"
 )
 
@@ -289,26 +288,20 @@ func (n *splitNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Count makes the user code of processor "count".
-	Count func() CountProcessor
+	Count() CountProcessor
 	// Split makes the user code of processor "split".
-	Split func() SplitProcessor
+	Split() SplitProcessor
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors.
 func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Count == nil {
-		missing = append(missing, "Count")
-	}
-	if p.Split == nil {
-		missing = append(missing, "Split")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "sentences-source", TopicSentences, SentencesKeySerde, SentencesValueSerde)

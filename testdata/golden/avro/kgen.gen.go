@@ -4,12 +4,12 @@ package shop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/sr"
-	"strings"
 	"time"
 )
 
@@ -312,26 +312,20 @@ func (n *rememberNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Enrich makes the user code of processor "enrich".
-	Enrich func() EnrichProcessor
+	Enrich() EnrichProcessor
 	// Remember makes the user code of processor "remember".
-	Remember func() RememberProcessor
+	Remember() RememberProcessor
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors.
 func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Enrich == nil {
-		missing = append(missing, "Enrich")
-	}
-	if p.Remember == nil {
-		missing = append(missing, "Remember")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)

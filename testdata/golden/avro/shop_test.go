@@ -26,10 +26,7 @@ func order(id string, placed time.Time) Order {
 // TestEnrich runs the Avro topology through the generated test driver: the
 // plain Avro, Confluent wire format and store serdes all round-trip.
 func TestEnrich(t *testing.T) {
-	d, err := NewTestDriver(Processors{
-		Enrich:   func() EnrichProcessor { return &Enrich{} },
-		Remember: func() RememberProcessor { return &Remember{} },
-	}, streamtest.Config{})
+	d, err := NewTestDriver(Factories{}, streamtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +70,7 @@ func TestEnrich(t *testing.T) {
 func TestRunOnDevBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := Run(ctx, Config{AppID: "shop-test", Parallelism: 1, StateDir: t.TempDir()}, Processors{
-		Enrich:   func() EnrichProcessor { return &Enrich{} },
-		Remember: func() RememberProcessor { return &Remember{} },
-	}, stream.ExitWhenCaughtUp())
+	err := Run(ctx, Config{AppID: "shop-test", Parallelism: 1, StateDir: t.TempDir()}, Factories{}, stream.ExitWhenCaughtUp())
 	if err != nil {
 		t.Fatal(err)
 	}

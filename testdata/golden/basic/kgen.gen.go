@@ -3,13 +3,12 @@
 package basic
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/testdata/golden/basic/model"
-	"strings"
 	"time"
 )
 
@@ -314,26 +313,20 @@ func (n *rememberCustomerNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Enrich makes the user code of processor "enrich".
-	Enrich func() EnrichProcessor
+	Enrich() EnrichProcessor
 	// RememberCustomer makes the user code of processor "remember-customer".
-	RememberCustomer func() RememberCustomerProcessor
+	RememberCustomer() RememberCustomerProcessor
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors.
 func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Enrich == nil {
-		missing = append(missing, "Enrich")
-	}
-	if p.RememberCustomer == nil {
-		missing = append(missing, "RememberCustomer")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)

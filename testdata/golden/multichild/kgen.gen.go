@@ -3,11 +3,10 @@
 package metrics
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/testdata/golden/multichild/model"
-	"strings"
 	"time"
 )
 
@@ -655,41 +654,26 @@ func (n *sumNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Archive makes the user code of processor "archive".
-	Archive func() ArchiveProcessor
+	Archive() ArchiveProcessor
 	// Check makes the user code of processor "check".
-	Check func() CheckProcessor
+	Check() CheckProcessor
 	// Log makes the user code of processor "log".
-	Log func() LogProcessor
+	Log() LogProcessor
 	// Route makes the user code of processor "route".
-	Route func() RouteProcessor
+	Route() RouteProcessor
 	// Sum makes the user code of processor "sum".
-	Sum func() SumProcessor
+	Sum() SumProcessor
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors.
 func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Archive == nil {
-		missing = append(missing, "Archive")
-	}
-	if p.Check == nil {
-		missing = append(missing, "Check")
-	}
-	if p.Log == nil {
-		missing = append(missing, "Log")
-	}
-	if p.Route == nil {
-		missing = append(missing, "Route")
-	}
-	if p.Sum == nil {
-		missing = append(missing, "Sum")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "ids-source", TopicIds, IdsKeySerde, IdsValueSerde)

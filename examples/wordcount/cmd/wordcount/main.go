@@ -32,12 +32,7 @@ import (
 //go:embed sample.txt
 var sample string
 
-func processors() wordcount.Processors {
-	return wordcount.Processors{
-		Split: func() wordcount.SplitProcessor { return &wordcount.Split{} },
-		Count: func() wordcount.CountProcessor { return &wordcount.Count{} },
-	}
-}
+func processors() wordcount.Processors { return wordcount.Factories{} }
 
 func main() {
 	var cfg wordcount.Config
