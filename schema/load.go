@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,17 +10,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 )
-
-// Load reads and parses the spec file at path. Problems in the file come
-// back as Errors, every one of them; other failures (an unreadable file) as
-// plain errors.
-func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read spec: %w", err)
-	}
-	return Parse(path, data)
-}
 
 // Parse parses a spec from data; file names it in error messages. The
 // returned Spec holds everything that could be read even when the error is
