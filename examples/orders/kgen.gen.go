@@ -13,12 +13,12 @@ import (
 	"time"
 )
 
-// The generated code below was written for runtime contract version 2 (stream.GenVersion).
-// If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
-// are out of step: run the kgen generate of the kgen version your go.mod requires.
+// The generated code below was written for runtime contract version 2; the runtime
+// supports stream.MinGenVersion to stream.MaxGenVersion. If one of these lines fails to
+// compile, the generated code and the kgen runtime in go.mod are out of step.
 const (
-	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = 2 - stream.MinGenVersion // the runtime no longer supports this code: run kgen generate again
+	_ uint = stream.MaxGenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
