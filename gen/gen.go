@@ -97,13 +97,14 @@ func Load(dir string) (*Project, error) {
 		}
 	}
 	u := &model.Universe{Types: map[string]*model.Type{}, Unmarked: map[string]model.Pos{}}
-	goFailed := false
 	if len(spec.Types.Go) > 0 {
 		types, unmarked, err := loadGoTypes(abs, spec.Types.Go)
 		var terrs schema.Errors
 		switch {
 		case errors.As(err, &terrs):
-			goFailed = true
+			// Its types are unknown now; the resolver must not say so
+			// again for each use.
+			u.Incomplete = true
 			for _, e := range terrs {
 				// Go files are named relative to the spec's directory.
 				if e.Pos.File != display && e.Pos.File != "-" && !filepath.IsAbs(e.Pos.File) {
@@ -143,14 +144,7 @@ func Load(dir string) (*Project, error) {
 		if !errors.As(rerr, &rerrs) {
 			return nil, rerr
 		}
-		for _, e := range rerrs {
-			// A Go package that did not load makes its types unknown: that
-			// is the same problem again.
-			if goFailed && strings.HasPrefix(e.Msg, `unknown type "`) && strings.Contains(e.Msg, ".") {
-				continue
-			}
-			errs = append(errs, e)
-		}
+		errs = append(errs, rerrs...)
 	}
 	name, err := packageName(abs, spec)
 	if err != nil {

@@ -212,6 +212,9 @@ func (r *resolver) typ(s schema.Str) TypeRef {
 			return TypeRef{Name: s.Value}
 		}
 	}
+	if !ok && r.u != nil && r.u.Incomplete && strings.Contains(s.Value, ".") {
+		return TypeRef{Name: s.Value} // its package failed to load: reported
+	}
 	if !ok {
 		var known []string
 		if r.u != nil {

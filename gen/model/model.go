@@ -123,6 +123,9 @@ type Universe struct {
 	// //kgen:record comment), by the name the spec would use, with where
 	// they are declared: for telling a user why a name is unknown.
 	Unmarked map[string]Pos
+	// Incomplete is set when a loader failed, so qualified names it would
+	// have declared are unknown for a reason already reported.
+	Incomplete bool
 }
 
 // Lookup finds a type by spec name; builtin names (string, bytes, int32,
