@@ -90,7 +90,7 @@ func Version() string {
 
 var dirHelp = map[string]string{
 	"generate": "generate [DIR]: write the generated files for DIR/kgen.yaml (default .), and scaffold\nthe processor files and main that do not exist yet (never overwriting them).",
-	"check":    "check [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.",
+	"check":    "check [-against REF] [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.\nWith -against, also report the changes from REF (a spec file or a git revision) that break\nthe state or internal topics of an application already running; exit status 1 when there are any.",
 	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ.",
 	"graph":    "graph [-format mermaid|dot] [DIR]: print the topology as a Mermaid flowchart or a DOT graph.",
 }
@@ -105,6 +105,10 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	format := "mermaid"
 	if cmd == "graph" {
 		fs.StringVar(&format, "format", format, "mermaid or dot")
+	}
+	var against string
+	if cmd == "check" {
+		fs.StringVar(&against, "against", "", "report changes from the spec at `REF` (a spec file or a git revision) that break existing state")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,6 +131,9 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "check":
 		fmt.Fprintf(stdout, "%s: ok: %s\n", p.Spec.File, p.Graph.Describe())
+		if against != "" {
+			return checkAgainst(p, dir, against, stdout, stderr)
+		}
 		return ExitOK
 	case "graph":
 		switch format {

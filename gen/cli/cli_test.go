@@ -194,3 +194,29 @@ func TestGenerateScaffoldsNewProcessor(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckAgainst: check -against a spec file reports a renamed store at
+// the new spec's position with exit status 1, and an unchanged spec passes.
+func TestCheckAgainst(t *testing.T) {
+	dir := copyCase(t, "basic")
+	specPath := filepath.Join(dir, "kgen.yaml")
+	spec, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPath := filepath.Join(t.TempDir(), "old.yaml")
+	if err := os.WriteFile(oldPath, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, "check", "-against", oldPath, dir); code != 0 || !strings.Contains(out, "no change from") {
+		t.Fatalf("unchanged: exit %d\n%s%s", code, out, errs)
+	}
+	renamed := strings.ReplaceAll(string(spec), "pending", "waiting")
+	if err := os.WriteFile(specPath, []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "check", "-against", oldPath, dir)
+	if code != 1 || !strings.Contains(errs, `breaking: store "waiting" looks like store "pending" renamed`) || !strings.Contains(errs, "kgen.yaml:") {
+		t.Fatalf("renamed store: exit %d\n%s", code, errs)
+	}
+}
