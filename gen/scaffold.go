@@ -107,25 +107,6 @@ func executeTemplate(name string, data any) ([]byte, error) {
 	return gofmt(name, buf.Bytes())
 }
 
-// app renders kgen_app.gen.go, the runner behind generated mains. It is
-// fixed code apart from the package and the topic list, so it is a
-// template rather than an emitter.
-func (e *emitter) app() ([]byte, error) {
-	type topic struct {
-		Const      string
-		Partitions int
-	}
-	data := struct {
-		Package, SpecFile string
-		Topics            []topic
-		Confluent         bool
-	}{Package: e.pkgName, SpecFile: schema.FileName, Confluent: len(e.confluentSides()) > 0}
-	for _, t := range e.g.Topics {
-		data.Topics = append(data.Topics, topic{Const: t.Go.Const, Partitions: max(t.Partitions, 1)})
-	}
-	return executeTemplate("app.go.tmpl", data)
-}
-
 // userMethods lists, per type name, the methods declared on it in the
 // hand-written Go files of dir, and the file each type is declared in.
 func userMethods(dir string) (methods map[string][]string, declared map[string]string, err error) {

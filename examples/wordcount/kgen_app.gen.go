@@ -4,7 +4,6 @@ package wordcount
 
 import (
 	"context"
-
 	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -32,9 +31,11 @@ func StartDevBroker() (*embedded.Broker, error) {
 // processors.
 func Application(p Processors) appmain.App {
 	return appmain.App{
-		ID:       AppID,
-		Topics:   Topics,
-		Topology: func() (*stream.Topology, error) { return NewTopology(p) },
+		ID:     AppID,
+		Topics: Topics,
+		Topology: func() (*stream.Topology, error) {
+			return NewTopology(p)
+		},
 	}
 }
 

@@ -4,7 +4,6 @@ package shop
 
 import (
 	"context"
-
 	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -34,9 +33,11 @@ func StartDevBroker() (*embedded.Broker, error) {
 func Application(p Processors) appmain.App {
 	return appmain.App{
 		ID:              AppID,
-		Topics:          Topics,
-		Topology:        func() (*stream.Topology, error) { return NewTopology(p) },
 		RegisterSchemas: RegisterSchemas,
+		Topics:          Topics,
+		Topology: func() (*stream.Topology, error) {
+			return NewTopology(p)
+		},
 	}
 }
 
