@@ -243,7 +243,9 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 	f.Type().Id(iface).Interface(methods...)
 
 	// The typed context.
-	fields := []jen.Code{jen.Id("rt").Add(rtCtx)}
+	// ContextBase gives the record's coordinates, Commit and Runtime once,
+	// in the runtime, instead of nine delegating methods per processor.
+	fields := []jen.Code{jen.Qual(pkgStream, idContextBase).Types(out...)}
 	for _, s := range p.Stores {
 		fields = append(fields, jen.Id(s.Go.Field).Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...))
 	}
@@ -256,16 +258,16 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 		kt, vt := gotype.Of(p.Out.Key.Type), gotype.Of(p.Out.Value.Type)
 		newRec := jen.Qual(pkgStream, "Record").Types(kt.Clone(), vt.Clone()).Values(jen.Dict{
 			jen.Id("Key"): jen.Id("key"), jen.Id("Value"): jen.Id("value"),
-			jen.Id("Timestamp"): jen.Id("c").Dot("rt").Dot("Timestamp").Call(),
-			jen.Id("Headers"):   jen.Id("c").Dot("rt").Dot("Headers").Call(),
+			jen.Id("Timestamp"): jen.Id("c").Dot("Timestamp").Call(),
+			jen.Id("Headers"):   jen.Id("c").Dot("Headers").Call(),
 		})
 		f.Commentf("Forward sends key and value to every child of %q, with the current record's", p.Name.Value)
 		f.Comment("timestamp and headers.")
 		recv().Id("Forward").Params(jen.Id("key").Add(kt.Clone()), jen.Id("value").Add(vt.Clone())).Block(
-			jen.Id("c").Dot("rt").Dot("Forward").Call(newRec.Clone()))
+			jen.Id("c").Dot("Runtime").Call().Dot("Forward").Call(newRec.Clone()))
 		f.Commentf("ForwardRecord sends rec to every child of %q.", p.Name.Value)
 		recv().Id("ForwardRecord").Params(jen.Id("rec").Qual(pkgStream, "Record").Types(kt.Clone(), vt.Clone())).Block(
-			jen.Id("c").Dot("rt").Dot("Forward").Call(jen.Id("rec")))
+			jen.Id("c").Dot("Runtime").Call().Dot("Forward").Call(jen.Id("rec")))
 		if len(p.Children) > 1 {
 			for i, c := range p.Children {
 				what := "processor"
@@ -274,7 +276,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 				}
 				f.Commentf("%s sends key and value to %s %q only.", p.Go.ForwardTo[i], what, c.Name())
 				recv().Id(p.Go.ForwardTo[i]).Params(jen.Id("key").Add(kt.Clone()), jen.Id("value").Add(vt.Clone())).Block(
-					jen.Id("c").Dot("rt").Dot("ForwardTo").Call(jen.Lit(nodeName(c)), newRec.Clone()))
+					jen.Id("c").Dot("Runtime").Call().Dot("ForwardTo").Call(jen.Lit(nodeName(c)), newRec.Clone()))
 			}
 		}
 	}
@@ -283,35 +285,13 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 		recv().Id(s.Go.Accessor).Params().Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...).Block(
 			jen.Return(jen.Id("c").Dot(s.Go.Field)))
 	}
-	delegate := []struct {
-		name, doc string
-		ret       jen.Code
-	}{
-		{"Timestamp", "Timestamp is the current record's timestamp (its event time).", jen.Qual("time", "Time")},
-		{"Headers", "Headers are the current record's headers.", jen.Index().Qual(pkgStream, "Header")},
-		{"Topic", "Topic is the current record's topic; empty inside a punctuation.", jen.String()},
-		{"Partition", "Partition is the current record's partition.", jen.Int32()},
-		{"Offset", "Offset is the current record's offset.", jen.Int64()},
-		{"StreamTime", "StreamTime is the task's stream time: the largest timestamp processed.", jen.Qual("time", "Time")},
-		{"TaskID", "TaskID names the task running this processor.", jen.Qual(pkgStream, "TaskID")},
-	}
-	for _, d := range delegate {
-		f.Comment(d.doc)
-		recv().Id(d.name).Params().Add(d.ret).Block(jen.Return(jen.Id("c").Dot("rt").Dot(d.name).Call()))
-	}
-	f.Comment("Commit asks for a commit at the next opportunity.")
-	recv().Id("Commit").Params().Block(jen.Id("c").Dot("rt").Dot("Commit").Call())
-	f.Comment("Runtime is the runtime's own context, for what this one does not wrap (Schedule,")
-	f.Comment("Store, ForwardTo by node name).")
-	recv().Id("Runtime").Params().Add(rtCtx.Clone()).Block(jen.Return(jen.Id("c").Dot("rt")))
-
 	// The adapter between the runtime and the user's code.
 	f.Commentf("%s runs a %s inside the runtime.", node, iface)
 	f.Type().Id(node).Struct(jen.Id("impl").Id(iface), jen.Id("ctx").Id(ctx))
 
 	nrecv := func() *jen.Statement { return f.Func().Params(jen.Id("n").Op("*").Id(node)) }
 	var init []jen.Code
-	init = append(init, jen.Id("n").Dot("ctx").Dot("rt").Op("=").Id("rt"))
+	init = append(init, jen.Id("n").Dot("ctx").Dot(idContextBase).Op("=").Id("rt").Dot("Base").Call())
 	if len(p.Stores) > 0 {
 		init = append(init, jen.Var().Id("err").Error())
 	}

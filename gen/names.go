@@ -62,7 +62,11 @@ var fixedPackage = []struct{ id, what string }{
 
 // Methods and fields of every generated processor context that no spec
 // name changes.
-var fixedContext = []string{"rt", "Forward", "ForwardRecord", "Timestamp", "Headers", "Topic", "Partition", "Offset", "StreamTime", "TaskID", "Commit", "Runtime"}
+// ContextBase is embedded (stream.ContextBase), so its name is a field.
+var fixedContext = []string{idContextBase, "Forward", "ForwardRecord", "Timestamp", "Headers", "Topic", "Partition", "Offset", "StreamTime", "TaskID", "Commit", "Runtime"}
+
+// idContextBase is the runtime type every generated context embeds.
+const idContextBase = "ContextBase"
 
 // Methods and fields of the generated TestDriver that no spec name changes.
 var fixedDriver = []string{"d", "AdvanceWallClock", "Driver", "Close"}
@@ -216,8 +220,7 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			Const:      n.declare(n.pkg, "Store"+id, o("name constant")),
 			KeySerde:   n.declare(n.pkg, lowerFirst(id)+"StoreKeySerde", o("key serde")),
 			ValueSerde: n.declare(n.pkg, lowerFirst(id)+"StoreValueSerde", o("value serde")),
-			// A prefix keeps the field clear of keywords ("type") and of
-			// the context's own field rt.
+			// A prefix keeps the field clear of keywords ("type").
 			Field:    "store" + id,
 			Accessor: n.declare(driver, id, o("test driver accessor")),
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"time"
 )
 
 // The generated code below was written for runtime contract version 2; the runtime
@@ -71,75 +70,29 @@ type CountProcessor interface {
 // CountContext is processor "count"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type CountContext struct {
-	rt          *stream.Context[string, int64]
+	stream.ContextBase[string, int64]
 	storeCounts state.KeyValueStore[string, int64]
 }
 
 // Forward sends key and value to every child of "count", with the current record's
 // timestamp and headers.
 func (c *CountContext) Forward(key string, value int64) {
-	c.rt.Forward(stream.Record[string, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "count".
 func (c *CountContext) ForwardRecord(rec stream.Record[string, int64]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // Counts is store "counts".
 func (c *CountContext) Counts() state.KeyValueStore[string, int64] {
 	return c.storeCounts
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *CountContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *CountContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *CountContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *CountContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *CountContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *CountContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *CountContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *CountContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *CountContext) Runtime() *stream.Context[string, int64] {
-	return c.rt
 }
 
 // countNode runs a CountProcessor inside the runtime.
@@ -150,7 +103,7 @@ type countNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *countNode) Init(rt *stream.Context[string, int64]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
 	if n.ctx.storeCounts, err = stream.GetKeyValueStore[string, int64](rt, StoreCounts); err != nil {
 		return err
@@ -191,69 +144,23 @@ type SplitProcessor interface {
 // SplitContext is processor "split"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type SplitContext struct {
-	rt *stream.Context[string, string]
+	stream.ContextBase[string, string]
 }
 
 // Forward sends key and value to every child of "split", with the current record's
 // timestamp and headers.
 func (c *SplitContext) Forward(key string, value string) {
-	c.rt.Forward(stream.Record[string, string]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "split".
 func (c *SplitContext) ForwardRecord(rec stream.Record[string, string]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *SplitContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *SplitContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *SplitContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *SplitContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *SplitContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *SplitContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *SplitContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *SplitContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *SplitContext) Runtime() *stream.Context[string, string] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // splitNode runs a SplitProcessor inside the runtime.
@@ -264,7 +171,7 @@ type splitNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *splitNode) Init(rt *stream.Context[string, string]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*SplitContext) error
 	}); ok {

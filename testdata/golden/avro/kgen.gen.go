@@ -101,75 +101,29 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt             *stream.Context[string, EnrichedOrder]
+	stream.ContextBase[string, EnrichedOrder]
 	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
 // timestamp and headers.
 func (c *EnrichContext) Forward(key string, value EnrichedOrder) {
-	c.rt.Forward(stream.Record[string, EnrichedOrder]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, EnrichedOrder]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "enrich".
 func (c *EnrichContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // Customers is store "customers".
 func (c *EnrichContext) Customers() state.KeyValueStore[string, Customer] {
 	return c.storeCustomers
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *EnrichContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *EnrichContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *EnrichContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *EnrichContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *EnrichContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *EnrichContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *EnrichContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *EnrichContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *EnrichContext) Runtime() *stream.Context[string, EnrichedOrder] {
-	return c.rt
 }
 
 // enrichNode runs a EnrichProcessor inside the runtime.
@@ -180,7 +134,7 @@ type enrichNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
 	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
@@ -221,59 +175,13 @@ type RememberProcessor interface {
 // RememberContext is processor "remember"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberContext struct {
-	rt             *stream.Context[struct{}, struct{}]
+	stream.ContextBase[struct{}, struct{}]
 	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Customers is store "customers".
 func (c *RememberContext) Customers() state.KeyValueStore[string, Customer] {
 	return c.storeCustomers
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RememberContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RememberContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RememberContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RememberContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RememberContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RememberContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RememberContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RememberContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RememberContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
 }
 
 // rememberNode runs a RememberProcessor inside the runtime.
@@ -284,7 +192,7 @@ type rememberNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *rememberNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
 	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err

@@ -90,7 +90,7 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt                 *stream.Context[string, model.Enriched]
+	stream.ContextBase[string, model.Enriched]
 	storeCustomersById state.KeyValueStore[string, model.Customer]
 	storePending       state.KeyValueStore[string, model.Order]
 }
@@ -98,17 +98,17 @@ type EnrichContext struct {
 // Forward sends key and value to every child of "enrich", with the current record's
 // timestamp and headers.
 func (c *EnrichContext) Forward(key string, value model.Enriched) {
-	c.rt.Forward(stream.Record[string, model.Enriched]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, model.Enriched]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "enrich".
 func (c *EnrichContext) ForwardRecord(rec stream.Record[string, model.Enriched]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // CustomersById is store "customers-by-id".
@@ -121,52 +121,6 @@ func (c *EnrichContext) Pending() state.KeyValueStore[string, model.Order] {
 	return c.storePending
 }
 
-// Timestamp is the current record's timestamp (its event time).
-func (c *EnrichContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *EnrichContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *EnrichContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *EnrichContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *EnrichContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *EnrichContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *EnrichContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *EnrichContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *EnrichContext) Runtime() *stream.Context[string, model.Enriched] {
-	return c.rt
-}
-
 // enrichNode runs a EnrichProcessor inside the runtime.
 type enrichNode struct {
 	impl EnrichProcessor
@@ -175,7 +129,7 @@ type enrichNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *enrichNode) Init(rt *stream.Context[string, model.Enriched]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
 	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err
@@ -222,59 +176,13 @@ type RememberCustomerProcessor interface {
 // RememberCustomerContext is processor "remember-customer"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberCustomerContext struct {
-	rt                 *stream.Context[struct{}, struct{}]
+	stream.ContextBase[struct{}, struct{}]
 	storeCustomersById state.KeyValueStore[string, model.Customer]
 }
 
 // CustomersById is store "customers-by-id".
 func (c *RememberCustomerContext) CustomersById() state.KeyValueStore[string, model.Customer] {
 	return c.storeCustomersById
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RememberCustomerContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RememberCustomerContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RememberCustomerContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RememberCustomerContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RememberCustomerContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RememberCustomerContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RememberCustomerContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RememberCustomerContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RememberCustomerContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
 }
 
 // rememberCustomerNode runs a RememberCustomerProcessor inside the runtime.
@@ -285,7 +193,7 @@ type rememberCustomerNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *rememberCustomerNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
 	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err

@@ -82,69 +82,23 @@ type ArchiveProcessor interface {
 // ArchiveContext is processor "archive"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type ArchiveContext struct {
-	rt *stream.Context[string, []byte]
+	stream.ContextBase[string, []byte]
 }
 
 // Forward sends key and value to every child of "archive", with the current record's
 // timestamp and headers.
 func (c *ArchiveContext) Forward(key string, value []byte) {
-	c.rt.Forward(stream.Record[string, []byte]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, []byte]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "archive".
 func (c *ArchiveContext) ForwardRecord(rec stream.Record[string, []byte]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *ArchiveContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *ArchiveContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *ArchiveContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *ArchiveContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *ArchiveContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *ArchiveContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *ArchiveContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *ArchiveContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *ArchiveContext) Runtime() *stream.Context[string, []byte] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // archiveNode runs a ArchiveProcessor inside the runtime.
@@ -155,7 +109,7 @@ type archiveNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *archiveNode) Init(rt *stream.Context[string, []byte]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*ArchiveContext) error
 	}); ok {
@@ -196,69 +150,23 @@ type CheckProcessor interface {
 // CheckContext is processor "check"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type CheckContext struct {
-	rt *stream.Context[string, string]
+	stream.ContextBase[string, string]
 }
 
 // Forward sends key and value to every child of "check", with the current record's
 // timestamp and headers.
 func (c *CheckContext) Forward(key string, value string) {
-	c.rt.Forward(stream.Record[string, string]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "check".
 func (c *CheckContext) ForwardRecord(rec stream.Record[string, string]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *CheckContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *CheckContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *CheckContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *CheckContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *CheckContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *CheckContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *CheckContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *CheckContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *CheckContext) Runtime() *stream.Context[string, string] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // checkNode runs a CheckProcessor inside the runtime.
@@ -269,7 +177,7 @@ type checkNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *checkNode) Init(rt *stream.Context[string, string]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	rt.Schedule(time.Minute, stream.WallClock, func(now time.Time) error {
 		return n.impl.PunctuateFlush(&n.ctx, now)
 	})
@@ -312,53 +220,7 @@ type LogProcessor interface {
 // LogContext is processor "log"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type LogContext struct {
-	rt *stream.Context[struct{}, struct{}]
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *LogContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *LogContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *LogContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *LogContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *LogContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *LogContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *LogContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *LogContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *LogContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
+	stream.ContextBase[struct{}, struct{}]
 }
 
 // logNode runs a LogProcessor inside the runtime.
@@ -369,7 +231,7 @@ type logNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *logNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*LogContext) error
 	}); ok {
@@ -407,89 +269,43 @@ type RouteProcessor interface {
 // RouteContext is processor "route"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RouteContext struct {
-	rt *stream.Context[string, model.Reading]
+	stream.ContextBase[string, model.Reading]
 }
 
 // Forward sends key and value to every child of "route", with the current record's
 // timestamp and headers.
 func (c *RouteContext) Forward(key string, value model.Reading) {
-	c.rt.Forward(stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "route".
 func (c *RouteContext) ForwardRecord(rec stream.Record[string, model.Reading]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // ForwardToArchive sends key and value to processor "archive" only.
 func (c *RouteContext) ForwardToArchive(key string, value model.Reading) {
-	c.rt.ForwardTo("archive", stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("archive", stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardToCheck sends key and value to processor "check" only.
 func (c *RouteContext) ForwardToCheck(key string, value model.Reading) {
-	c.rt.ForwardTo("check", stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("check", stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RouteContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RouteContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RouteContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RouteContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RouteContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RouteContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RouteContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RouteContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RouteContext) Runtime() *stream.Context[string, model.Reading] {
-	return c.rt
 }
 
 // routeNode runs a RouteProcessor inside the runtime.
@@ -500,7 +316,7 @@ type routeNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *routeNode) Init(rt *stream.Context[string, model.Reading]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*RouteContext) error
 	}); ok {
@@ -537,89 +353,43 @@ type SumProcessor interface {
 // SumContext is processor "sum"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type SumContext struct {
-	rt *stream.Context[model.Key, int64]
+	stream.ContextBase[model.Key, int64]
 }
 
 // Forward sends key and value to every child of "sum", with the current record's
 // timestamp and headers.
 func (c *SumContext) Forward(key model.Key, value int64) {
-	c.rt.Forward(stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "sum".
 func (c *SumContext) ForwardRecord(rec stream.Record[model.Key, int64]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // ForwardToLog sends key and value to processor "log" only.
 func (c *SumContext) ForwardToLog(key model.Key, value int64) {
-	c.rt.ForwardTo("log", stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("log", stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardToStats sends key and value to topic "stats" only.
 func (c *SumContext) ForwardToStats(key model.Key, value int64) {
-	c.rt.ForwardTo("stats-sink", stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("stats-sink", stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *SumContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *SumContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *SumContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *SumContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *SumContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *SumContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *SumContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *SumContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *SumContext) Runtime() *stream.Context[model.Key, int64] {
-	return c.rt
 }
 
 // sumNode runs a SumProcessor inside the runtime.
@@ -630,7 +400,7 @@ type sumNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *sumNode) Init(rt *stream.Context[model.Key, int64]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*SumContext) error
 	}); ok {

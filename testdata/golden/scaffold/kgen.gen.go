@@ -6,7 +6,6 @@ import (
 	"errors"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"time"
 )
 
 // The generated code below was written for runtime contract version 2; the runtime
@@ -57,69 +56,23 @@ type ShoutProcessor interface {
 // ShoutContext is processor "shout"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type ShoutContext struct {
-	rt *stream.Context[string, string]
+	stream.ContextBase[string, string]
 }
 
 // Forward sends key and value to every child of "shout", with the current record's
 // timestamp and headers.
 func (c *ShoutContext) Forward(key string, value string) {
-	c.rt.Forward(stream.Record[string, string]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "shout".
 func (c *ShoutContext) ForwardRecord(rec stream.Record[string, string]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *ShoutContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *ShoutContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *ShoutContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *ShoutContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *ShoutContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *ShoutContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *ShoutContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *ShoutContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *ShoutContext) Runtime() *stream.Context[string, string] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // shoutNode runs a ShoutProcessor inside the runtime.
@@ -130,7 +83,7 @@ type shoutNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *shoutNode) Init(rt *stream.Context[string, string]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*ShoutContext) error
 	}); ok {
