@@ -171,37 +171,42 @@ func (e *emitter) main() ([]byte, error) {
 		f.Const().Defs(defs...)
 	}
 
-	// Serdes.
-	for _, t := range g.Topics {
-		ks, err := serdeExpr(t.KeyFormat, t.KV.Key.Type)
+	// Serdes are a value the topology is built with, not package-level
+	// variables: RegisterSchemas fills in the schema ids of one value, so
+	// two applications in one process never share them.
+	var fields []jen.Code
+	values := jen.Dict{}
+	side := func(name, doc, format string, t *model.Type) error {
+		x, err := serdeExpr(format, t)
 		if err != nil {
+			return err
+		}
+		fields = append(fields, jen.Comment(doc), jen.Id(name).Qual(pkgSerde, "Serde").Types(gotype.Of(t)))
+		values[jen.Id(name)] = x
+		return nil
+	}
+	for _, t := range g.Topics {
+		if err := side(t.Go.KeySerde, fmt.Sprintf("%s encodes the keys of topic %q (%s).", t.Go.KeySerde, t.Name.Value, t.KeyFormat), t.KeyFormat, t.KV.Key.Type); err != nil {
 			return nil, fmt.Errorf("topic %q key: %w", t.Name.Value, err)
 		}
-		vs, err := serdeExpr(t.ValueFormat, t.KV.Value.Type)
-		if err != nil {
+		if err := side(t.Go.ValueSerde, fmt.Sprintf("%s encodes the values of topic %q (%s).", t.Go.ValueSerde, t.Name.Value, t.ValueFormat), t.ValueFormat, t.KV.Value.Type); err != nil {
 			return nil, fmt.Errorf("topic %q value: %w", t.Name.Value, err)
 		}
-		f.Commentf("%s and %s encode the keys and values of topic %q.", t.Go.KeySerde, t.Go.ValueSerde, t.Name.Value)
-		f.Var().Defs(
-			jen.Id(t.Go.KeySerde).Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(t.Go.ValueSerde).Qual(pkgSerde, "Serde").Types(gotype.Of(t.KV.Value.Type)).Op("=").Add(vs),
-		)
 	}
 	for _, s := range g.Stores {
-		ks, err := serdeExpr(s.KeyFormat, s.KV.Key.Type)
-		if err != nil {
+		if err := side(s.Go.KeySerde, fmt.Sprintf("%s encodes the keys of store %q.", s.Go.KeySerde, s.Name.Value), s.KeyFormat, s.KV.Key.Type); err != nil {
 			return nil, fmt.Errorf("store %q key: %w", s.Name.Value, err)
 		}
-		vs, err := serdeExpr(s.ValueFormat, s.KV.Value.Type)
-		if err != nil {
+		if err := side(s.Go.ValueSerde, fmt.Sprintf("%s encodes the values of store %q.", s.Go.ValueSerde, s.Name.Value), s.ValueFormat, s.KV.Value.Type); err != nil {
 			return nil, fmt.Errorf("store %q value: %w", s.Name.Value, err)
 		}
-		f.Commentf("Serdes of store %q.", s.Name.Value)
-		f.Var().Defs(
-			jen.Id(s.Go.KeySerde).Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Key.Type)).Op("=").Add(ks),
-			jen.Id(s.Go.ValueSerde).Qual(pkgSerde, "Serde").Types(gotype.Of(s.KV.Value.Type)).Op("=").Add(vs),
-		)
 	}
+	f.Commentf("%s holds the serde of every topic and store side: what %s builds the", idSerdes, idNewTopology)
+	f.Commentf("topology with. %s gives the formats of %s; %s fills in", idDefaultSerdes, schema.FileName, idRegisterSchemas)
+	f.Comment("schema registry ids where a topic is avro-confluent.")
+	f.Type().Id(idSerdes).Struct(fields...)
+	f.Commentf("%s returns the serdes of the formats %s declares.", idDefaultSerdes, schema.FileName)
+	f.Func().Id(idDefaultSerdes).Params().Id(idSerdes).Block(jen.Return(jen.Id(idSerdes).Values(values)))
 
 	e.registerSchemas(f)
 	for _, p := range g.Processors {
@@ -403,7 +408,7 @@ func (e *emitter) topology(f *jen.File) {
 		if len(t.Readers) == 0 {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde)}
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
 		if tf := t.TimestampField; tf != nil {
 			args = append(args, jen.Qual(pkgStream, "WithTimestamp").Call(
 				jen.Func().Params(jen.Id("_").Add(gotype.Of(t.KV.Key.Type)), jen.Id("v").Add(gotype.Of(t.KV.Value.Type)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(timestampBody(tf)...)))
@@ -427,7 +432,7 @@ func (e *emitter) topology(f *jen.File) {
 		if len(t.Writers) == 0 {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde)}
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
@@ -439,7 +444,7 @@ func (e *emitter) topology(f *jen.File) {
 			// Only a program with a Pebble store imports (and links) Pebble.
 			opts[jen.Id("Persistent")] = jen.Qual(pkgPebble, "Opener").Call(jen.Qual(pkgPebble, "Options").Values())
 		}
-		args := []jen.Code{jen.Id("t"), jen.Id(s.Go.Const), jen.Id(s.Go.KeySerde), jen.Id(s.Go.ValueSerde),
+		args := []jen.Code{jen.Id("t"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), jen.Id("s").Dot(s.Go.ValueSerde),
 			jen.Qual(pkgStream, "StoreOptions").Values(opts)}
 		for _, o := range s.Owners {
 			args = append(args, jen.Lit(o.Name.Value))
@@ -449,8 +454,9 @@ func (e *emitter) topology(f *jen.File) {
 	body = append(body,
 		jen.If(jen.Err().Op(":=").Id("t").Dot("Validate").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(jen.Id("t"), jen.Nil()))
-	f.Commentf("NewTopology builds the topology of %s around the user's processors.", schema.FileName)
-	f.Func().Id(idNewTopology).Params(jen.Id("p").Id(idProcessors)).Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(body...)
+	f.Commentf("NewTopology builds the topology of %s around the user's processors, with", schema.FileName)
+	f.Commentf("serdes s (%s, unless schema ids were registered).", idDefaultSerdes)
+	f.Func().Id(idNewTopology).Params(jen.Id("p").Id(idProcessors), jen.Id("s").Id(idSerdes)).Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(body...)
 }
 
 // timestampBody extracts the event time from the value's field tf (v).
@@ -475,29 +481,30 @@ func (e *emitter) testDriver() ([]byte, error) {
 	g := e.g
 	f.Comment("TestDriver runs the topology of " + schema.FileName + " with no broker, deterministically,")
 	f.Comment("with typed inputs, outputs and stores: made for tests.")
-	f.Type().Id(idTestDriver).Struct(jen.Id("d").Op("*").Qual(pkgStreamtest, "Driver"))
+	f.Type().Id(idTestDriver).Struct(jen.Id("d").Op("*").Qual(pkgStreamtest, "Driver"), jen.Id("s").Id(idSerdes))
 
 	f.Comment("NewTestDriver builds the topology around p and starts a driver on it. An empty")
 	f.Comment("cfg.AppID means AppID.")
 	f.Func().Id(idNewTestDriver).Params(jen.Id("p").Id(idProcessors), jen.Id("cfg").Qual(pkgStreamtest, "Config")).Params(jen.Op("*").Id(idTestDriver), jen.Error()).Block(
-		jen.List(jen.Id("t"), jen.Err()).Op(":=").Id(idNewTopology).Call(jen.Id("p")),
+		jen.Id("s").Op(":=").Id(idDefaultSerdes).Call(),
+		jen.List(jen.Id("t"), jen.Err()).Op(":=").Id(idNewTopology).Call(jen.Id("p"), jen.Id("s")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.If(jen.Id("cfg").Dot("AppID").Op("==").Lit("")).Block(jen.Id("cfg").Dot("AppID").Op("=").Id(idAppID)),
 		jen.List(jen.Id("d"), jen.Err()).Op(":=").Qual(pkgStreamtest, "New").Call(jen.Id("t"), jen.Id("cfg")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-		jen.Return(jen.Op("&").Id(idTestDriver).Values(jen.Dict{jen.Id("d"): jen.Id("d")}), jen.Nil()),
+		jen.Return(jen.Op("&").Id(idTestDriver).Values(jen.Dict{jen.Id("d"): jen.Id("d"), jen.Id("s"): jen.Id("s")}), jen.Nil()),
 	)
 	recv := func() *jen.Statement { return f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver)) }
 	for _, t := range g.Topics {
 		if t.Go.Pipe != "" {
 			f.Commentf("%s writes a record with timestamp ts to topic %q and processes it.", t.Go.Pipe, t.Name.Value)
 			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
 		if t.Go.Read != "" {
 			f.Commentf("%s returns the records written to topic %q since the last read.", t.Go.Read, t.Name.Value)
 			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(t.KV)...), jen.Error()).Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id(t.Go.KeySerde), jen.Id(t.Go.ValueSerde))))
+				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde))))
 		}
 	}
 	for _, s := range g.Stores {
@@ -557,16 +564,16 @@ func (e *emitter) registerSchemas(f *jen.File) {
 			jen.List(jen.Id("ss"), jen.Err()).Op("=").Id("cl").Dot("CreateSchema").Call(jen.Id("ctx"), jen.Id(s.topic.Go.Const).Op("+").Lit("-"+s.side),
 				jen.Qual(pkgSR, "Schema").Values(jen.Dict{jen.Id("Schema"): jen.Id(avro.SchemaConstName(s.typ)), jen.Id("Type"): jen.Qual(pkgSR, "TypeAvro")})),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("register the schema of topic %q "+s.side+": %w"), jen.Id(s.topic.Go.Const), jen.Err()))),
-			jen.Id(serdeVar).Op("=").Id(avro.ConfluentSerdeName(s.typ)).Values(jen.Dict{jen.Id("SchemaID"): jen.Uint32().Call(jen.Id("ss").Dot("ID"))}),
+			jen.Id("s").Dot(serdeVar).Op("=").Id(avro.ConfluentSerdeName(s.typ)).Values(jen.Dict{jen.Id("SchemaID"): jen.Uint32().Call(jen.Id("ss").Dot("ID"))}),
 		)
 	}
 	body = append(body, jen.Return(jen.Nil()))
 	f.Comment("RegisterSchemas registers the Avro schema of every avro-confluent topic with the")
 	f.Comment("schema registry under the subject <topic>-key or <topic>-value (an identical schema")
-	f.Comment("that is already registered keeps its id), and points the topic's serdes at that id.")
-	f.Comment("Call it before NewTopology; Run does. Without it the serdes use schema id 0, which")
-	f.Comment("is enough for the test driver.")
-	f.Func().Id(idRegisterSchemas).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(body...)
+	f.Comment("that is already registered keeps its id), and points the topic's serdes in s at that")
+	f.Comment("id. Call it on the Serdes NewTopology is then built with; Run does. Without it the")
+	f.Comment("serdes use schema id 0, which is enough for the test driver.")
+	f.Func().Id(idRegisterSchemas).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client"), jen.Id("s").Op("*").Id(idSerdes)).Error().Block(body...)
 }
 
 // wrap breaks text into lines of at most width bytes where it can.

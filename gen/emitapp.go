@@ -37,18 +37,22 @@ func (e *emitter) app() ([]byte, error) {
 	f.Func().Id(idStartDevBroker).Params().Params(jen.Op("*").Qual(pkgEmbedded, "Broker"), jen.Error()).Block(
 		jen.Return(jen.Qual(pkgEmbedded, "Start").Call(jen.Qual(pkgEmbedded, "Config").Values(jen.Dict{jen.Id("Topics"): jen.Id(idTopics)}))))
 
+	// One Serdes per application value: RegisterSchemas fills in the ids
+	// the topology is then built with.
 	app := jen.Dict{
 		jen.Id("ID"):     jen.Id(idAppID),
 		jen.Id("Topics"): jen.Id(idTopics),
 		jen.Id("Topology"): jen.Func().Params().Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(
-			jen.Return(jen.Id(idNewTopology).Call(jen.Id("p")))),
+			jen.Return(jen.Id(idNewTopology).Call(jen.Id("p"), jen.Id("s")))),
 	}
 	if len(e.confluentSides()) > 0 {
-		app[jen.Id("RegisterSchemas")] = jen.Id(idRegisterSchemas)
+		app[jen.Id("RegisterSchemas")] = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(
+			jen.Return(jen.Id(idRegisterSchemas).Call(jen.Id("ctx"), jen.Id("cl"), jen.Op("&").Id("s"))))
 	}
 	f.Commentf("%s describes the application to appmain, with p building its", idApplication)
 	f.Comment("processors.")
 	f.Func().Id(idApplication).Params(jen.Id("p").Id(idProcessors)).Qual(pkgAppmain, "App").Block(
+		jen.Id("s").Op(":=").Id(idDefaultSerdes).Call(),
 		jen.Return(jen.Qual(pkgAppmain, "App").Values(app)))
 
 	opts := jen.Id("opts").Op("...").Qual(pkgStream, "Option")

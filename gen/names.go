@@ -39,6 +39,9 @@ const (
 	// idFactories is the scaffolded (user-owned) implementation of
 	// Processors.
 	idFactories = "Factories"
+	// idSerdes and idDefaultSerdes: the serdes a topology is built with.
+	idSerdes        = "Serdes"
+	idDefaultSerdes = "DefaultSerdes"
 )
 
 // fixedPackage lists the fixed package-level identifiers with what declares
@@ -58,6 +61,8 @@ var fixedPackage = []struct{ id, what string }{
 	{idRun, "func Run in " + FileApp},
 	{idMain, "func Main in " + FileApp},
 	{idFactories, "type Factories (scaffolded in " + FileFactories + ")"},
+	{idSerdes, "type Serdes in " + FileMain},
+	{idDefaultSerdes, "func DefaultSerdes in " + FileMain},
 }
 
 // Methods and fields of every generated processor context that no spec
@@ -69,7 +74,7 @@ var fixedContext = []string{idContextBase, "Forward", "ForwardRecord", "Timestam
 const idContextBase = "ContextBase"
 
 // Methods and fields of the generated TestDriver that no spec name changes.
-var fixedDriver = []string{"d", "AdvanceWallClock", "Driver", "Close"}
+var fixedDriver = []string{"d", "s", "AdvanceWallClock", "Driver", "Close"}
 
 // Methods of a processor implementation the runtime calls.
 var fixedImpl = []string{"Process", "Init", "Close"}
@@ -77,8 +82,8 @@ var fixedImpl = []string{"Process", "Init", "Close"}
 // TopicNames are the names generated for one topic.
 type TopicNames struct {
 	Const      string // "TopicWordCounts"
-	KeySerde   string // "WordCountsKeySerde"
-	ValueSerde string // "WordCountsValueSerde"
+	KeySerde   string // field of Serdes, "WordCountsKey"
+	ValueSerde string // field of Serdes, "WordCountsValue"
 	// Pipe and Read are TestDriver methods; empty when no processor reads
 	// (for Pipe) or writes (for Read) the topic, so none is generated.
 	Pipe, Read string
@@ -89,8 +94,8 @@ type TopicNames struct {
 // StoreNames are the names generated for one store.
 type StoreNames struct {
 	Const      string // "StoreCounts"
-	KeySerde   string // "countsStoreKeySerde"
-	ValueSerde string // "countsStoreValueSerde"
+	KeySerde   string // field of Serdes, "StoreCountsKey"
+	ValueSerde string // field of Serdes, "StoreCountsValue"
 	// Field holds the store in the contexts of its owners; Accessor is the
 	// method returning it there and on the TestDriver.
 	Field, Accessor string
@@ -183,6 +188,7 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		n.declare(files, f, owner{role: "the generated file " + f})
 	}
 	factories := newScope("method", " of "+idProcessors)
+	serdes := newScope("field", " of "+idSerdes)
 
 	for _, t := range g.Topics {
 		id, ok := n.ident("topic", t.Name)
@@ -194,8 +200,8 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 		t.Go = TopicNames{
 			Const:      n.declare(n.pkg, "Topic"+id, o("name constant")),
-			KeySerde:   n.declare(n.pkg, id+"KeySerde", o("key serde")),
-			ValueSerde: n.declare(n.pkg, id+"ValueSerde", o("value serde")),
+			KeySerde:   n.declare(serdes, id+"Key", o("key serde")),
+			ValueSerde: n.declare(serdes, id+"Value", o("value serde")),
 			SourceNode: n.declare(nodes, t.Name.Value+"-source", o("source node")),
 			SinkNode:   n.declare(nodes, t.Name.Value+"-sink", o("sink node")),
 		}
@@ -218,8 +224,8 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		s.Ident = id
 		s.Go = StoreNames{
 			Const:      n.declare(n.pkg, "Store"+id, o("name constant")),
-			KeySerde:   n.declare(n.pkg, lowerFirst(id)+"StoreKeySerde", o("key serde")),
-			ValueSerde: n.declare(n.pkg, lowerFirst(id)+"StoreValueSerde", o("value serde")),
+			KeySerde:   n.declare(serdes, "Store"+id+"Key", o("key serde")),
+			ValueSerde: n.declare(serdes, "Store"+id+"Value", o("value serde")),
 			// A prefix keeps the field clear of keywords ("type").
 			Field:    "store" + id,
 			Accessor: n.declare(driver, id, o("test driver accessor")),

@@ -84,12 +84,14 @@ processors:
 app: a
 topics:
   orders: {key: string, value: string}
+  store-x: {key: string, value: string}
+stores:
+  x: {key: string, value: string}
 processors:
-  topic-orders: {from: [orders]}
-  orders-key-serde: {from: [orders]}
+  topic-orders: {from: [orders], stores: [x]}
 `, []string{
-			`kgen.yaml:6:3: processor "topic-orders": its implementation type would be the Go name TopicOrders, already taken by the name constant of topic "orders" (kgen.yaml:4:3): rename one of them`,
-			`kgen.yaml:7:3: processor "orders-key-serde": its implementation type would be the Go name OrdersKeySerde, already taken by the key serde of topic "orders" (kgen.yaml:4:3): rename one of them`,
+			`kgen.yaml:7:3: store "x": its key serde would be the field StoreXKey of Serdes, already taken by the key serde of topic "store-x" (kgen.yaml:5:3): rename one of them`,
+			`kgen.yaml:9:3: processor "topic-orders": its implementation type would be the Go name TopicOrders, already taken by the name constant of topic "orders" (kgen.yaml:4:3): rename one of them`,
 		}},
 		{"punctuation methods", `version: 1
 app: a

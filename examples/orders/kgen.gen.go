@@ -40,29 +40,41 @@ const (
 	StoreCustomers = "customers"
 )
 
-// CustomersKeySerde and CustomersValueSerde encode the keys and values of topic "customers".
-var (
-	CustomersKeySerde   serde.Serde[string]   = serde.String{}
-	CustomersValueSerde serde.Serde[Customer] = CustomerAvroSerde{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// CustomersKey encodes the keys of topic "customers" (string).
+	CustomersKey serde.Serde[string]
+	// CustomersValue encodes the values of topic "customers" (avro).
+	CustomersValue serde.Serde[Customer]
+	// EnrichedOrdersKey encodes the keys of topic "enriched-orders" (string).
+	EnrichedOrdersKey serde.Serde[string]
+	// EnrichedOrdersValue encodes the values of topic "enriched-orders" (avro-confluent).
+	EnrichedOrdersValue serde.Serde[EnrichedOrder]
+	// OrdersKey encodes the keys of topic "orders" (string).
+	OrdersKey serde.Serde[string]
+	// OrdersValue encodes the values of topic "orders" (avro-confluent).
+	OrdersValue serde.Serde[Order]
+	// StoreCustomersKey encodes the keys of store "customers".
+	StoreCustomersKey serde.Serde[string]
+	// StoreCustomersValue encodes the values of store "customers".
+	StoreCustomersValue serde.Serde[Customer]
+}
 
-// EnrichedOrdersKeySerde and EnrichedOrdersValueSerde encode the keys and values of topic "enriched-orders".
-var (
-	EnrichedOrdersKeySerde   serde.Serde[string]        = serde.String{}
-	EnrichedOrdersValueSerde serde.Serde[EnrichedOrder] = EnrichedOrderConfluentSerde{}
-)
-
-// OrdersKeySerde and OrdersValueSerde encode the keys and values of topic "orders".
-var (
-	OrdersKeySerde   serde.Serde[string] = serde.String{}
-	OrdersValueSerde serde.Serde[Order]  = OrderConfluentSerde{}
-)
-
-// Serdes of store "customers".
-var (
-	customersStoreKeySerde   serde.Serde[string]   = serde.String{}
-	customersStoreValueSerde serde.Serde[Customer] = CustomerAvroSerde{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		CustomersKey:        serde.String{},
+		CustomersValue:      CustomerAvroSerde{},
+		EnrichedOrdersKey:   serde.String{},
+		EnrichedOrdersValue: EnrichedOrderConfluentSerde{},
+		OrdersKey:           serde.String{},
+		OrdersValue:         OrderConfluentSerde{},
+		StoreCustomersKey:   serde.String{},
+		StoreCustomersValue: CustomerAvroSerde{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -70,10 +82,10 @@ const UsesSchemaRegistry = true
 
 // RegisterSchemas registers the Avro schema of every avro-confluent topic with the
 // schema registry under the subject <topic>-key or <topic>-value (an identical schema
-// that is already registered keeps its id), and points the topic's serdes at that id.
-// Call it before NewTopology; Run does. Without it the serdes use schema id 0, which
-// is enough for the test driver.
-func RegisterSchemas(ctx context.Context, cl *sr.Client) error {
+// that is already registered keeps its id), and points the topic's serdes in s at that
+// id. Call it on the Serdes NewTopology is then built with; Run does. Without it the
+// serdes use schema id 0, which is enough for the test driver.
+func RegisterSchemas(ctx context.Context, cl *sr.Client, s *Serdes) error {
 	var ss sr.SubjectSchema
 	var err error
 	ss, err = cl.CreateSchema(ctx, TopicEnrichedOrders+"-value", sr.Schema{
@@ -83,7 +95,7 @@ func RegisterSchemas(ctx context.Context, cl *sr.Client) error {
 	if err != nil {
 		return fmt.Errorf("register the schema of topic %q value: %w", TopicEnrichedOrders, err)
 	}
-	EnrichedOrdersValueSerde = EnrichedOrderConfluentSerde{SchemaID: uint32(ss.ID)}
+	s.EnrichedOrdersValue = EnrichedOrderConfluentSerde{SchemaID: uint32(ss.ID)}
 	ss, err = cl.CreateSchema(ctx, TopicOrders+"-value", sr.Schema{
 		Schema: OrderAvroSchema,
 		Type:   sr.TypeAvro,
@@ -91,7 +103,7 @@ func RegisterSchemas(ctx context.Context, cl *sr.Client) error {
 	if err != nil {
 		return fmt.Errorf("register the schema of topic %q value: %w", TopicOrders, err)
 	}
-	OrdersValueSerde = OrderConfluentSerde{SchemaID: uint32(ss.ID)}
+	s.OrdersValue = OrderConfluentSerde{SchemaID: uint32(ss.ID)}
 	return nil
 }
 
@@ -237,14 +249,15 @@ type Processors interface {
 	RememberCustomer() RememberCustomerProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	if p == nil {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)
-	stream.AddSource(t, "orders-source", TopicOrders, OrdersKeySerde, OrdersValueSerde, stream.WithTimestamp(func(_ string, v Order, recordTime time.Time) time.Time {
+	stream.AddSource(t, "customers-source", TopicCustomers, s.CustomersKey, s.CustomersValue)
+	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue, stream.WithTimestamp(func(_ string, v Order, recordTime time.Time) time.Time {
 		return v.Placed
 	}))
 	stream.AddProcessor(t, "enrich", func() stream.Processor[string, Order, string, EnrichedOrder] {
@@ -253,8 +266,8 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "remember-customer", func() stream.Processor[string, Customer, struct{}, struct{}] {
 		return &rememberCustomerNode{impl: p.RememberCustomer()}
 	}, "customers-source")
-	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, EnrichedOrdersKeySerde, EnrichedOrdersValueSerde, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomers, customersStoreKeySerde, customersStoreValueSerde, stream.StoreOptions{Changelog: true}, "enrich", "remember-customer")
+	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "enrich")
+	stream.AddKeyValueStore(t, StoreCustomers, s.StoreCustomersKey, s.StoreCustomersValue, stream.StoreOptions{Changelog: true}, "enrich", "remember-customer")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

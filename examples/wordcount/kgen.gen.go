@@ -35,23 +35,35 @@ const (
 	StoreCounts = "counts"
 )
 
-// SentencesKeySerde and SentencesValueSerde encode the keys and values of topic "sentences".
-var (
-	SentencesKeySerde   serde.Serde[string]         = serde.String{}
-	SentencesValueSerde serde.Serde[model.Sentence] = serde.JSON[model.Sentence]{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// SentencesKey encodes the keys of topic "sentences" (string).
+	SentencesKey serde.Serde[string]
+	// SentencesValue encodes the values of topic "sentences" (json).
+	SentencesValue serde.Serde[model.Sentence]
+	// WordCountsKey encodes the keys of topic "word-counts" (string).
+	WordCountsKey serde.Serde[string]
+	// WordCountsValue encodes the values of topic "word-counts" (int64).
+	WordCountsValue serde.Serde[int64]
+	// StoreCountsKey encodes the keys of store "counts".
+	StoreCountsKey serde.Serde[string]
+	// StoreCountsValue encodes the values of store "counts".
+	StoreCountsValue serde.Serde[int64]
+}
 
-// WordCountsKeySerde and WordCountsValueSerde encode the keys and values of topic "word-counts".
-var (
-	WordCountsKeySerde   serde.Serde[string] = serde.String{}
-	WordCountsValueSerde serde.Serde[int64]  = serde.Int64{}
-)
-
-// Serdes of store "counts".
-var (
-	countsStoreKeySerde   serde.Serde[string] = serde.String{}
-	countsStoreValueSerde serde.Serde[int64]  = serde.Int64{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		SentencesKey:     serde.String{},
+		SentencesValue:   serde.JSON[model.Sentence]{},
+		StoreCountsKey:   serde.String{},
+		StoreCountsValue: serde.Int64{},
+		WordCountsKey:    serde.String{},
+		WordCountsValue:  serde.Int64{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -205,21 +217,22 @@ type Processors interface {
 	Split() SplitProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	if p == nil {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "sentences-source", TopicSentences, SentencesKeySerde, SentencesValueSerde)
+	stream.AddSource(t, "sentences-source", TopicSentences, s.SentencesKey, s.SentencesValue)
 	stream.AddProcessor(t, "split", func() stream.Processor[string, model.Sentence, string, string] {
 		return &splitNode{impl: p.Split()}
 	}, "sentences-source")
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
 		return &countNode{impl: p.Count()}
 	}, "split")
-	stream.AddSink(t, "word-counts-sink", TopicWordCounts, WordCountsKeySerde, WordCountsValueSerde, "count")
-	stream.AddKeyValueStore(t, StoreCounts, countsStoreKeySerde, countsStoreValueSerde, stream.StoreOptions{Changelog: true}, "count")
+	stream.AddSink(t, "word-counts-sink", TopicWordCounts, s.WordCountsKey, s.WordCountsValue, "count")
+	stream.AddKeyValueStore(t, StoreCounts, s.StoreCountsKey, s.StoreCountsValue, stream.StoreOptions{Changelog: true}, "count")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

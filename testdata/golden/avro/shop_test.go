@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
@@ -74,7 +76,25 @@ func TestRunOnDevBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := OrdersValueSerde.(OrderConfluentSerde); !ok || s.SchemaID == 0 {
-		t.Errorf("orders value serde = %#v, want a registered OrderConfluentSerde", OrdersValueSerde)
+}
+
+// TestRegisterSchemas: RegisterSchemas fills in the schema id of the Serdes
+// it is given, and only of those: serdes are values, not shared state.
+func TestRegisterSchemas(t *testing.T) {
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSerdes()
+	if err := RegisterSchemas(context.Background(), cl, &s); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s.OrdersValue.(OrderConfluentSerde); !ok || v.SchemaID == 0 {
+		t.Errorf("orders value serde = %#v, want a registered OrderConfluentSerde", s.OrdersValue)
+	}
+	if v := DefaultSerdes().OrdersValue.(OrderConfluentSerde); v.SchemaID != 0 {
+		t.Errorf("DefaultSerdes changed: schema id %d", v.SchemaID)
 	}
 }

@@ -41,35 +41,47 @@ const (
 	StorePending = "pending"
 )
 
-// CustomersKeySerde and CustomersValueSerde encode the keys and values of topic "customers".
-var (
-	CustomersKeySerde   serde.Serde[string]         = serde.String{}
-	CustomersValueSerde serde.Serde[model.Customer] = serde.JSON[model.Customer]{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// CustomersKey encodes the keys of topic "customers" (string).
+	CustomersKey serde.Serde[string]
+	// CustomersValue encodes the values of topic "customers" (json).
+	CustomersValue serde.Serde[model.Customer]
+	// EnrichedKey encodes the keys of topic "enriched" (string).
+	EnrichedKey serde.Serde[string]
+	// EnrichedValue encodes the values of topic "enriched" (json).
+	EnrichedValue serde.Serde[model.Enriched]
+	// OrdersKey encodes the keys of topic "orders" (string).
+	OrdersKey serde.Serde[string]
+	// OrdersValue encodes the values of topic "orders" (json).
+	OrdersValue serde.Serde[model.Order]
+	// StoreCustomersByIdKey encodes the keys of store "customers-by-id".
+	StoreCustomersByIdKey serde.Serde[string]
+	// StoreCustomersByIdValue encodes the values of store "customers-by-id".
+	StoreCustomersByIdValue serde.Serde[model.Customer]
+	// StorePendingKey encodes the keys of store "pending".
+	StorePendingKey serde.Serde[string]
+	// StorePendingValue encodes the values of store "pending".
+	StorePendingValue serde.Serde[model.Order]
+}
 
-// EnrichedKeySerde and EnrichedValueSerde encode the keys and values of topic "enriched".
-var (
-	EnrichedKeySerde   serde.Serde[string]         = serde.String{}
-	EnrichedValueSerde serde.Serde[model.Enriched] = serde.JSON[model.Enriched]{}
-)
-
-// OrdersKeySerde and OrdersValueSerde encode the keys and values of topic "orders".
-var (
-	OrdersKeySerde   serde.Serde[string]      = serde.String{}
-	OrdersValueSerde serde.Serde[model.Order] = serde.JSON[model.Order]{}
-)
-
-// Serdes of store "customers-by-id".
-var (
-	customersByIdStoreKeySerde   serde.Serde[string]         = serde.String{}
-	customersByIdStoreValueSerde serde.Serde[model.Customer] = serde.JSON[model.Customer]{}
-)
-
-// Serdes of store "pending".
-var (
-	pendingStoreKeySerde   serde.Serde[string]      = serde.String{}
-	pendingStoreValueSerde serde.Serde[model.Order] = serde.JSON[model.Order]{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		CustomersKey:            serde.String{},
+		CustomersValue:          serde.JSON[model.Customer]{},
+		EnrichedKey:             serde.String{},
+		EnrichedValue:           serde.JSON[model.Enriched]{},
+		OrdersKey:               serde.String{},
+		OrdersValue:             serde.JSON[model.Order]{},
+		StoreCustomersByIdKey:   serde.String{},
+		StoreCustomersByIdValue: serde.JSON[model.Customer]{},
+		StorePendingKey:         serde.String{},
+		StorePendingValue:       serde.JSON[model.Order]{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -231,14 +243,15 @@ type Processors interface {
 	RememberCustomer() RememberCustomerProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	if p == nil {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)
-	stream.AddSource(t, "orders-source", TopicOrders, OrdersKeySerde, OrdersValueSerde, stream.WithTimestamp(func(_ string, v model.Order, recordTime time.Time) time.Time {
+	stream.AddSource(t, "customers-source", TopicCustomers, s.CustomersKey, s.CustomersValue)
+	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue, stream.WithTimestamp(func(_ string, v model.Order, recordTime time.Time) time.Time {
 		return v.PlacedAt
 	}))
 	stream.AddProcessor(t, "enrich", func() stream.Processor[string, model.Order, string, model.Enriched] {
@@ -247,12 +260,12 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "remember-customer", func() stream.Processor[string, model.Customer, struct{}, struct{}] {
 		return &rememberCustomerNode{impl: p.RememberCustomer()}
 	}, "customers-source")
-	stream.AddSink(t, "enriched-sink", TopicEnriched, EnrichedKeySerde, EnrichedValueSerde, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomersById, customersByIdStoreKeySerde, customersByIdStoreValueSerde, stream.StoreOptions{
+	stream.AddSink(t, "enriched-sink", TopicEnriched, s.EnrichedKey, s.EnrichedValue, "enrich")
+	stream.AddKeyValueStore(t, StoreCustomersById, s.StoreCustomersByIdKey, s.StoreCustomersByIdValue, stream.StoreOptions{
 		Changelog:  true,
 		Persistent: pebblestore.Opener(pebblestore.Options{}),
 	}, "enrich", "remember-customer")
-	stream.AddKeyValueStore(t, StorePending, pendingStoreKeySerde, pendingStoreValueSerde, stream.StoreOptions{Changelog: false}, "enrich")
+	stream.AddKeyValueStore(t, StorePending, s.StorePendingKey, s.StorePendingValue, stream.StoreOptions{Changelog: false}, "enrich")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

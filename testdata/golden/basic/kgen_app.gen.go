@@ -31,11 +31,12 @@ func StartDevBroker() (*embedded.Broker, error) {
 // Application describes the application to appmain, with p building its
 // processors.
 func Application(p Processors) appmain.App {
+	s := DefaultSerdes()
 	return appmain.App{
 		ID:     AppID,
 		Topics: Topics,
 		Topology: func() (*stream.Topology, error) {
-			return NewTopology(p)
+			return NewTopology(p, s)
 		},
 	}
 }

@@ -35,35 +35,47 @@ const (
 	TopicStats = "stats"
 )
 
-// AlertsKeySerde and AlertsValueSerde encode the keys and values of topic "alerts".
-var (
-	AlertsKeySerde   serde.Serde[string] = serde.String{}
-	AlertsValueSerde serde.Serde[string] = serde.String{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// AlertsKey encodes the keys of topic "alerts" (string).
+	AlertsKey serde.Serde[string]
+	// AlertsValue encodes the values of topic "alerts" (string).
+	AlertsValue serde.Serde[string]
+	// IdsKey encodes the keys of topic "ids" (int32).
+	IdsKey serde.Serde[int32]
+	// IdsValue encodes the values of topic "ids" (float64).
+	IdsValue serde.Serde[float64]
+	// RawKey encodes the keys of topic "raw" (string).
+	RawKey serde.Serde[string]
+	// RawValue encodes the values of topic "raw" (bytes).
+	RawValue serde.Serde[[]byte]
+	// ReadingsKey encodes the keys of topic "readings" (bytes).
+	ReadingsKey serde.Serde[[]byte]
+	// ReadingsValue encodes the values of topic "readings" (json).
+	ReadingsValue serde.Serde[model.Reading]
+	// StatsKey encodes the keys of topic "stats" (json).
+	StatsKey serde.Serde[model.Key]
+	// StatsValue encodes the values of topic "stats" (int64).
+	StatsValue serde.Serde[int64]
+}
 
-// IdsKeySerde and IdsValueSerde encode the keys and values of topic "ids".
-var (
-	IdsKeySerde   serde.Serde[int32]   = serde.Int32{}
-	IdsValueSerde serde.Serde[float64] = serde.Float64{}
-)
-
-// RawKeySerde and RawValueSerde encode the keys and values of topic "raw".
-var (
-	RawKeySerde   serde.Serde[string] = serde.String{}
-	RawValueSerde serde.Serde[[]byte] = serde.Bytes{}
-)
-
-// ReadingsKeySerde and ReadingsValueSerde encode the keys and values of topic "readings".
-var (
-	ReadingsKeySerde   serde.Serde[[]byte]        = serde.Bytes{}
-	ReadingsValueSerde serde.Serde[model.Reading] = serde.JSON[model.Reading]{}
-)
-
-// StatsKeySerde and StatsValueSerde encode the keys and values of topic "stats".
-var (
-	StatsKeySerde   serde.Serde[model.Key] = serde.JSON[model.Key]{}
-	StatsValueSerde serde.Serde[int64]     = serde.Int64{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		AlertsKey:     serde.String{},
+		AlertsValue:   serde.String{},
+		IdsKey:        serde.Int32{},
+		IdsValue:      serde.Float64{},
+		RawKey:        serde.String{},
+		RawValue:      serde.Bytes{},
+		ReadingsKey:   serde.Bytes{},
+		ReadingsValue: serde.JSON[model.Reading]{},
+		StatsKey:      serde.JSON[model.Key]{},
+		StatsValue:    serde.Int64{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -440,14 +452,15 @@ type Processors interface {
 	Sum() SumProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	if p == nil {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "ids-source", TopicIds, IdsKeySerde, IdsValueSerde)
-	stream.AddSource(t, "readings-source", TopicReadings, ReadingsKeySerde, ReadingsValueSerde, stream.WithTimestamp(func(_ []byte, v model.Reading, recordTime time.Time) time.Time {
+	stream.AddSource(t, "ids-source", TopicIds, s.IdsKey, s.IdsValue)
+	stream.AddSource(t, "readings-source", TopicReadings, s.ReadingsKey, s.ReadingsValue, stream.WithTimestamp(func(_ []byte, v model.Reading, recordTime time.Time) time.Time {
 		return time.UnixMilli(v.AtMillis)
 	}))
 	stream.AddProcessor(t, "route", func() stream.Processor[[]byte, model.Reading, string, model.Reading] {
@@ -465,9 +478,9 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "log", func() stream.Processor[model.Key, int64, struct{}, struct{}] {
 		return &logNode{impl: p.Log()}
 	}, "sum")
-	stream.AddSink(t, "alerts-sink", TopicAlerts, AlertsKeySerde, AlertsValueSerde, "check")
-	stream.AddSink(t, "raw-sink", TopicRaw, RawKeySerde, RawValueSerde, "archive")
-	stream.AddSink(t, "stats-sink", TopicStats, StatsKeySerde, StatsValueSerde, "sum")
+	stream.AddSink(t, "alerts-sink", TopicAlerts, s.AlertsKey, s.AlertsValue, "check")
+	stream.AddSink(t, "raw-sink", TopicRaw, s.RawKey, s.RawValue, "archive")
+	stream.AddSink(t, "stats-sink", TopicStats, s.StatsKey, s.StatsValue, "sum")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -27,17 +27,29 @@ const (
 	TopicShouts = "shouts"
 )
 
-// GreetingsKeySerde and GreetingsValueSerde encode the keys and values of topic "greetings".
-var (
-	GreetingsKeySerde   serde.Serde[string] = serde.String{}
-	GreetingsValueSerde serde.Serde[string] = serde.String{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// GreetingsKey encodes the keys of topic "greetings" (string).
+	GreetingsKey serde.Serde[string]
+	// GreetingsValue encodes the values of topic "greetings" (string).
+	GreetingsValue serde.Serde[string]
+	// ShoutsKey encodes the keys of topic "shouts" (string).
+	ShoutsKey serde.Serde[string]
+	// ShoutsValue encodes the values of topic "shouts" (string).
+	ShoutsValue serde.Serde[string]
+}
 
-// ShoutsKeySerde and ShoutsValueSerde encode the keys and values of topic "shouts".
-var (
-	ShoutsKeySerde   serde.Serde[string] = serde.String{}
-	ShoutsValueSerde serde.Serde[string] = serde.String{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		GreetingsKey:   serde.String{},
+		GreetingsValue: serde.String{},
+		ShoutsKey:      serde.String{},
+		ShoutsValue:    serde.String{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -115,17 +127,18 @@ type Processors interface {
 	Shout() ShoutProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	if p == nil {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "greetings-source", TopicGreetings, GreetingsKeySerde, GreetingsValueSerde)
+	stream.AddSource(t, "greetings-source", TopicGreetings, s.GreetingsKey, s.GreetingsValue)
 	stream.AddProcessor(t, "shout", func() stream.Processor[string, string, string, string] {
 		return &shoutNode{impl: p.Shout()}
 	}, "greetings-source")
-	stream.AddSink(t, "shouts-sink", TopicShouts, ShoutsKeySerde, ShoutsValueSerde, "shout")
+	stream.AddSink(t, "shouts-sink", TopicShouts, s.ShoutsKey, s.ShoutsValue, "shout")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -12,12 +12,14 @@ import (
 // with typed inputs, outputs and stores: made for tests.
 type TestDriver struct {
 	d *streamtest.Driver
+	s Serdes
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
 // cfg.AppID means AppID.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
-	t, err := NewTopology(p)
+	s := DefaultSerdes()
+	t, err := NewTopology(p, s)
 	if err != nil {
 		return nil, err
 	}
@@ -28,17 +30,20 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TestDriver{d: d}, nil
+	return &TestDriver{
+		d: d,
+		s: s,
+	}, nil
 }
 
 // PipeGreetings writes a record with timestamp ts to topic "greetings" and processes it.
 func (d *TestDriver) PipeGreetings(key string, value string, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicGreetings, GreetingsKeySerde, GreetingsValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicGreetings, d.s.GreetingsKey, d.s.GreetingsValue, key, value, ts)
 }
 
 // ReadShouts returns the records written to topic "shouts" since the last read.
 func (d *TestDriver) ReadShouts() ([]stream.Record[string, string], error) {
-	return streamtest.Read(d.d, TopicShouts, ShoutsKeySerde, ShoutsValueSerde)
+	return streamtest.Read(d.d, TopicShouts, d.s.ShoutsKey, d.s.ShoutsValue)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

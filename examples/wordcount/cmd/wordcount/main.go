@@ -99,7 +99,7 @@ func produceSample(ctx context.Context, cl *kgo.Client) error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		v, err := wordcount.SentencesValueSerde.Serialize(model.Sentence{Text: line})
+		v, err := wordcount.DefaultSerdes().SentencesValue.Serialize(model.Sentence{Text: line})
 		if err != nil {
 			return err
 		}
@@ -128,6 +128,7 @@ func readCounts(ctx context.Context, cl *kgo.Client) (map[string]int64, error) {
 	}
 	defer consumer.Close()
 	counts := map[string]int64{}
+	serdes := wordcount.DefaultSerdes()
 	for len(want) > 0 {
 		fetches := consumer.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -139,8 +140,8 @@ func readCounts(ctx context.Context, cl *kgo.Client) (map[string]int64, error) {
 			return nil, ferr
 		}
 		for _, r := range fetches.Records() {
-			word, _ := wordcount.WordCountsKeySerde.Deserialize(r.Key)
-			n, err := wordcount.WordCountsValueSerde.Deserialize(r.Value)
+			word, _ := serdes.WordCountsKey.Deserialize(r.Key)
+			n, err := serdes.WordCountsValue.Deserialize(r.Value)
 			if err != nil {
 				return nil, fmt.Errorf("word-counts partition %d offset %d: %w", r.Partition, r.Offset, err)
 			}
