@@ -518,35 +518,7 @@ func (t *Topology) Mermaid() string {
 	if err := t.Validate(); err != nil {
 		return "%% " + strings.ReplaceAll(err.Error(), "\n", "\n%% ")
 	}
-	var b strings.Builder
-	b.WriteString("flowchart LR\n")
-	for _, s := range t.subs {
-		fmt.Fprintf(&b, "  subgraph sub%d [sub-topology %d]\n", s.id, s.id)
-		for _, n := range s.nodes {
-			switch n.kind {
-			case sourceKind:
-				fmt.Fprintf(&b, "    %s[/%s/]\n", mermaidID(n.name), n.name)
-			case sinkKind:
-				fmt.Fprintf(&b, "    %s[\\%s\\]\n", mermaidID(n.name), n.name)
-			default:
-				fmt.Fprintf(&b, "    %s[%s]\n", mermaidID(n.name), n.name)
-			}
-		}
-		for _, st := range s.stores {
-			fmt.Fprintf(&b, "    store_%s[(%s)]\n", mermaidID(st.name), st.name)
-		}
-		b.WriteString("  end\n")
-	}
-	for _, name := range t.nodeOrder {
-		n := t.nodes[name]
-		for _, c := range n.children {
-			fmt.Fprintf(&b, "  %s --> %s\n", mermaidID(name), mermaidID(c))
-		}
-		for _, st := range n.stores {
-			fmt.Fprintf(&b, "  %s --- store_%s\n", mermaidID(name), mermaidID(st))
-		}
-	}
-	return b.String()
+	return t.Diagram().Mermaid()
 }
 
 // DOT renders a valid topology in Graphviz's DOT language.
@@ -554,30 +526,37 @@ func (t *Topology) DOT() string {
 	if err := t.Validate(); err != nil {
 		return "// " + strings.ReplaceAll(err.Error(), "\n", "\n// ")
 	}
-	var b strings.Builder
-	b.WriteString("digraph topology {\n  rankdir=LR;\n")
+	return t.Diagram().DOT()
+}
+
+// Diagram describes a valid topology for drawing: its nodes and stores by
+// sub-topology, and its edges.
+func (t *Topology) Diagram() Diagram {
+	var d Diagram
+	if t.Validate() != nil {
+		return d
+	}
+	kinds := map[nodeKind]DiagramKind{sourceKind: DiagramSource, processorKind: DiagramProcessor, sinkKind: DiagramSink}
 	for _, s := range t.subs {
-		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=\"sub-topology %d\";\n", s.id, s.id)
+		g := DiagramGroup{ID: s.id}
 		for _, n := range s.nodes {
-			shape := map[nodeKind]string{sourceKind: "invhouse", processorKind: "box", sinkKind: "house"}[n.kind]
-			fmt.Fprintf(&b, "    %q [shape=%s];\n", n.name, shape)
+			g.Nodes = append(g.Nodes, DiagramNode{Kind: kinds[n.kind], Name: n.name})
 		}
 		for _, st := range s.stores {
-			fmt.Fprintf(&b, "    %q [shape=cylinder];\n", "store:"+st.name)
+			g.Nodes = append(g.Nodes, DiagramNode{Kind: DiagramStore, Name: st.name})
 		}
-		b.WriteString("  }\n")
+		d.Groups = append(d.Groups, g)
 	}
 	for _, name := range t.nodeOrder {
 		n := t.nodes[name]
 		for _, c := range n.children {
-			fmt.Fprintf(&b, "  %q -> %q;\n", name, c)
+			d.Edges = append(d.Edges, DiagramEdge{From: name, To: c})
 		}
 		for _, st := range n.stores {
-			fmt.Fprintf(&b, "  %q -> %q [dir=none, style=dashed];\n", name, "store:"+st)
+			d.Edges = append(d.Edges, DiagramEdge{From: name, To: "store:" + st, Store: true})
 		}
 	}
-	b.WriteString("}\n")
-	return b.String()
+	return d
 }
 
 func mermaidID(name string) string {
