@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"slices"
+
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -32,6 +34,7 @@ func Diagram(g *Graph) stream.Diagram {
 			}
 		}
 	}
+	slices.SortFunc(d.Groups, func(a, b stream.DiagramGroup) int { return a.ID - b.ID })
 	key := func(n Node) string {
 		if n.Topic != nil {
 			return "topic:" + n.Topic.Name.Value

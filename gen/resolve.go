@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/schema"
 )
 
@@ -582,54 +583,55 @@ func (r *resolver) childPos(p *ProcNode, c Node) model.Pos {
 	return p.Name.Pos
 }
 
-// subtopologies numbers connected components (processors joined by edges
-// or a shared store, with the topics they read) and checks that the topics
-// read by one component can be co-partitioned.
+// subtopologies numbers sub-topologies with the runtime's own computation
+// (stream.TopologyShape), fed the nodes in the order the generated
+// NewTopology adds them, so the numbers (and task ids) kgen reports are
+// the ones the application will have. It then checks that the topics read
+// by one sub-topology can be co-partitioned.
 func (r *resolver) subtopologies() {
-	parent := map[*ProcNode]*ProcNode{}
-	var find func(p *ProcNode) *ProcNode
-	find = func(p *ProcNode) *ProcNode {
-		for parent[p] != nil && parent[p] != p {
-			p = parent[p]
+	shape := stream.TopologyShape{Sources: map[string]bool{}, Children: map[string][]string{}}
+	key := func(n Node) string {
+		if n.Topic != nil {
+			return "sink:" + n.Topic.Name.Value
 		}
-		return p
+		return "processor:" + n.Proc.Name.Value
 	}
-	union := func(a, b *ProcNode) {
-		if ra, rb := find(a), find(b); ra != rb {
-			if rb.Name.Value < ra.Name.Value {
-				ra, rb = rb, ra
-			}
-			parent[rb] = ra
+	for _, t := range r.g.Topics {
+		if len(t.Readers) == 0 {
+			continue
+		}
+		src := "source:" + t.Name.Value
+		shape.Nodes = append(shape.Nodes, src)
+		shape.Sources[src] = true
+		for _, p := range t.Readers {
+			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
 	}
-	for _, p := range r.g.Processors {
+	for _, p := range topoOrder(r.g.Processors) {
+		k := "processor:" + p.Name.Value
+		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
-			if c.Proc != nil {
-				union(p, c.Proc)
-			}
-		}
-		for _, t := range p.Parents {
-			if t.Topic != nil && len(t.Topic.Readers) > 0 {
-				union(p, t.Topic.Readers[0])
-			}
+			shape.Children[k] = append(shape.Children[k], key(c))
 		}
 	}
 	for _, s := range r.g.Stores {
-		for _, o := range s.Owners[min(1, len(s.Owners)):] {
-			union(s.Owners[0], o)
+		var owners []string
+		for _, o := range s.Owners {
+			owners = append(owners, "processor:"+o.Name.Value)
+		}
+		if len(owners) > 0 {
+			shape.StoreOwners = append(shape.StoreOwners, owners)
 		}
 	}
-	ids := map[*ProcNode]int{}
+	ids := shape.Subtopologies()
+	n := 0
 	for _, p := range r.g.Processors {
-		root := find(p)
-		if _, ok := ids[root]; !ok {
-			ids[root] = len(ids)
-		}
-		p.Subtopology = ids[root]
+		p.Subtopology = ids["processor:"+p.Name.Value]
+		n = max(n, p.Subtopology+1)
 	}
 	// Co-partitioning: every topic a sub-topology reads must have the same
 	// partition count, when counts are given.
-	for id := range len(ids) {
+	for id := range n {
 		var first *TopicNode
 		for _, t := range r.g.Topics {
 			if t.Partitions == 0 || len(t.Readers) == 0 || t.Readers[0].Subtopology != id {

@@ -335,6 +335,63 @@ func (t *Topology) validate() error {
 }
 
 // findCycle returns the nodes of one cycle, or nil.
+// TopologyShape is a topology reduced to what decides its sub-topologies:
+// node names in the order they were added, which are sources, each node's
+// children, and the processors sharing each store. The generator builds
+// one from a spec, so it numbers sub-topologies (and so tasks) exactly as
+// the runtime will.
+type TopologyShape struct {
+	Nodes       []string
+	Sources     map[string]bool
+	Children    map[string][]string
+	StoreOwners [][]string
+}
+
+// Subtopologies numbers the sub-topologies of s: nodes joined by an edge or
+// a shared store are in one, numbered in the order their first source was
+// added. It returns each node's number; a node in no component with a
+// source is absent.
+func (s TopologyShape) Subtopologies() map[string]int {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(x string) string {
+		if p, ok := parent[x]; ok && p != x {
+			r := find(p)
+			parent[x] = r
+			return r
+		}
+		parent[x] = x
+		return x
+	}
+	union := func(a, b string) { parent[find(a)] = find(b) }
+	for _, name := range s.Nodes {
+		for _, c := range s.Children[name] {
+			union(name, c)
+		}
+	}
+	for _, owners := range s.StoreOwners {
+		for _, p := range owners[min(1, len(owners)):] {
+			union(owners[0], p)
+		}
+	}
+	roots := map[string]int{}
+	for _, name := range s.Nodes {
+		if !s.Sources[name] {
+			continue
+		}
+		if _, ok := roots[find(name)]; !ok {
+			roots[find(name)] = len(roots)
+		}
+	}
+	ids := map[string]int{}
+	for _, name := range s.Nodes {
+		if id, ok := roots[find(name)]; ok {
+			ids[name] = id
+		}
+	}
+	return ids
+}
+
 func (t *Topology) findCycle() []string {
 	const (
 		unseen = iota
@@ -374,46 +431,27 @@ func (t *Topology) findCycle() []string {
 // split groups nodes into sub-topologies: nodes joined by an edge or by a
 // shared store must run in the same task.
 func (t *Topology) split() []*subtopology {
-	parent := map[string]string{}
-	var find func(string) string
-	find = func(x string) string {
-		if p, ok := parent[x]; ok && p != x {
-			r := find(p)
-			parent[x] = r
-			return r
-		}
-		parent[x] = x
-		return x
-	}
-	union := func(a, b string) { parent[find(a)] = find(b) }
-	for _, name := range t.nodeOrder {
-		for _, c := range t.nodes[name].children {
-			union(name, c)
-		}
-	}
-	for _, sname := range t.storeOrder {
-		s := t.stores[sname]
-		for _, p := range s.processor[1:] {
-			union(s.processor[0], p)
-		}
-	}
-	// Number sub-topologies in the order their first source was added.
-	ids := map[string]int{}
-	var subs []*subtopology
+	shape := TopologyShape{Nodes: t.nodeOrder, Sources: map[string]bool{}, Children: map[string][]string{}}
 	for _, name := range t.nodeOrder {
 		n := t.nodes[name]
-		if n.kind != sourceKind {
-			continue
-		}
-		root := find(name)
-		if _, ok := ids[root]; !ok {
-			ids[root] = len(subs)
-			subs = append(subs, &subtopology{id: len(subs), sources: map[string]*node{}})
-		}
+		shape.Sources[name] = n.kind == sourceKind
+		shape.Children[name] = n.children
+	}
+	for _, sname := range t.storeOrder {
+		shape.StoreOwners = append(shape.StoreOwners, t.stores[sname].processor)
+	}
+	ids := shape.Subtopologies()
+	n := 0
+	for _, id := range ids {
+		n = max(n, id+1)
+	}
+	subs := make([]*subtopology, n)
+	for i := range subs {
+		subs[i] = &subtopology{id: i, sources: map[string]*node{}}
 	}
 	for _, name := range t.topoOrder() {
 		n := t.nodes[name]
-		s := subs[ids[find(name)]]
+		s := subs[ids[name]]
 		n.sub = s.id
 		s.nodes = append(s.nodes, n)
 		if n.kind == sourceKind {
@@ -423,7 +461,7 @@ func (t *Topology) split() []*subtopology {
 	}
 	for _, sname := range t.storeOrder {
 		st := t.stores[sname]
-		s := subs[ids[find(st.processor[0])]]
+		s := subs[ids[st.processor[0]]]
 		s.stores = append(s.stores, st)
 	}
 	for _, s := range subs {
