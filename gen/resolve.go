@@ -456,45 +456,22 @@ func (r *resolver) punctuations() {
 // is at least one, in which case types are not checked (they would only
 // repeat the news).
 func (r *resolver) cycles() bool {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[*ProcNode]int{}
-	found := false
-	var stack []*ProcNode
-	var visit func(p *ProcNode)
-	visit = func(p *ProcNode) {
-		color[p] = grey
-		stack = append(stack, p)
-		for _, c := range p.Children {
-			if c.Proc == nil {
-				continue
-			}
-			switch color[c.Proc] {
-			case white:
-				visit(c.Proc)
-			case grey:
-				i := slices.Index(stack, c.Proc)
-				var names []string
-				for _, q := range stack[i:] {
-					names = append(names, q.Name.Value)
-				}
-				names = append(names, c.Proc.Name.Value)
-				r.errs.add(c.Proc.Name.Pos, "cycle among processors: %s", strings.Join(names, " -> "))
-				found = true
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[p] = black
-	}
+	// The runtime's own walk (stream.TopologyShape.Cycles), over the
+	// processors only: topics cannot close a cycle.
+	shape := stream.TopologyShape{Children: map[string][]string{}}
 	for _, p := range r.g.Processors {
-		if color[p] == white {
-			visit(p)
+		shape.Nodes = append(shape.Nodes, p.Name.Value)
+		for _, c := range p.Children {
+			if c.Proc != nil {
+				shape.Children[p.Name.Value] = append(shape.Children[p.Name.Value], c.Proc.Name.Value)
+			}
 		}
 	}
-	return found
+	cycles := shape.Cycles()
+	for _, c := range cycles {
+		r.errs.add(r.procs[c[0]].Name.Pos, "cycle among processors: %s", strings.Join(c, " -> "))
+	}
+	return len(cycles) > 0
 }
 
 // types works out what each processor takes and forwards and checks every

@@ -393,6 +393,21 @@ func (s TopologyShape) Subtopologies() map[string]int {
 }
 
 func (t *Topology) findCycle() []string {
+	shape := TopologyShape{Nodes: t.nodeOrder, Children: map[string][]string{}}
+	for _, name := range t.nodeOrder {
+		shape.Children[name] = t.nodes[name].children
+	}
+	if cycles := shape.Cycles(); len(cycles) > 0 {
+		return cycles[0]
+	}
+	return nil
+}
+
+// Cycles lists every cycle of s found by a depth-first walk from each node
+// in order: each as the nodes from where it closes back to the same node
+// ("a", "b", "a"). The generator reports each one at its place; the
+// runtime refuses a topology with any.
+func (s TopologyShape) Cycles() [][]string {
 	const (
 		unseen = iota
 		open
@@ -400,32 +415,29 @@ func (t *Topology) findCycle() []string {
 	)
 	mark := map[string]int{}
 	var stack []string
-	var visit func(name string) []string
-	visit = func(name string) []string {
-		switch mark[name] {
-		case open:
-			i := slices.Index(stack, name)
-			return append(slices.Clone(stack[i:]), name)
-		case done:
-			return nil
-		}
+	var cycles [][]string
+	var visit func(name string)
+	visit = func(name string) {
 		mark[name] = open
 		stack = append(stack, name)
-		for _, c := range t.nodes[name].children {
-			if cyc := visit(c); cyc != nil {
-				return cyc
+		for _, c := range s.Children[name] {
+			switch mark[c] {
+			case unseen:
+				visit(c)
+			case open:
+				i := slices.Index(stack, c)
+				cycles = append(cycles, append(slices.Clone(stack[i:]), c))
 			}
 		}
 		stack = stack[:len(stack)-1]
 		mark[name] = done
-		return nil
 	}
-	for _, name := range t.nodeOrder {
-		if cyc := visit(name); cyc != nil {
-			return cyc
+	for _, name := range s.Nodes {
+		if mark[name] == unseen {
+			visit(name)
 		}
 	}
-	return nil
+	return cycles
 }
 
 // split groups nodes into sub-topologies: nodes joined by an edge or by a
