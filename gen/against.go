@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/schema"
 )
 
@@ -144,6 +145,44 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 			add(new.App.Pos, false, "processor %q was removed or renamed: kgen names state after stores, not processors, so no state is renamed by this alone", op.Name.Value)
 		}
 	}
+	// Sub-topologies decide task ids (sub-topology, partition), and so
+	// which local state a task opens, and which topics are co-partitioned.
+	oldSubs, newSubs := specSubtopologies(old), specSubtopologies(new)
+	for _, ns := range new.Stores {
+		ost := oldStores[ns.Name.Value]
+		if ost == nil {
+			continue
+		}
+		was, okOld := oldSubs.store[ns.Name.Value]
+		is, okNew := newSubs.store[ns.Name.Value]
+		if !okOld || !okNew || was == is {
+			continue
+		}
+		if ns.Changelog {
+			add(ns.Name.Pos, false, "store %q moves from sub-topology %d to %d: its tasks get new ids, so they restore it from %s-%s-changelog instead of opening their local state", ns.Name.Value, was, is, app, ns.Name.Value)
+		} else {
+			add(ns.Name.Pos, true, "store %q moves from sub-topology %d to %d: its tasks get new ids and it has no changelog, so its state is lost", ns.Name.Value, was, is)
+		}
+	}
+	newTopicPos := map[string]schema.Pos{}
+	for _, t := range new.Topics {
+		newTopicPos[t.Name.Value] = t.Name.Pos
+	}
+	for i, a := range old.Topics {
+		for _, b := range old.Topics[i+1:] {
+			sa, okA := oldSubs.topic[a.Name.Value]
+			sb, okB := oldSubs.topic[b.Name.Value]
+			if !okA || !okB || sa != sb {
+				continue
+			}
+			na, okA := newSubs.topic[a.Name.Value]
+			nb, okB := newSubs.topic[b.Name.Value]
+			if !okA || !okB || na == nb {
+				continue
+			}
+			add(newTopicPos[b.Name.Value], true, "topics %q and %q were read by one sub-topology (co-partitioned) and now by sub-topologies %d and %d: their tasks and the state those hold are split apart, and records of one key no longer meet in one task", a.Name.Value, b.Name.Value, na, nb)
+		}
+	}
 	slices.SortStableFunc(out, func(a, b Change) int {
 		if a.Pos.Line != b.Pos.Line {
 			return a.Pos.Line - b.Pos.Line
@@ -203,4 +242,77 @@ func partitionsText(n int) string {
 		return "unset (the broker's default)"
 	}
 	return fmt.Sprint(n)
+}
+
+// subtopologyMap says which sub-topology reads each topic and holds each
+// store, by name.
+type subtopologyMap struct{ topic, store map[string]int }
+
+// specSubtopologies numbers the sub-topologies of a parsed spec with the
+// runtime's computation, from names alone (types need not resolve, so an
+// old spec whose types are gone can still be compared).
+func specSubtopologies(s *schema.Spec) subtopologyMap {
+	topics := map[string]bool{}
+	for _, t := range s.Topics {
+		topics[t.Name.Value] = true
+	}
+	procs := map[string]bool{}
+	for _, p := range s.Processors {
+		procs[p.Name.Value] = true
+	}
+	shape := stream.TopologyShape{Sources: map[string]bool{}, Children: map[string][]string{}}
+	readers := map[string][]string{}
+	for _, p := range s.Processors {
+		for _, f := range p.From {
+			switch {
+			case topics[f.Value]:
+				readers[f.Value] = append(readers[f.Value], p.Name.Value)
+			case procs[f.Value]:
+				shape.Children["processor:"+f.Value] = append(shape.Children["processor:"+f.Value], "processor:"+p.Name.Value)
+			}
+		}
+		for _, t := range p.To {
+			if procs[t.Value] {
+				shape.Children["processor:"+p.Name.Value] = append(shape.Children["processor:"+p.Name.Value], "processor:"+t.Value)
+			}
+		}
+	}
+	for _, t := range s.Topics {
+		if len(readers[t.Name.Value]) == 0 {
+			continue
+		}
+		src := "source:" + t.Name.Value
+		shape.Nodes = append(shape.Nodes, src)
+		shape.Sources[src] = true
+		for _, r := range readers[t.Name.Value] {
+			shape.Children[src] = append(shape.Children[src], "processor:"+r)
+		}
+	}
+	for _, p := range s.Processors {
+		shape.Nodes = append(shape.Nodes, "processor:"+p.Name.Value)
+	}
+	owners := map[string][]string{}
+	for _, p := range s.Processors {
+		for _, st := range p.Stores {
+			owners[st.Value] = append(owners[st.Value], "processor:"+p.Name.Value)
+		}
+	}
+	for _, st := range s.Stores {
+		if len(owners[st.Name.Value]) > 0 {
+			shape.StoreOwners = append(shape.StoreOwners, owners[st.Name.Value])
+		}
+	}
+	ids := shape.Subtopologies()
+	m := subtopologyMap{topic: map[string]int{}, store: map[string]int{}}
+	for t := range readers {
+		if id, ok := ids["source:"+t]; ok {
+			m.topic[t] = id
+		}
+	}
+	for st, os := range owners {
+		if id, ok := ids[os[0]]; ok {
+			m.store[st] = id
+		}
+	}
+	return m
 }
