@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/build"
 	"go/format"
 	"go/parser"
@@ -146,6 +147,13 @@ func Load(dir string) (*Project, error) {
 		}
 		errs = append(errs, rerrs...)
 	}
+	if g != nil {
+		decls, err := userDecls(abs, dir)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, checkUserDecls(g, decls)...)
+	}
 	name, err := packageName(abs, spec)
 	if err != nil {
 		var perrs schema.Errors
@@ -239,6 +247,62 @@ func packageName(dir string, spec *schema.Spec) (string, error) {
 		return "", schema.Errors{{Pos: model.Pos{File: spec.File, Line: 1, Col: 1}, Msg: "cannot derive a package name from the directory: add \"package: NAME\" to the spec"}}
 	}
 	return b.String(), nil
+}
+
+// userDecls lists the package-level names declared in the hand-written,
+// non-test Go files of dir that the go command builds, with their places
+// (files named relative to display, the directory as the user gave it).
+func userDecls(dir, display string) (map[string]model.Pos, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]model.Pos{}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		if ok, err := build.Default.MatchFile(dir, n); err != nil || !ok {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		if isGenerated(path) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the compiler will say it better
+		}
+		add := func(id *ast.Ident) {
+			if id.Name == "_" {
+				return
+			}
+			p := fset.Position(id.Pos())
+			out[id.Name] = model.Pos{File: filepath.ToSlash(filepath.Join(display, n)), Line: p.Line, Col: p.Column}
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					add(d.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						add(s.Name)
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							add(id)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // Generate loads the spec in dir and produces every file in memory.

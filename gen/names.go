@@ -151,11 +151,13 @@ type namer struct {
 	reported map[[2]string]bool
 }
 
-// nameGraph decides the generated names of g and reports every clash.
+// nameGraph decides the generated names of g and reports every clash. It
+// keeps the package scope on g for checkUserDecls.
 // avroTypes are the types declared from .avsc files in the package; local
 // lists the Go record types declared in the spec's own package (pkgPath).
 func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schema.Errors {
 	n := &namer{pkg: newScope("Go name", ""), reported: map[[2]string]bool{}}
+	g.pkgScope = n.pkg
 	for _, f := range fixedPackage {
 		n.declare(n.pkg, f.id, owner{role: "the generated " + f.what})
 	}
@@ -291,6 +293,34 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 	}
 	return n.errs.errs.Sort()
+}
+
+// checkUserDecls reports the package-level names the user's hand-written
+// Go files in the spec's directory declare that generated code declares
+// too: the compiler would say "redeclared" in a generated file. The types
+// the user is meant to write (processor implementations, Factories) and
+// record types already known are not clashes.
+func checkUserDecls(g *Graph, decls map[string]model.Pos) schema.Errors {
+	if g.pkgScope == nil {
+		return nil
+	}
+	impls := map[string]bool{idFactories: true}
+	for _, p := range g.Processors {
+		impls[p.Go.Impl] = true
+	}
+	var errs errList
+	for id, o := range g.pkgScope.taken {
+		pos, ok := decls[id]
+		if !ok || impls[id] || strings.HasPrefix(o.what, "Go record type") {
+			continue
+		}
+		if o.what == "" {
+			errs.add(pos, "%s is declared here and by %s: rename yours", id, o.role)
+			continue
+		}
+		errs.add(o.pos, "%s: its %s would be the Go name %s, already declared in %s: rename one of them", o.what, o.role, id, pos)
+	}
+	return errs.errs.Sort()
 }
 
 // ident converts a spec name, reporting one that does not convert.

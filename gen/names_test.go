@@ -167,3 +167,32 @@ func TestScaffoldFile(t *testing.T) {
 		}
 	}
 }
+
+// TestUserDeclClash: a hand-written file declaring a name the generated
+// code declares is reported at the right side; the processor's own type and
+// Factories are the user's to declare.
+func TestUserDeclClash(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/demo\n\ngo 1.24\n")
+	write("demo.go", "package demo\n\ntype Shout struct{}\n\ntype Factories struct{}\n\nfunc Run() {}\n\ntype ShoutProcessor int\n")
+	write("kgen.yaml", "version: 1\napp: demo\ntopics:\n  in: {key: string, value: string}\nprocessors:\n  shout: {from: [in]}\n")
+	_, err := Load(dir)
+	var es schema.Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("want schema.Errors, got %v", err)
+	}
+	got := strings.ReplaceAll(es.Error(), dir+string(filepath.Separator), "")
+	want := []string{
+		`demo.go:7:6: Run is declared here and by the generated func Run in kgen_app.gen.go: rename yours`,
+		`kgen.yaml:6:3: processor "shout": its interface would be the Go name ShoutProcessor, already declared in demo.go:9:6: rename one of them`,
+	}
+	if diff := cmp.Diff(want, strings.Split(got, "\n")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

@@ -19,6 +19,8 @@ type Graph struct {
 	Topics     []*TopicNode
 	Stores     []*StoreNode
 	Processors []*ProcNode
+
+	pkgScope *scope // package-level generated names, set by nameGraph
 }
 
 // TypeRef is a type named in the spec, resolved.
