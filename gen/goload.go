@@ -89,11 +89,13 @@ func loadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, map
 			errs = append(errs, &schema.Error{Pos: l.errPos(e.Pos), Msg: e.Msg})
 		}
 	}
-	if len(errs) > 0 {
-		return nil, nil, errs.Sort()
-	}
+	// A package that failed to load is reported above; the others are
+	// still read, so their own problems are reported in the same run.
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return strings.Compare(a.PkgPath, b.PkgPath) })
 	for _, pkg := range pkgs {
+		if len(pkg.Errors) > 0 || pkg.IllTyped || pkg.TypesInfo == nil {
+			continue
+		}
 		l.fset = pkg.Fset
 		for _, f := range pkg.Syntax {
 			for _, decl := range f.Decls {
@@ -127,8 +129,8 @@ func loadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, map
 			}
 		}
 	}
-	if len(l.errs) > 0 {
-		return out, unmarked, l.errs.Sort()
+	if errs = append(errs, l.errs...); len(errs) > 0 {
+		return out, unmarked, errs.Sort()
 	}
 	return out, unmarked, nil
 }
