@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -46,41 +44,31 @@ func loadAvro(abs, display string, patterns []schema.Str) (map[string]*model.Typ
 	slices.Sort(files)
 	u, err := avro.Load(files)
 	if err != nil {
-		return nil, append(errs, avroErrors(abs, display, err)...)
+		return nil, append(errs, avroErrors(abs, display, patterns[0].Pos, err)...)
 	}
 	return u.Types, errs
 }
 
-var avroErrPos = regexp.MustCompile(`^(.+?\.avsc):(\d+):(\d+): (.*)$`)
-
-// avroErrors turns the Avro loader's joined "file.avsc:LINE:COL: message"
-// errors into schema errors.
-func avroErrors(abs, display string, err error) schema.Errors {
-	var lines []string
+// avroErrors turns the Avro loader's errors into schema errors, naming
+// schema files relative to display, the directory as the user gave it.
+// Errors without a place in a schema are put at the spec's types: avro.
+func avroErrors(abs, display string, at schema.Pos, err error) schema.Errors {
+	all := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			lines = append(lines, e.Error())
-		}
-	} else {
-		lines = strings.Split(err.Error(), "\n")
+		all = j.Unwrap()
 	}
 	var errs schema.Errors
-	for _, l := range lines {
-		m := avroErrPos.FindStringSubmatch(l)
-		if m == nil {
-			errs = append(errs, &schema.Error{Pos: model.Pos{File: filepath.Join(display, "kgen.yaml")}, Msg: "types: avro: " + l})
+	for _, e := range all {
+		var ae *avro.Error
+		if !errors.As(e, &ae) || ae.Pos.File == "" {
+			errs = append(errs, &schema.Error{Pos: at, Msg: "types: avro: " + e.Error()})
 			continue
 		}
-		file := m[1]
-		if rel, err := filepath.Rel(abs, file); err == nil && !strings.HasPrefix(rel, "..") {
-			file = filepath.ToSlash(filepath.Join(display, rel))
+		pos := ae.Pos
+		if rel, err := filepath.Rel(abs, pos.File); err == nil && !strings.HasPrefix(rel, "..") {
+			pos.File = filepath.ToSlash(filepath.Join(display, rel))
 		}
-		line, _ := strconv.Atoi(m[2])
-		col, _ := strconv.Atoi(m[3])
-		errs = append(errs, &schema.Error{Pos: model.Pos{File: file, Line: line, Col: col}, Msg: m[4]})
-	}
-	if len(errs) == 0 {
-		errs = append(errs, &schema.Error{Pos: model.Pos{File: filepath.Join(display, "kgen.yaml")}, Msg: "types: avro: " + errors.Unwrap(err).Error()})
+		errs = append(errs, &schema.Error{Pos: pos, Msg: ae.Msg})
 	}
 	return errs
 }
@@ -102,7 +90,7 @@ func avroSerdeExpr(format string, t *model.Type) (jen.Code, error) {
 		return nil, fmt.Errorf("format %s needs a record type from an Avro schema", format)
 	}
 	if format == schema.FormatAvroConfluent {
-		return jen.Id(t.Name + "ConfluentSerde").Values(), nil
+		return jen.Id(avro.ConfluentSerdeName(t)).Values(), nil
 	}
-	return jen.Id(t.Name + "AvroSerde").Values(), nil
+	return jen.Id(avro.SerdeName(t)).Values(), nil
 }

@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/build"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -27,6 +29,8 @@ const (
 	FileTestDriver = "kgen_test_driver.gen.go"
 	FileApp        = "kgen_app.gen.go"
 	FileAvro       = "kgen_avro.gen.go" // Go types and codecs of Avro schemas
+	// FileFactories is the scaffold implementing Processors, the user's.
+	FileFactories = "factories.go"
 )
 
 // File is one output file.
@@ -41,7 +45,7 @@ type File struct {
 // Result is everything one run of the generator produced.
 type Result struct {
 	Dir   string
-	Graph *schema.Graph
+	Graph *Graph
 	Files []File
 	// Notes tell the user what to change in files kgen does not touch.
 	Notes []string
@@ -61,7 +65,7 @@ func isGenerated(path string) bool {
 type Project struct {
 	Dir     string // the spec's directory
 	Spec    *schema.Spec
-	Graph   *schema.Graph
+	Graph   *Graph
 	PkgPath string // import path of the spec's directory
 	PkgName string // package name of the generated code
 	// Avro holds the types read from .avsc files, by spec name; the
@@ -93,14 +97,15 @@ func Load(dir string) (*Project, error) {
 			return nil, perr
 		}
 	}
-	u := &model.Universe{Types: map[string]*model.Type{}}
-	goFailed := false
+	u := &model.Universe{Types: map[string]*model.Type{}, Unmarked: map[string]model.Pos{}}
 	if len(spec.Types.Go) > 0 {
-		types, err := LoadGoTypes(abs, spec.Types.Go)
+		types, unmarked, err := loadGoTypes(abs, spec.Types.Go)
 		var terrs schema.Errors
 		switch {
 		case errors.As(err, &terrs):
-			goFailed = true
+			// Its types are unknown now; the resolver must not say so
+			// again for each use.
+			u.Incomplete = true
 			for _, e := range terrs {
 				// Go files are named relative to the spec's directory.
 				if e.Pos.File != display && e.Pos.File != "-" && !filepath.IsAbs(e.Pos.File) {
@@ -114,6 +119,12 @@ func Load(dir string) (*Project, error) {
 		for k, t := range types {
 			u.Types[k] = t
 		}
+		for k, pos := range unmarked {
+			if pos.File != "-" && !filepath.IsAbs(pos.File) {
+				pos.File = filepath.ToSlash(filepath.Join(dir, pos.File))
+			}
+			u.Unmarked[k] = pos
+		}
 	}
 	avroTypes, aerrs := loadAvro(abs, dir, spec.Types.Avro)
 	errs = append(errs, aerrs...)
@@ -124,31 +135,35 @@ func Load(dir string) (*Project, error) {
 		}
 		u.Types[k] = t
 	}
-	g, rerr := schema.Resolve(spec, u)
+	pkgPath, err := importPath(abs)
+	if err != nil {
+		return nil, append(errs, &schema.Error{Pos: model.Pos{File: display}, Msg: err.Error()}).Sort()
+	}
+	g, rerr := Resolve(spec, u, pkgPath)
 	if rerr != nil {
 		var rerrs schema.Errors
 		if !errors.As(rerr, &rerrs) {
 			return nil, rerr
 		}
-		for _, e := range rerrs {
-			// A Go package that did not load makes its types unknown: that
-			// is the same problem again.
-			if goFailed && strings.HasPrefix(e.Msg, `unknown type "`) && strings.Contains(e.Msg, ".") {
-				continue
-			}
-			errs = append(errs, e)
+		errs = append(errs, rerrs...)
+	}
+	if g != nil {
+		decls, err := userDecls(abs, dir)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if len(errs) > 0 {
-		return nil, errs.Sort()
-	}
-	pkgPath, err := importPath(abs)
-	if err != nil {
-		return nil, schema.Errors{{Pos: model.Pos{File: display}, Msg: err.Error()}}
+		errs = append(errs, checkUserDecls(g, decls)...)
 	}
 	name, err := packageName(abs, spec)
 	if err != nil {
-		return nil, err
+		var perrs schema.Errors
+		if !errors.As(err, &perrs) {
+			return nil, err
+		}
+		errs = append(errs, perrs...)
+	}
+	if len(errs) > 0 {
+		return nil, errs.Sort()
 	}
 	return &Project{Dir: abs, Spec: spec, Graph: g, PkgPath: pkgPath, PkgName: name, Avro: avroTypes}, nil
 }
@@ -180,25 +195,47 @@ func importPath(dir string) (string, error) {
 }
 
 // packageName is the spec's package:, else the package of the Go files
-// already in dir, else the directory name made into an identifier.
+// already in dir, else the directory name made into an identifier. A
+// package: that differs from the package of the hand-written Go files in dir
+// is an error at package:, since the directory would hold two packages.
 func packageName(dir string, spec *schema.Spec) (string, error) {
-	if spec.Package.Value != "" {
-		return spec.Package.Value, nil
-	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", err
 	}
 	fset := token.NewFileSet()
+	existing, from := "", ""
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.PackageClauseOnly)
-		if err == nil && f.Name.Name != "main" {
-			return f.Name.Name, nil
+		// Files the go command leaves out (//go:build ignore, _windows.go)
+		// do not make the package.
+		if ok, err := build.Default.MatchFile(dir, n); err != nil || !ok {
+			continue
 		}
+		path := filepath.Join(dir, n)
+		if isGenerated(path) {
+			continue // rewritten with the new package name
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly)
+		if err == nil {
+			existing, from = f.Name.Name, n
+			break
+		}
+	}
+	if spec.Package.Value != "" {
+		if existing != "" && existing != spec.Package.Value {
+			return "", schema.Errors{{Pos: spec.Package.Pos, Msg: fmt.Sprintf("package %q: the Go files in this directory are package %s (%s), and one directory holds one package: write package: %s, or change their package clauses", spec.Package.Value, existing, from, existing)}}
+		}
+		return spec.Package.Value, nil
+	}
+	if existing == "main" {
+		return "", schema.Errors{{Pos: model.Pos{File: spec.File, Line: 1, Col: 1}, Msg: fmt.Sprintf("the Go files in this directory are package main (%s): generated code needs a package of its own; move the command to cmd/NAME", from)}}
+	}
+	if existing != "" {
+		return existing, nil
 	}
 	var b strings.Builder
 	for _, r := range strings.ToLower(filepath.Base(dir)) {
@@ -206,10 +243,66 @@ func packageName(dir string, spec *schema.Spec) (string, error) {
 			b.WriteRune(r)
 		}
 	}
-	if b.Len() == 0 {
-		return "", schema.Errors{{Pos: model.Pos{File: filepath.Join(dir, schema.FileName)}, Msg: "cannot derive a package name from the directory: add \"package: NAME\" to the spec"}}
+	if b.Len() == 0 || isKeyword(b.String()) || b.String() == "main" {
+		return "", schema.Errors{{Pos: model.Pos{File: spec.File, Line: 1, Col: 1}, Msg: "cannot derive a package name from the directory: add \"package: NAME\" to the spec"}}
 	}
 	return b.String(), nil
+}
+
+// userDecls lists the package-level names declared in the hand-written,
+// non-test Go files of dir that the go command builds, with their places
+// (files named relative to display, the directory as the user gave it).
+func userDecls(dir, display string) (map[string]model.Pos, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]model.Pos{}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		if ok, err := build.Default.MatchFile(dir, n); err != nil || !ok {
+			continue
+		}
+		path := filepath.Join(dir, n)
+		if isGenerated(path) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the compiler will say it better
+		}
+		add := func(id *ast.Ident) {
+			if id.Name == "_" {
+				return
+			}
+			p := fset.Position(id.Pos())
+			out[id.Name] = model.Pos{File: filepath.ToSlash(filepath.Join(display, n)), Line: p.Line, Col: p.Column}
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					add(d.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						add(s.Name)
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							add(id)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // Generate loads the spec in dir and produces every file in memory.

@@ -209,28 +209,36 @@ func quote(s string) string {
 	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
 }
 
-// TestVersionGuard builds a golden case against a runtime whose contract
-// version moved on, in both directions: the build must stop at the guard.
+// TestVersionGuard builds a golden case against runtimes declaring other
+// contract ranges: one that no longer supports the code and one older than
+// it must stop at the guard; one that supports a wider range must build.
 func TestVersionGuard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	src, err := os.ReadFile("../runtime/stream/record.go")
+	src, err := os.ReadFile("../runtime/stream/genversion.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const decl = "const GenVersion = 2"
+	const decl = "MinGenVersion = 2\n\tMaxGenVersion = GenVersion"
 	if !strings.Contains(string(src), decl) {
-		t.Fatalf("runtime/stream/record.go does not declare %q any more: update this test", decl)
+		t.Fatalf("runtime/stream/genversion.go does not declare %q any more: update this test", decl)
 	}
-	for _, v := range []string{"1", "3"} {
-		t.Run("GenVersion="+v, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, decl string
+		builds     bool
+	}{
+		{"runtime dropped support", "MinGenVersion = 3\n\tMaxGenVersion = 3", false},
+		{"runtime older", "MinGenVersion = 1\n\tMaxGenVersion = 1", false},
+		{"runtime supports more", "MinGenVersion = 1\n\tMaxGenVersion = 5", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
-			moved := filepath.Join(tmp, "record.go")
-			if err := os.WriteFile(moved, []byte(strings.Replace(string(src), decl, "const GenVersion = "+v, 1)), 0o644); err != nil {
+			moved := filepath.Join(tmp, "genversion.go")
+			if err := os.WriteFile(moved, []byte(strings.Replace(string(src), decl, tc.decl, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			target, err := filepath.Abs("../runtime/stream/record.go")
+			target, err := filepath.Abs("../runtime/stream/genversion.go")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,12 +249,59 @@ func TestVersionGuard(t *testing.T) {
 			cmd := exec.Command("go", "build", "-overlay", overlay, "./testdata/golden/basic")
 			cmd.Dir = ".."
 			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatal("go build succeeded against a runtime of another contract version")
+			if tc.builds {
+				if err != nil {
+					t.Fatalf("go build failed against a runtime that supports the code: %v\n%s", err, out)
+				}
+				return
 			}
-			if !strings.Contains(string(out), "kgen.gen.go") || !strings.Contains(string(out), "(untyped int constant -1) as uint value in constant declaration") || !strings.Contains(string(out), "stream.GenVersion") {
+			if err == nil {
+				t.Fatal("go build succeeded against a runtime outside the code's contract")
+			}
+			if !strings.Contains(string(out), "kgen.gen.go") || !strings.Contains(string(out), "(untyped int constant -1) as uint value in constant declaration") || !strings.Contains(string(out), "GenVersion") {
 				t.Fatalf("the build did not stop at the version guard:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestMissingFactoryDoesNotCompile: a processor added to the spec but not
+// given a factory is a compile error in the user's factories.go, not a
+// failure at start.
+func TestMissingFactoryDoesNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	tmp := t.TempDir()
+	partial := filepath.Join(tmp, "factories.go")
+	src := `package basic
+
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+func (Factories) Enrich() EnrichProcessor { return &Enrich{} }
+`
+	if err := os.WriteFile(partial, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target, err := filepath.Abs(filepath.Join(goldenDir, "basic", "factories.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlay, []byte(`{"Replace": {`+quote(target)+`: `+quote(partial)+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-overlay", overlay, "./testdata/golden/basic")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("go build succeeded with a processor that has no factory")
+	}
+	for _, want := range []string{"factories.go:5:", "missing method RememberCustomer"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("go build output lacks %q:\n%s", want, out)
+		}
 	}
 }

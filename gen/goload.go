@@ -24,13 +24,22 @@ const recordMarker = "//kgen:record"
 // Unsupported fields come back as schema.Errors naming file.go:line:col,
 // together with the types that were found, so the spec can still be checked.
 func LoadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, error) {
+	types, _, err := loadGoTypes(dir, patterns)
+	return types, err
+}
+
+// loadGoTypes is LoadGoTypes that also returns the structs it saw without
+// the marker, by spec name, so that a spec naming one can be told what is
+// missing rather than that the type is unknown.
+func loadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, map[string]model.Pos, error) {
 	out := map[string]*model.Type{}
+	unmarked := map[string]model.Pos{}
 	if len(patterns) == 0 {
-		return out, nil
+		return out, unmarked, nil
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var pats []string
 	for _, p := range patterns {
@@ -47,14 +56,14 @@ func LoadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, err
 		for _, p := range patterns {
 			errs = append(errs, &schema.Error{Pos: p.Pos, Msg: fmt.Sprintf("types: go: cannot load %s: %v", strings.Join(pats, " "), err)})
 		}
-		return nil, errs[:1]
+		return nil, nil, errs[:1]
 	}
 	var errs schema.Errors
 	if len(pkgs) == 0 {
 		for _, p := range patterns {
 			errs = append(errs, &schema.Error{Pos: p.Pos, Msg: fmt.Sprintf("types: go: no package matches %q", p.Value)})
 		}
-		return nil, errs
+		return nil, nil, errs
 	}
 	l := &goLoader{dir: dir, fset: cfg.Fset, named: map[*types.TypeName]*model.Type{}}
 	for _, pkg := range pkgs {
@@ -80,11 +89,13 @@ func LoadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, err
 			errs = append(errs, &schema.Error{Pos: l.errPos(e.Pos), Msg: e.Msg})
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs.Sort()
-	}
+	// A package that failed to load is reported above; the others are
+	// still read, so their own problems are reported in the same run.
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return strings.Compare(a.PkgPath, b.PkgPath) })
 	for _, pkg := range pkgs {
+		if len(pkg.Errors) > 0 || pkg.IllTyped || pkg.TypesInfo == nil {
+			continue
+		}
 		l.fset = pkg.Fset
 		for _, f := range pkg.Syntax {
 			for _, decl := range f.Decls {
@@ -95,6 +106,9 @@ func LoadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, err
 				for _, spec := range gd.Specs {
 					ts := spec.(*ast.TypeSpec)
 					if !marked(ts.Doc) && !(len(gd.Specs) == 1 && marked(gd.Doc)) {
+						if _, ok := ts.Type.(*ast.StructType); ok && ts.Name.IsExported() {
+							unmarked[pkg.Name+"."+ts.Name.Name] = l.pos(ts.Pos())
+						}
 						continue
 					}
 					obj, _ := pkg.TypesInfo.Defs[ts.Name].(*types.TypeName)
@@ -115,10 +129,10 @@ func LoadGoTypes(dir string, patterns []schema.Str) (map[string]*model.Type, err
 			}
 		}
 	}
-	if len(l.errs) > 0 {
-		return out, l.errs.Sort()
+	if errs = append(errs, l.errs...); len(errs) > 0 {
+		return out, unmarked, errs.Sort()
 	}
-	return out, nil
+	return out, unmarked, nil
 }
 
 func marked(cg *ast.CommentGroup) bool {

@@ -1,7 +1,10 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,4 +94,34 @@ func sortStrings(s []string) []string {
 		}
 	}
 	return s
+}
+
+// TestLoadGoTypesReportsEveryPackage: a package that does not compile does
+// not hide the problems of another.
+func TestLoadGoTypesReportsEveryPackage(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"go.mod":      "module example.com/m\n\ngo 1.24\n",
+		"bad/bad.go":  "package bad\n\nvar X Strin\n",
+		"good/rec.go": "package good\n\n//kgen:record\ntype R struct {\n\tC complex128\n}\n",
+	} {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := LoadGoTypes(dir, []schema.Str{{Value: "./bad"}, {Value: "./good"}})
+	var es schema.Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("want schema.Errors, got %v", err)
+	}
+	got := es.Error()
+	for _, want := range []string{"bad/bad.go:3:7: undefined: Strin", "good/rec.go:5:2: R.C has unsupported type complex128"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
 }

@@ -1,82 +1,68 @@
 package gen
 
 import (
-	"fmt"
-	"strings"
+	"slices"
 
-	"github.com/kgen-dev/kgen/schema"
+	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
-// Mermaid draws the topology as a Mermaid flowchart: topics as stadiums,
-// processors as boxes, stores as cylinders.
-func Mermaid(g *schema.Graph) string {
-	var b strings.Builder
-	b.WriteString("flowchart LR\n")
+// Diagram describes the topology of a resolved spec for drawing, with the
+// runtime's renderer (stream.Diagram), so kgen graph and a running
+// topology's Mermaid and DOT are drawn by one piece of code. Topics sit
+// outside the sub-topologies they connect and carry their key and value
+// types; edges out of a processor carry what it forwards.
+func Diagram(g *Graph) stream.Diagram {
+	d := stream.Diagram{Name: g.Spec.App.Value}
 	for _, t := range g.Topics {
-		fmt.Fprintf(&b, "    t_%s([\"%s<br/>%s\"])\n", t.Ident, t.Name.Value, t.KV)
+		d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: t.Name.Value, Detail: t.KV.String()})
 	}
-	for _, s := range g.Stores {
-		fmt.Fprintf(&b, "    s_%s[(\"%s<br/>%s\")]\n", s.Ident, s.Name.Value, s.KV)
-	}
+	groups := map[int]int{} // sub-topology -> index in d.Groups
+	placed := map[*StoreNode]bool{}
 	for _, p := range g.Processors {
-		fmt.Fprintf(&b, "    p_%s[\"%s\"]\n", p.Ident, p.Name.Value)
-	}
-	for _, p := range g.Processors {
-		for _, par := range p.Parents {
-			if par.Topic != nil {
-				fmt.Fprintf(&b, "    t_%s --> p_%s\n", par.Topic.Ident, p.Ident)
-			}
+		i, ok := groups[p.Subtopology]
+		if !ok {
+			i = len(d.Groups)
+			groups[p.Subtopology] = i
+			d.Groups = append(d.Groups, stream.DiagramGroup{ID: p.Subtopology})
 		}
-		for _, c := range p.Children {
-			label := ""
-			if p.HasOut {
-				label = "|" + p.Out.String() + "|"
-			}
-			if c.Topic != nil {
-				fmt.Fprintf(&b, "    p_%s -->%s t_%s\n", p.Ident, label, c.Topic.Ident)
-			} else {
-				fmt.Fprintf(&b, "    p_%s -->%s p_%s\n", p.Ident, label, c.Proc.Ident)
-			}
-		}
+		grp := &d.Groups[i]
+		grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramProcessor, Name: p.Name.Value})
 		for _, s := range p.Stores {
-			fmt.Fprintf(&b, "    p_%s -.- s_%s\n", p.Ident, s.Ident)
+			if !placed[s] {
+				placed[s] = true
+				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
+			}
 		}
 	}
-	return b.String()
-}
-
-// DOT draws the topology in Graphviz's DOT language.
-func DOT(g *schema.Graph) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "digraph %q {\n    rankdir=LR;\n", g.Spec.App.Value)
-	for _, t := range g.Topics {
-		fmt.Fprintf(&b, "    %q [shape=box, style=rounded, label=%q];\n", "topic:"+t.Name.Value, t.Name.Value+"\n"+t.KV.String())
-	}
-	for _, s := range g.Stores {
-		fmt.Fprintf(&b, "    %q [shape=cylinder, label=%q];\n", "store:"+s.Name.Value, s.Name.Value+"\n"+s.KV.String())
-	}
-	for _, p := range g.Processors {
-		fmt.Fprintf(&b, "    %q [shape=box, label=%q];\n", "processor:"+p.Name.Value, p.Name.Value)
-	}
-	node := func(n schema.Node) string {
+	slices.SortFunc(d.Groups, func(a, b stream.DiagramGroup) int { return a.ID - b.ID })
+	key := func(n Node) string {
 		if n.Topic != nil {
 			return "topic:" + n.Topic.Name.Value
 		}
-		return "processor:" + n.Proc.Name.Value
+		return n.Proc.Name.Value
 	}
 	for _, p := range g.Processors {
 		for _, par := range p.Parents {
 			if par.Topic != nil {
-				fmt.Fprintf(&b, "    %q -> %q;\n", node(par), "processor:"+p.Name.Value)
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: key(par), To: p.Name.Value})
 			}
 		}
 		for _, c := range p.Children {
-			fmt.Fprintf(&b, "    %q -> %q [label=%q];\n", "processor:"+p.Name.Value, node(c), p.Out.String())
+			e := stream.DiagramEdge{From: p.Name.Value, To: key(c)}
+			if p.HasOut {
+				e.Label = p.Out.String()
+			}
+			d.Edges = append(d.Edges, e)
 		}
 		for _, s := range p.Stores {
-			fmt.Fprintf(&b, "    %q -> %q [dir=none, style=dashed];\n", "processor:"+p.Name.Value, "store:"+s.Name.Value)
+			d.Edges = append(d.Edges, stream.DiagramEdge{From: p.Name.Value, To: "store:" + s.Name.Value, Store: true})
 		}
 	}
-	b.WriteString("}\n")
-	return b.String()
+	return d
 }
+
+// Mermaid draws the topology as a Mermaid flowchart.
+func Mermaid(g *Graph) string { return Diagram(g).Mermaid() }
+
+// DOT draws the topology in Graphviz's DOT language.
+func DOT(g *Graph) string { return Diagram(g).DOT() }

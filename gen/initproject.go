@@ -177,7 +177,7 @@ func Init(dir string, opts InitOptions) ([]string, error) {
 }
 
 func validAppName(s string) bool {
-	id, ok := schema.Ident(s)
+	id, ok := Ident(s)
 	return ok && id != ""
 }
 

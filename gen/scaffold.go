@@ -83,11 +83,6 @@ func importLines(imports map[string]string) []string {
 	return append(std, other...)
 }
 
-// ScaffoldFile is the file name of processor p's user code: "split.go".
-func ScaffoldFile(p *schema.ProcNode) string {
-	return strings.ToLower(p.Ident[:1]) + snake(p.Ident[1:]) + ".go"
-}
-
 func snake(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -110,25 +105,6 @@ func executeTemplate(name string, data any) ([]byte, error) {
 		return nil, fmt.Errorf("template %s: %w", name, err)
 	}
 	return gofmt(name, buf.Bytes())
-}
-
-// app renders kgen_app.gen.go, the runner behind generated mains. It is
-// fixed code apart from the package and the topic list, so it is a
-// template rather than an emitter.
-func (e *emitter) app() ([]byte, error) {
-	type topic struct {
-		Const      string
-		Partitions int
-	}
-	data := struct {
-		Package, SpecFile string
-		Topics            []topic
-		Confluent         bool
-	}{Package: e.pkgName, SpecFile: schema.FileName, Confluent: len(e.confluentSides()) > 0}
-	for _, t := range e.g.Topics {
-		data.Topics = append(data.Topics, topic{Const: e.topicConst(t), Partitions: max(t.Partitions, 1)})
-	}
-	return executeTemplate("app.go.tmpl", data)
 }
 
 // userMethods lists, per type name, the methods declared on it in the
@@ -174,6 +150,33 @@ func userMethods(dir string) (methods map[string][]string, declared map[string]s
 	return methods, declared, nil
 }
 
+// factories scaffolds Factories, the user's implementation of Processors,
+// or, when it exists, announces the methods a new processor needs: the
+// compiler stops at "var _ Processors = Factories{}" until they are there.
+func (e *emitter) factories(dir string, res *Result, methods map[string][]string, declared map[string]string) error {
+	if file, ok := declared[idFactories]; ok {
+		for _, p := range e.g.Processors {
+			if !slices.Contains(methods[idFactories], p.Go.Factory) {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: %s has no method for processor %q yet (it will not compile): add\n\tfunc (%s) %s() %s { return &%s{} }", path.Join(filepath.Base(dir), file), idFactories, p.Name.Value, idFactories, p.Go.Factory, p.Go.Interface, p.Go.Impl))
+			}
+		}
+		return nil
+	}
+	type procRef struct{ Name, Factory, Interface, Impl string }
+	var procs []procRef
+	for _, p := range e.g.Processors {
+		procs = append(procs, procRef{p.Name.Value, p.Go.Factory, p.Go.Interface, p.Go.Impl})
+	}
+	src, err := executeTemplate("factories.go.tmpl", map[string]any{
+		"Package": e.pkgName, "SpecFile": schema.FileName, "Type": idFactories, "Interface": idProcessors, "Processors": procs,
+	})
+	if err != nil {
+		return err
+	}
+	res.Files = append(res.Files, File{Path: FileFactories, Data: src, Scaffold: true})
+	return nil
+}
+
 // scaffolds adds the user-owned files that do not exist yet, and notes for
 // files that exist but miss what the spec now asks for.
 func (e *emitter) scaffolds(dir string, res *Result) error {
@@ -182,9 +185,9 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 		return err
 	}
 	for _, p := range e.g.Processors {
-		imports := map[string]string{}
+		imports := map[string]string{"errors": "errors"}
 		key, value := typeText(p.In.Key.Type, e.pkgPath, imports), typeText(p.In.Value.Type, e.pkgPath, imports)
-		ctx := p.Ident + "Context"
+		ctx := p.Go.Context
 		type punct struct{ Method, Every, Kind string }
 		var puncts []punct
 		want := []string{fmt.Sprintf("Process(ctx *%s, key %s, value %s) error", ctx, key, value)}
@@ -197,20 +200,20 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 			want = append(want, fmt.Sprintf("%s(ctx *%s, now time.Time) error", pu.Method, ctx))
 			imports["time"] = "time"
 		}
-		if file, ok := declared[p.Ident]; ok {
+		if file, ok := declared[p.Go.Impl]; ok {
 			// The user's file exists: announce, never edit.
 			for _, sig := range want {
 				name := sig[:strings.IndexByte(sig, '(')]
-				if !slices.Contains(methods[p.Ident], name) {
-					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s does not have method %s yet: add\n\tfunc (p *%s) %s {\n\t\treturn nil\n\t}", filepath.ToSlash(filepath.Join(filepath.Base(dir), file)), p.Ident, name, p.Ident, sig))
+				if !slices.Contains(methods[p.Go.Impl], name) {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s does not have method %s yet: add\n\tfunc (p *%s) %s {\n\t\treturn nil\n\t}", filepath.ToSlash(filepath.Join(filepath.Base(dir), file)), p.Go.Impl, name, p.Go.Impl, sig))
 				}
 			}
 			continue
 		}
 		var children []string
 		if len(p.Children) > 1 {
-			for _, c := range p.Children {
-				children = append(children, "ctx.ForwardTo"+c.Ident()+"(key, value)")
+			for _, m := range p.Go.ForwardTo {
+				children = append(children, "ctx."+m+"(key, value)")
 			}
 		}
 		var inputs []string
@@ -219,19 +222,24 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 		}
 		src, err := executeTemplate("processor.go.tmpl", map[string]any{
 			"Package": e.pkgName, "Imports": importLines(imports), "Name": p.Name.Value,
-			"Type": p.Ident, "Interface": p.Ident + "Processor", "Context": ctx, "Key": key, "Value": value,
+			"Type": p.Go.Impl, "Interface": p.Go.Interface, "Context": ctx, "Key": key, "Value": value,
 			"Inputs": strings.Join(inputs, ", "), "Forwards": p.HasOut && len(p.Children) > 0, "Children": strings.Join(children, ", "),
-			"Punctuations": puncts,
+			"Punctuations":   puncts,
+			"NotImplemented": strconv.Quote(fmt.Sprintf("processor %q is not implemented yet: write %s.Process in %s", p.Name.Value, p.Go.Impl, p.Go.File)),
 		})
 		if err != nil {
 			return err
 		}
-		file := ScaffoldFile(p)
+		file := p.Go.File
 		if _, err := os.Stat(filepath.Join(dir, file)); err == nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s exists but does not declare %s: implement %sProcessor somewhere in package %s", file, p.Ident, p.Ident, e.pkgName))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s exists but does not declare %s: implement %s somewhere in package %s", file, p.Go.Impl, p.Go.Interface, e.pkgName))
 			continue
 		}
 		res.Files = append(res.Files, File{Path: file, Data: src, Scaffold: true})
+	}
+
+	if err := e.factories(dir, res, methods, declared); err != nil {
+		return err
 	}
 
 	// The main of the application, under cmd/APP.
@@ -240,38 +248,11 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 	if path.Base(e.pkgPath) != e.pkgName {
 		importSpec = e.pkgName + " " + importSpec
 	}
-	type procRef struct{ Ident string }
-	var procs []procRef
-	for _, p := range e.g.Processors {
-		procs = append(procs, procRef{p.Ident})
-	}
 	src, err := executeTemplate("main.go.tmpl", map[string]any{
-		"App": e.g.Spec.App.Value, "PkgPath": e.pkgPath, "PkgName": e.pkgName, "Processors": procs,
+		"App": e.g.Spec.App.Value, "ImportSpec": importSpec, "PkgName": e.pkgName, "Factories": idFactories,
 	})
 	if err != nil {
 		return err
-	}
-	src = bytes.Replace(src, []byte(strconv.Quote(e.pkgPath)), []byte(importSpec), 1)
-	if old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(mainPath))); err == nil {
-		for _, p := range e.g.Processors {
-			if !bytes.Contains(old, []byte(p.Ident+":")) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in Processors:\n\t%s: func() %s.%sProcessor { return &%s.%s{} },", path.Join(filepath.Base(dir), mainPath), p.Name.Value, p.Ident, e.pkgName, p.Ident, e.pkgName, p.Ident))
-			}
-		}
-	}
-	// Tests that build Processors literals fail at NewTopology until they
-	// name the new processor too; say so rather than let the user find out.
-	tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	for _, test := range tests {
-		body, err := os.ReadFile(test)
-		if err != nil || !bytes.Contains(body, []byte("Processors{")) {
-			continue
-		}
-		for _, p := range e.g.Processors {
-			if !bytes.Contains(body, []byte(p.Ident+":")) {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: register processor %q in the Processors this test builds, as in main.go", path.Join(filepath.Base(dir), filepath.Base(test)), p.Name.Value))
-			}
-		}
 	}
 	res.Files = append(res.Files, File{Path: mainPath, Data: src, Scaffold: true})
 	return nil

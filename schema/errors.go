@@ -5,13 +5,31 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/kgen-dev/kgen/gen/model"
 )
+
+// Pos is a place in a file: a spec, a Go file or an Avro schema. Line and
+// Col are 1-based; 0 means unknown.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string {
+	switch {
+	case p.File == "":
+		return "-"
+	case p.Col > 0:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return p.File
+}
 
 // Error is one problem in user input, at a place in a file.
 type Error struct {
-	Pos model.Pos
+	Pos Pos
 	Msg string
 }
 
@@ -56,6 +74,6 @@ func (es Errors) Err() error {
 
 type errList struct{ errs Errors }
 
-func (l *errList) add(pos model.Pos, format string, args ...any) {
+func (l *errList) add(pos Pos, format string, args ...any) {
 	l.errs = append(l.errs, &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
 }

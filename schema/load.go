@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -10,20 +9,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kgen-dev/kgen/gen/model"
 )
-
-// Load reads and parses the spec file at path. Problems in the file come
-// back as Errors, every one of them; other failures (an unreadable file) as
-// plain errors.
-func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read spec: %w", err)
-	}
-	return Parse(path, data)
-}
 
 // Parse parses a spec from data; file names it in error messages. The
 // returned Spec holds everything that could be read even when the error is
@@ -36,33 +22,78 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 		// not take the process down with it.
 		if r := recover(); r != nil {
 			spec = &Spec{File: file}
-			err = Errors{{Pos: model.Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("cannot parse spec: %v", r)}}
+			err = Errors{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: fmt.Sprintf("cannot parse spec: %v", r)}}
 		}
 	}()
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return spec, Errors{yamlError(file, err)}
+		return spec, Errors{yamlError(file, data, err)}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		d.errs.add(model.Pos{File: file, Line: 1, Col: 1}, "empty spec: want at least version and app")
+		d.errs.add(Pos{File: file, Line: 1, Col: 1}, "empty spec: want at least version and app")
 		return spec, d.errs.errs.Err()
 	}
 	d.spec(doc.Content[0], spec)
 	return spec, d.errs.errs.Err()
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = regexp.MustCompile(`^yaml: (?:line \d+: )?(.*)$`)
 
-func yamlError(file string, err error) *Error {
+// yamlError places a YAML syntax error at the offending token. yaml.v3 says
+// "line N" with a 0-based line, and often that of the enclosing block rather
+// than of the mistake, and never a column; so the line is found again by
+// parsing prefixes of the file: the offending line is the first from which
+// every longer prefix fails to parse too (a prefix ending inside a valid
+// multi-line flow collection fails, but a longer one parses again). The
+// column is found the same way within that line.
+func yamlError(file string, data []byte, err error) *Error {
 	msg := err.Error()
-	line := 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
+		msg = m[1]
 	}
-	return &Error{Pos: model.Pos{File: file, Line: line, Col: 1}, Msg: "invalid YAML: " + msg}
+	line, col := locateYAMLError(data)
+	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "invalid YAML: " + msg}
+}
+
+// locateYAMLError returns the 1-based line and column of the first token
+// from which data no longer parses.
+func locateYAMLError(data []byte) (line, col int) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	// bad[k] reports whether the first k+1 lines fail to parse.
+	first := len(lines) - 1
+	for k := len(lines) - 1; k >= 0; k-- {
+		if !yamlFails(strings.Join(lines[:k+1], "")) {
+			break
+		}
+		first = k
+	}
+	if first < 0 {
+		return 1, 1
+	}
+	before := strings.Join(lines[:first], "")
+	text := strings.TrimRight(lines[first], "\r\n")
+	col = 1
+	runes := []rune(text)
+	for c := len(runes); c >= 1; c-- {
+		if !yamlFails(before + string(runes[:c])) {
+			break
+		}
+		col = c
+	}
+	return first + 1, col
+}
+
+func yamlFails(s string) (fails bool) {
+	defer func() {
+		if recover() != nil {
+			fails = true
+		}
+	}()
+	var n yaml.Node
+	return yaml.Unmarshal([]byte(s), &n) != nil
 }
 
 type decoder struct {
@@ -70,8 +101,8 @@ type decoder struct {
 	errs errList
 }
 
-func (d *decoder) pos(n *yaml.Node) model.Pos {
-	return model.Pos{File: d.file, Line: n.Line, Col: n.Column}
+func (d *decoder) pos(n *yaml.Node) Pos {
+	return Pos{File: d.file, Line: n.Line, Col: n.Column}
 }
 
 // field is one allowed key of a mapping and what to do with its value.
@@ -104,7 +135,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields []field) bool {
 			for j, f := range fields {
 				names[j] = f.name
 			}
-			d.errs.add(d.pos(k), "unknown key %q in %s%s", k.Value, what, suggest(k.Value, names))
+			d.errs.add(d.pos(k), "unknown key %q in %s%s", k.Value, what, Suggest(k.Value, names))
 			continue
 		}
 		if !d.kind(v, 0, what+": "+k.Value, "") {
@@ -376,8 +407,8 @@ func (d *decoder) punctuation(n *yaml.Node, what string) *Punctuation {
 	return p
 }
 
-// suggest returns ` (did you mean "x"?)` when a known name is close to got.
-func suggest(got string, known []string) string {
+// Suggest returns ` (did you mean "x"?)` when a known name is close to got.
+func Suggest(got string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if dist := editDistance(got, k); dist < bestDist {

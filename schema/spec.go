@@ -1,14 +1,11 @@
-// Package schema owns kgen's topology spec: the Go types of a kgen.yaml file,
-// loading it with the line and column of every node, and validating it. Load
-// checks what the file alone can tell; Resolve checks it against the record
-// types the loaders found and yields the typed graph the emitters read.
+// Package schema is kgen's spec file format: the Go types of a kgen.yaml
+// file, parsing it with the line and column of every node, its JSON Schema,
+// and positioned errors. It checks what the file alone can tell; resolving
+// the spec against record types, and naming generated code, is the
+// generator's (package gen).
 package schema
 
-import (
-	"time"
-
-	"github.com/kgen-dev/kgen/gen/model"
-)
+import "time"
 
 // Version is the only spec format version this package reads.
 const Version = 1
@@ -19,7 +16,7 @@ const FileName = "kgen.yaml"
 // Str is a scalar from the spec with the place it was written.
 type Str struct {
 	Value string
-	Pos   model.Pos
+	Pos   Pos
 }
 
 // Spec is one kgen.yaml file. Topics, stores and processors are sorted by
@@ -76,7 +73,7 @@ type Topic struct {
 	KeyFormat Str
 	// Partitions is the partition count, 0 when not given.
 	Partitions    int
-	PartitionsPos model.Pos
+	PartitionsPos Pos
 	// Timestamp names a field of the value whose time is the record's
 	// event time; empty means the record's own timestamp.
 	Timestamp Str
@@ -117,7 +114,7 @@ type Processor struct {
 type Forward struct {
 	Key   Str
 	Value Str
-	Pos   model.Pos
+	Pos   Pos
 }
 
 // Punctuation time kinds.
@@ -130,7 +127,7 @@ const (
 type Punctuation struct {
 	Name     Str // optional with one schedule, required with several
 	Every    time.Duration
-	EveryPos model.Pos
+	EveryPos Pos
 	Time     Str // stream-time (default) or wall-clock
-	Pos      model.Pos
+	Pos      Pos
 }

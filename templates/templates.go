@@ -1,6 +1,6 @@
-// Package templates holds the text/template files kgen renders: the
-// generated application runner, and the files a user owns once written
-// (processor implementations, a main, a new project's files).
+// Package templates holds the text/template files kgen renders: only files
+// a user owns once written (processor implementations, Factories, a main, a
+// new project's files). Regenerated files come from jennifer, in package gen.
 package templates
 
 import (

@@ -4,10 +4,10 @@ package orders
 
 import (
 	"context"
-
 	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Config is how the application connects and runs (appmain.Config).
@@ -32,11 +32,16 @@ func StartDevBroker() (*embedded.Broker, error) {
 // Application describes the application to appmain, with p building its
 // processors.
 func Application(p Processors) appmain.App {
+	s := DefaultSerdes()
 	return appmain.App{
-		ID:              AppID,
-		Topics:          Topics,
-		Topology:        func() (*stream.Topology, error) { return NewTopology(p) },
-		RegisterSchemas: RegisterSchemas,
+		ID: AppID,
+		RegisterSchemas: func(ctx context.Context, cl *sr.Client) error {
+			return RegisterSchemas(ctx, cl, &s)
+		},
+		Topics: Topics,
+		Topology: func() (*stream.Topology, error) {
+			return NewTopology(p, s)
+		},
 	}
 }
 

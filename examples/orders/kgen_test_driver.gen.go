@@ -13,12 +13,14 @@ import (
 // with typed inputs, outputs and stores: made for tests.
 type TestDriver struct {
 	d *streamtest.Driver
+	s Serdes
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
 // cfg.AppID means AppID.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
-	t, err := NewTopology(p)
+	s := DefaultSerdes()
+	t, err := NewTopology(p, s)
 	if err != nil {
 		return nil, err
 	}
@@ -29,22 +31,25 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TestDriver{d: d}, nil
+	return &TestDriver{
+		d: d,
+		s: s,
+	}, nil
 }
 
 // PipeCustomers writes a record with timestamp ts to topic "customers" and processes it.
 func (d *TestDriver) PipeCustomers(key string, value Customer, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicCustomers, CustomersKeySerde, CustomersValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicCustomers, d.s.CustomersKey, d.s.CustomersValue, key, value, ts)
 }
 
 // ReadEnrichedOrders returns the records written to topic "enriched-orders" since the last read.
 func (d *TestDriver) ReadEnrichedOrders() ([]stream.Record[string, EnrichedOrder], error) {
-	return streamtest.Read(d.d, TopicEnrichedOrders, EnrichedOrdersKeySerde, EnrichedOrdersValueSerde)
+	return streamtest.Read(d.d, TopicEnrichedOrders, d.s.EnrichedOrdersKey, d.s.EnrichedOrdersValue)
 }
 
 // PipeOrders writes a record with timestamp ts to topic "orders" and processes it.
 func (d *TestDriver) PipeOrders(key string, value Order, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicOrders, OrdersKeySerde, OrdersValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicOrders, d.s.OrdersKey, d.s.OrdersValue, key, value, ts)
 }
 
 // Customers is store "customers", to inspect or seed.

@@ -9,10 +9,7 @@ import (
 )
 
 func TestEnrich(t *testing.T) {
-	d, err := NewTestDriver(Processors{
-		Enrich:           func() EnrichProcessor { return &Enrich{} },
-		RememberCustomer: func() RememberCustomerProcessor { return &RememberCustomer{} },
-	}, streamtest.Config{})
+	d, err := NewTestDriver(Factories{}, streamtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,21 +3,19 @@
 package wordcount
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/examples/wordcount/model"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
-	"strings"
-	"time"
 )
 
-// The generated code below was written for runtime contract version 2 (stream.GenVersion).
-// If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
-// are out of step: run the kgen generate of the kgen version your go.mod requires.
+// The generated code below was written for runtime contract version 2; the runtime
+// supports stream.MinGenVersion to stream.MaxGenVersion. If one of these lines fails to
+// compile, the generated code and the kgen runtime in go.mod are out of step.
 const (
-	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = 2 - stream.MinGenVersion // the runtime no longer supports this code: run kgen generate again
+	_ uint = stream.MaxGenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -37,23 +35,35 @@ const (
 	StoreCounts = "counts"
 )
 
-// SentencesKeySerde and SentencesValueSerde encode the keys and values of topic "sentences".
-var (
-	SentencesKeySerde   serde.Serde[string]         = serde.String{}
-	SentencesValueSerde serde.Serde[model.Sentence] = serde.JSON[model.Sentence]{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// SentencesKey encodes the keys of topic "sentences" (string).
+	SentencesKey serde.Serde[string]
+	// SentencesValue encodes the values of topic "sentences" (json).
+	SentencesValue serde.Serde[model.Sentence]
+	// WordCountsKey encodes the keys of topic "word-counts" (string).
+	WordCountsKey serde.Serde[string]
+	// WordCountsValue encodes the values of topic "word-counts" (int64).
+	WordCountsValue serde.Serde[int64]
+	// StoreCountsKey encodes the keys of store "counts".
+	StoreCountsKey serde.Serde[string]
+	// StoreCountsValue encodes the values of store "counts".
+	StoreCountsValue serde.Serde[int64]
+}
 
-// WordCountsKeySerde and WordCountsValueSerde encode the keys and values of topic "word-counts".
-var (
-	WordCountsKeySerde   serde.Serde[string] = serde.String{}
-	WordCountsValueSerde serde.Serde[int64]  = serde.Int64{}
-)
-
-// Serdes of store "counts".
-var (
-	countsStoreKeySerde   serde.Serde[string] = serde.String{}
-	countsStoreValueSerde serde.Serde[int64]  = serde.Int64{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		SentencesKey:     serde.String{},
+		SentencesValue:   serde.JSON[model.Sentence]{},
+		StoreCountsKey:   serde.String{},
+		StoreCountsValue: serde.Int64{},
+		WordCountsKey:    serde.String{},
+		WordCountsValue:  serde.Int64{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -72,75 +82,29 @@ type CountProcessor interface {
 // CountContext is processor "count"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type CountContext struct {
-	rt     *stream.Context[string, int64]
-	counts state.KeyValueStore[string, int64]
+	stream.ContextBase[string, int64]
+	storeCounts state.KeyValueStore[string, int64]
 }
 
 // Forward sends key and value to every child of "count", with the current record's
 // timestamp and headers.
 func (c *CountContext) Forward(key string, value int64) {
-	c.rt.Forward(stream.Record[string, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "count".
 func (c *CountContext) ForwardRecord(rec stream.Record[string, int64]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // Counts is store "counts".
 func (c *CountContext) Counts() state.KeyValueStore[string, int64] {
-	return c.counts
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *CountContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *CountContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *CountContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *CountContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *CountContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *CountContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *CountContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *CountContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *CountContext) Runtime() *stream.Context[string, int64] {
-	return c.rt
+	return c.storeCounts
 }
 
 // countNode runs a CountProcessor inside the runtime.
@@ -151,9 +115,9 @@ type countNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *countNode) Init(rt *stream.Context[string, int64]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
-	if n.ctx.counts, err = stream.GetKeyValueStore[string, int64](rt, StoreCounts); err != nil {
+	if n.ctx.storeCounts, err = stream.GetKeyValueStore[string, int64](rt, StoreCounts); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -192,69 +156,23 @@ type SplitProcessor interface {
 // SplitContext is processor "split"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type SplitContext struct {
-	rt *stream.Context[string, string]
+	stream.ContextBase[string, string]
 }
 
 // Forward sends key and value to every child of "split", with the current record's
 // timestamp and headers.
 func (c *SplitContext) Forward(key string, value string) {
-	c.rt.Forward(stream.Record[string, string]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "split".
 func (c *SplitContext) ForwardRecord(rec stream.Record[string, string]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *SplitContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *SplitContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *SplitContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *SplitContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *SplitContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *SplitContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *SplitContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *SplitContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *SplitContext) Runtime() *stream.Context[string, string] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // splitNode runs a SplitProcessor inside the runtime.
@@ -265,7 +183,7 @@ type splitNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *splitNode) Init(rt *stream.Context[string, string]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*SplitContext) error
 	}); ok {
@@ -289,37 +207,32 @@ func (n *splitNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Count makes the user code of processor "count".
-	Count func() CountProcessor
+	Count() CountProcessor
 	// Split makes the user code of processor "split".
-	Split func() SplitProcessor
+	Split() SplitProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Count == nil {
-		missing = append(missing, "Count")
-	}
-	if p.Split == nil {
-		missing = append(missing, "Split")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "sentences-source", TopicSentences, SentencesKeySerde, SentencesValueSerde)
+	stream.AddSource(t, "sentences-source", TopicSentences, s.SentencesKey, s.SentencesValue)
 	stream.AddProcessor(t, "split", func() stream.Processor[string, model.Sentence, string, string] {
 		return &splitNode{impl: p.Split()}
 	}, "sentences-source")
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
 		return &countNode{impl: p.Count()}
 	}, "split")
-	stream.AddSink(t, "word-counts-sink", TopicWordCounts, WordCountsKeySerde, WordCountsValueSerde, "count")
-	stream.AddKeyValueStore(t, StoreCounts, countsStoreKeySerde, countsStoreValueSerde, stream.StoreOptions{Changelog: true}, "count")
+	stream.AddSink(t, "word-counts-sink", TopicWordCounts, s.WordCountsKey, s.WordCountsValue, "count")
+	stream.AddKeyValueStore(t, StoreCounts, s.StoreCountsKey, s.StoreCountsValue, stream.StoreOptions{Changelog: true}, "count")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ package wordcount
 
 import (
 	"context"
-
 	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -31,10 +30,13 @@ func StartDevBroker() (*embedded.Broker, error) {
 // Application describes the application to appmain, with p building its
 // processors.
 func Application(p Processors) appmain.App {
+	s := DefaultSerdes()
 	return appmain.App{
-		ID:       AppID,
-		Topics:   Topics,
-		Topology: func() (*stream.Topology, error) { return NewTopology(p) },
+		ID:     AppID,
+		Topics: Topics,
+		Topology: func() (*stream.Topology, error) {
+			return NewTopology(p, s)
+		},
 	}
 }
 

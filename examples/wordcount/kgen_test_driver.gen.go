@@ -14,12 +14,14 @@ import (
 // with typed inputs, outputs and stores: made for tests.
 type TestDriver struct {
 	d *streamtest.Driver
+	s Serdes
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
 // cfg.AppID means AppID.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
-	t, err := NewTopology(p)
+	s := DefaultSerdes()
+	t, err := NewTopology(p, s)
 	if err != nil {
 		return nil, err
 	}
@@ -30,17 +32,20 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TestDriver{d: d}, nil
+	return &TestDriver{
+		d: d,
+		s: s,
+	}, nil
 }
 
 // PipeSentences writes a record with timestamp ts to topic "sentences" and processes it.
 func (d *TestDriver) PipeSentences(key string, value model.Sentence, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicSentences, SentencesKeySerde, SentencesValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicSentences, d.s.SentencesKey, d.s.SentencesValue, key, value, ts)
 }
 
 // ReadWordCounts returns the records written to topic "word-counts" since the last read.
 func (d *TestDriver) ReadWordCounts() ([]stream.Record[string, int64], error) {
-	return streamtest.Read(d.d, TopicWordCounts, WordCountsKeySerde, WordCountsValueSerde)
+	return streamtest.Read(d.d, TopicWordCounts, d.s.WordCountsKey, d.s.WordCountsValue)
 }
 
 // Counts is store "counts", to inspect or seed.

@@ -12,10 +12,7 @@ import (
 
 func newDriver(t *testing.T) *TestDriver {
 	t.Helper()
-	d, err := NewTestDriver(Processors{
-		Split: func() SplitProcessor { return &Split{} },
-		Count: func() CountProcessor { return &Count{} },
-	}, streamtest.Config{})
+	d, err := NewTestDriver(Factories{}, streamtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +65,5 @@ func TestWordCount(t *testing.T) {
 		if err != nil || ok != (want > 0) || n != want {
 			t.Errorf("counts[%q] = %d, %v, %v; want %d", word, n, ok, err, want)
 		}
-	}
-}
-
-func TestNewTopologyNeedsEveryProcessor(t *testing.T) {
-	_, err := NewTopology(Processors{Split: func() SplitProcessor { return &Split{} }})
-	if err == nil || err.Error() != "new topology: no factory for Count in Processors" {
-		t.Fatalf("err = %v", err)
 	}
 }

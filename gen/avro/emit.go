@@ -99,34 +99,12 @@ func (e *emitter) collect(t *model.Type) error {
 func (e *emitter) checkNames() error {
 	owner := map[string]string{}
 	var errs []string
-	add := func(id string, t *model.Type) {
-		if o, ok := owner[id]; ok {
-			errs = append(errs, fmt.Sprintf("%s: Go identifier %s of %s clashes with one of %s", t.Pos, id, t.FullName, o))
-			return
+	for _, d := range declared(e.named) {
+		if o, ok := owner[d.Name]; ok {
+			errs = append(errs, fmt.Sprintf("%s: Go identifier %s of %s clashes with one of %s", d.Type.Pos, d.Name, d.Type.FullName, o))
+			continue
 		}
-		owner[id] = t.FullName
-	}
-	for _, t := range e.named {
-		add(t.Name, t)
-		switch t.Kind {
-		case model.Record:
-			add(t.Name+"AvroSchema", t)
-			add(t.Name+"AvroSerde", t)
-			add(t.Name+"ConfluentSerde", t)
-		case model.Enum:
-			add(t.Name+"AvroSchema", t)
-			for _, s := range t.Symbols {
-				add(EnumConstName(t, s), t)
-			}
-		case model.Fixed:
-			add(t.Name+"AvroSchema", t)
-		case model.Union:
-			for _, v := range t.Variants {
-				if s := VariantSuffix(v); s != "" {
-					add(t.Name+s, t)
-				}
-			}
-		}
+		owner[d.Name] = d.Type.FullName
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "\n"))
@@ -503,7 +481,7 @@ func (e *emitter) record(t *model.Type) {
 	if hasString(t, map[*model.Type]bool{}) {
 		whole = jen.Qual(rt, "Whole").Call(jen.Id("b"))
 	}
-	serde, conf := t.Name+"AvroSerde", t.Name+"ConfluentSerde"
+	serde, conf := SerdeName(t), ConfluentSerdeName(t)
 	f.Comment(serde + " is a serde.Serde[" + t.Name + "] for plain Avro binary values.")
 	f.Type().Id(serde).Struct()
 	f.Line()
@@ -550,7 +528,7 @@ func (e *emitter) schemaConst(t *model.Type) {
 	if !strings.Contains(t.Schema, "`") {
 		lit = jen.Op("`" + t.Schema + "`")
 	}
-	e.f.Const().Id(t.Name + "AvroSchema").Op("=").Add(lit)
+	e.f.Const().Id(SchemaConstName(t)).Op("=").Add(lit)
 	e.f.Line()
 }
 

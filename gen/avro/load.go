@@ -43,7 +43,7 @@ func Load(files []string) (*model.Universe, error) {
 	for i, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			errs = append(errs, &posError{i, 0, fmt.Errorf("%s: %w", name, err)})
+			errs = append(errs, &Error{file: i, err: fmt.Errorf("%s: %w", name, err)})
 			continue
 		}
 		datas[i] = data
@@ -181,22 +181,36 @@ type loader struct {
 }
 
 func (l *loader) errorf(f *file, off int, format string, args ...any) {
-	l.errs = append(l.errs, &posError{f.index, off, fmt.Errorf("%s: %s", f.pos(off), fmt.Sprintf(format, args...))})
+	msg := fmt.Sprintf(format, args...)
+	l.errs = append(l.errs, &Error{Pos: f.pos(off), Msg: msg, file: f.index, off: off})
 }
 
-// posError is an error at a place in the input, for sorting.
-type posError struct {
-	file, off int
-	err       error
+// Error is one problem in a schema file, at its place. Load joins them
+// (errors.Join); callers take them apart with errors.As on each, and so
+// never parse positions back out of text. An Error with no Pos (an
+// unreadable file) wraps its cause.
+type Error struct {
+	Pos model.Pos // zero when the problem has no place in a file
+	Msg string
+
+	file, off int   // for sorting
+	err       error // the cause of an Error without a place
 }
 
-func (e *posError) Error() string { return e.err.Error() }
+func (e *Error) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return e.Pos.String() + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.err }
 
 // joined returns all errors in the order of the files and of their place in
 // each file.
 func (l *loader) joined() error {
 	key := func(err error) (int, int) {
-		if pe, ok := err.(*posError); ok {
+		if pe, ok := err.(*Error); ok {
 			return pe.file, pe.off
 		}
 		return math.MaxInt, 0
@@ -528,7 +542,7 @@ func (l *loader) parse() {
 					l.errorf(f, off, "%s", msg)
 					continue
 				}
-				l.errs = append(l.errs, &posError{f.index, 0, fmt.Errorf("%s: %s", f.name, msg)})
+				l.errs = append(l.errs, &Error{Pos: model.Pos{File: f.name}, Msg: msg, file: f.index})
 			}
 			return
 		}

@@ -159,3 +159,63 @@ func namespaceOf(full string) string {
 	}
 	return ""
 }
+
+// Decl is one package-level identifier the emitter declares.
+type Decl struct {
+	Name string
+	Type *model.Type // the named type it belongs to
+	Role string      // what it is, for messages: "Go type", "serde"
+}
+
+// Declared lists every package-level identifier Emit declares for types
+// (and the named types they use), so the generator can check them against
+// the names it emits itself. It is the one list: Emit's own clash check
+// reads it too.
+func Declared(types []*model.Type) []Decl {
+	e := &emitter{seen: map[*model.Type]bool{}}
+	for _, t := range types {
+		if err := e.collect(t); err != nil {
+			return nil // Emit reports it
+		}
+	}
+	return declared(e.named)
+}
+
+func declared(named []*model.Type) []Decl {
+	var out []Decl
+	add := func(id string, t *model.Type, role string) { out = append(out, Decl{id, t, role}) }
+	for _, t := range named {
+		add(t.Name, t, "Go type")
+		switch t.Kind {
+		case model.Record:
+			add(SchemaConstName(t), t, "schema constant")
+			add(SerdeName(t), t, "Avro serde")
+			add(ConfluentSerdeName(t), t, "Confluent serde")
+		case model.Enum:
+			add(SchemaConstName(t), t, "schema constant")
+			for _, s := range t.Symbols {
+				add(EnumConstName(t, s), t, "constant of symbol "+s)
+			}
+		case model.Fixed:
+			add(SchemaConstName(t), t, "schema constant")
+		case model.Union:
+			for _, v := range t.Variants {
+				if s := VariantSuffix(v); s != "" {
+					add(t.Name+s, t, "branch type "+s)
+				}
+			}
+			add("append"+t.Name, t, "encoder")
+			add("decode"+t.Name, t, "decoder")
+		}
+	}
+	return out
+}
+
+// SchemaConstName is the constant holding the schema JSON of named type t.
+func SchemaConstName(t *model.Type) string { return t.Name + "AvroSchema" }
+
+// SerdeName is the plain Avro binary serde type of record t.
+func SerdeName(t *model.Type) string { return t.Name + "AvroSerde" }
+
+// ConfluentSerdeName is the Confluent wire format serde type of record t.
+func ConfluentSerdeName(t *model.Type) string { return t.Name + "ConfluentSerde" }

@@ -97,7 +97,7 @@ func Version() string {
 
 var dirHelp = map[string]string{
 	"generate": "generate [DIR]: write the generated files for DIR/kgen.yaml (default .), and scaffold\nthe processor files and main that do not exist yet (never overwriting them).",
-	"check":    "check [-format text|json] [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.\nWith -format json, one JSON object on stdout: {\"ok\", \"summary\", \"diagnostics\": [{\"file\", \"line\", \"column\", \"severity\", \"message\"}]}.",
+	"check":    "check [-format text|json] [-against REF] [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.\nWith -format json, one JSON object on stdout: {\"ok\", \"summary\", \"diagnostics\": [{\"file\", \"line\", \"column\", \"severity\", \"message\"}]}.\nWith -against, also report the changes from REF (a spec file or a git revision) that break\nthe state or internal topics of an application already running; exit status 1 when there are any.",
 	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ or a scaffold generate would write is missing.",
 	"graph":    "graph [-format mermaid|dot] [DIR]: print the topology as a Mermaid flowchart or a DOT graph.",
 }
@@ -113,9 +113,11 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	if cmd == "graph" {
 		fs.StringVar(&format, "format", format, "mermaid or dot")
 	}
+	var against string
 	if cmd == "check" {
 		format = "text"
 		fs.StringVar(&format, "format", format, "text, or json: one JSON object on stdout, for editors and CI")
+		fs.StringVar(&against, "against", "", "report changes from the spec at `REF` (a spec file or a git revision) that break existing state")
 	}
 	if err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -146,6 +148,9 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	case "check":
 		fmt.Fprintf(stdout, "%s: ok: %s\n", p.Spec.File, p.Graph.Describe())
 		printOrphans(p, stderr)
+		if against != "" {
+			return checkAgainst(p, dir, against, stdout, stderr)
+		}
 		return ExitOK
 	case "graph":
 		switch format {

@@ -33,8 +33,8 @@ func TestCommands(t *testing.T) {
 		{[]string{"check", "../../testdata/golden/err-typos"}, 1, "", `kgen.yaml:10:71: unknown key "frm" in processor "p" (did you mean "from"?)`},
 		{[]string{"check", "/nonexistent"}, 1, "", "no spec here"},
 		{[]string{"check", "a", "b"}, 2, "", "usage: kgen check"},
-		{[]string{"graph", "../../testdata/golden/multichild"}, 0, "p_Route -->|string,model.Reading| p_Check", ""},
-		{[]string{"graph", "-format", "dot", "../../testdata/golden/multichild"}, 0, `"processor:sum" -> "topic:stats" [label="model.Key,int64"];`, ""},
+		{[]string{"graph", "../../testdata/golden/multichild"}, 0, "route -->|string,model.Reading| check", ""},
+		{[]string{"graph", "-format", "dot", "../../testdata/golden/multichild"}, 0, `"sum" -> "topic:stats" [label="model.Key,int64"];`, ""},
 		{[]string{"graph", "-format", "svg", "../../testdata/golden/multichild"}, 2, "", "unknown format"},
 		{[]string{"diff", "../../testdata/golden/basic"}, 0, "", ""},
 		{[]string{"generate", "-h"}, 0, "", "usage: kgen generate"},
@@ -161,7 +161,8 @@ func TestObsoleteGeneratedFile(t *testing.T) {
 }
 
 // TestGenerateScaffoldsNewProcessor: a processor added to the spec gets its
-// file written, and the user's main is announced, not edited.
+// file written, and the factory it needs in the user's factories.go is
+// announced, not edited.
 func TestGenerateScaffoldsNewProcessor(t *testing.T) {
 	dir := copyCase(t, "basic")
 	specPath := filepath.Join(dir, "kgen.yaml")
@@ -180,11 +181,8 @@ func TestGenerateScaffoldsNewProcessor(t *testing.T) {
 	if !strings.Contains(out, "wrote audit_log.go") {
 		t.Errorf("no scaffold for the new processor:\n%s", out)
 	}
-	if want := "register processor \"audit-log\" in Processors:\n\tAuditLog: func() basic.AuditLogProcessor { return &basic.AuditLog{} },"; !strings.Contains(errs, want) {
-		t.Errorf("main not announced; stderr:\n%s", errs)
-	}
-	if want := "basic_test.go: register processor \"audit-log\" in the Processors this test builds"; !strings.Contains(errs, want) {
-		t.Errorf("the test building Processors not announced; stderr:\n%s", errs)
+	if want := "factories.go: Factories has no method for processor \"audit-log\" yet (it will not compile): add\n\tfunc (Factories) AuditLog() AuditLogProcessor { return &AuditLog{} }"; !strings.Contains(errs, want) {
+		t.Errorf("the missing factory not announced; stderr:\n%s", errs)
 	}
 	src, err := os.ReadFile(filepath.Join(dir, "audit_log.go"))
 	if err != nil {
@@ -194,5 +192,31 @@ func TestGenerateScaffoldsNewProcessor(t *testing.T) {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("audit_log.go lacks %q:\n%s", want, src)
 		}
+	}
+}
+
+// TestCheckAgainst: check -against a spec file reports a renamed store at
+// the new spec's position with exit status 1, and an unchanged spec passes.
+func TestCheckAgainst(t *testing.T) {
+	dir := copyCase(t, "basic")
+	specPath := filepath.Join(dir, "kgen.yaml")
+	spec, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPath := filepath.Join(t.TempDir(), "old.yaml")
+	if err := os.WriteFile(oldPath, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, "check", "-against", oldPath, dir); code != 0 || !strings.Contains(out, "no change from") {
+		t.Fatalf("unchanged: exit %d\n%s%s", code, out, errs)
+	}
+	renamed := strings.ReplaceAll(string(spec), "pending", "waiting")
+	if err := os.WriteFile(specPath, []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "check", "-against", oldPath, dir)
+	if code != 1 || !strings.Contains(errs, `breaking: store "waiting" looks like store "pending" renamed`) || !strings.Contains(errs, "kgen.yaml:") {
+		t.Fatalf("renamed store: exit %d\n%s", code, errs)
 	}
 }

@@ -100,7 +100,7 @@ func (f *devLoopFlags) topicCodecs(ctx context.Context, topic string, register b
 	if err != nil {
 		return nil, nil, err
 	}
-	var tn *schema.TopicNode
+	var tn *gen.TopicNode
 	var names []string
 	for _, t := range p.Graph.Topics {
 		names = append(names, t.Name.Value)

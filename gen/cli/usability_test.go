@@ -19,8 +19,8 @@ func TestCommandLine(t *testing.T) {
 		code     int
 		out, err string // substrings
 	}{
-		{[]string{"graph", "../../testdata/golden/multichild", "-format", "dot"}, 0, `"processor:sum" -> "topic:stats"`, ""},
-		{[]string{"graph", "-format", "dot", "--", "../../testdata/golden/multichild"}, 0, `"processor:sum" -> "topic:stats"`, ""},
+		{[]string{"graph", "../../testdata/golden/multichild", "-format", "dot"}, 0, `"sum" -> "topic:stats"`, ""},
+		{[]string{"graph", "-format", "dot", "--", "../../testdata/golden/multichild"}, 0, `"sum" -> "topic:stats"`, ""},
 		{[]string{"check", "../../testdata/golden/basic", "-format", "text"}, 0, "ok: app basic", ""},
 		{[]string{"help", "graph"}, 0, "usage: kgen graph [-format mermaid|dot] [DIR]", ""},
 		{[]string{"help", "init"}, 0, "usage: kgen init", ""},

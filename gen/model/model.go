@@ -3,7 +3,11 @@
 // it, so no emitter ever needs to know where a type came from.
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kgen-dev/kgen/schema"
+)
 
 // Kind says which shape a Type has.
 type Kind int
@@ -51,24 +55,9 @@ const (
 	Micros
 )
 
-// Pos is where a type or field was declared, for error messages.
-type Pos struct {
-	File string
-	Line int
-	Col  int
-}
-
-func (p Pos) String() string {
-	switch {
-	case p.File == "":
-		return "-"
-	case p.Col > 0:
-		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-	case p.Line > 0:
-		return fmt.Sprintf("%s:%d", p.File, p.Line)
-	}
-	return p.File
-}
+// Pos is where a type or field was declared, for error messages: the same
+// position type as the spec's, so errors from every loader read alike.
+type Pos = schema.Pos
 
 // Type describes one type. Named types (Record, Enum, Fixed, Union) are shared
 // by pointer, so recursive records form cycles: walk them with a visited set.
@@ -130,6 +119,13 @@ func (t *Type) IsTime() bool { return t.Kind == Timestamp || t.Kind == Int64 }
 // ("model.Sentence" for a Go struct, "Order" or "com.example.Order" for Avro).
 type Universe struct {
 	Types map[string]*Type
+	// Unmarked are the structs a loader saw that are not record types (no
+	// //kgen:record comment), by the name the spec would use, with where
+	// they are declared: for telling a user why a name is unknown.
+	Unmarked map[string]Pos
+	// Incomplete is set when a loader failed, so qualified names it would
+	// have declared are unknown for a reason already reported.
+	Incomplete bool
 }
 
 // Lookup finds a type by spec name; builtin names (string, bytes, int32,

@@ -340,45 +340,23 @@ func (t *Topology) validate() error {
 }
 
 // findCycle returns the nodes of one cycle, or nil.
-func (t *Topology) findCycle() []string {
-	const (
-		unseen = iota
-		open
-		done
-	)
-	mark := map[string]int{}
-	var stack []string
-	var visit func(name string) []string
-	visit = func(name string) []string {
-		switch mark[name] {
-		case open:
-			i := slices.Index(stack, name)
-			return append(slices.Clone(stack[i:]), name)
-		case done:
-			return nil
-		}
-		mark[name] = open
-		stack = append(stack, name)
-		for _, c := range t.nodes[name].children {
-			if cyc := visit(c); cyc != nil {
-				return cyc
-			}
-		}
-		stack = stack[:len(stack)-1]
-		mark[name] = done
-		return nil
-	}
-	for _, name := range t.nodeOrder {
-		if cyc := visit(name); cyc != nil {
-			return cyc
-		}
-	}
-	return nil
+// TopologyShape is a topology reduced to what decides its sub-topologies:
+// node names in the order they were added, which are sources, each node's
+// children, and the processors sharing each store. The generator builds
+// one from a spec, so it numbers sub-topologies (and so tasks) exactly as
+// the runtime will.
+type TopologyShape struct {
+	Nodes       []string
+	Sources     map[string]bool
+	Children    map[string][]string
+	StoreOwners [][]string
 }
 
-// split groups nodes into sub-topologies: nodes joined by an edge or by a
-// shared store must run in the same task.
-func (t *Topology) split() []*subtopology {
+// Subtopologies numbers the sub-topologies of s: nodes joined by an edge or
+// a shared store are in one, numbered in the order their first source was
+// added. It returns each node's number; a node in no component with a
+// source is absent.
+func (s TopologyShape) Subtopologies() map[string]int {
 	parent := map[string]string{}
 	var find func(string) string
 	find = func(x string) string {
@@ -391,34 +369,106 @@ func (t *Topology) split() []*subtopology {
 		return x
 	}
 	union := func(a, b string) { parent[find(a)] = find(b) }
-	for _, name := range t.nodeOrder {
-		for _, c := range t.nodes[name].children {
+	for _, name := range s.Nodes {
+		for _, c := range s.Children[name] {
 			union(name, c)
 		}
 	}
-	for _, sname := range t.storeOrder {
-		s := t.stores[sname]
-		for _, p := range s.processor[1:] {
-			union(s.processor[0], p)
+	for _, owners := range s.StoreOwners {
+		for _, p := range owners[min(1, len(owners)):] {
+			union(owners[0], p)
 		}
 	}
-	// Number sub-topologies in the order their first source was added.
-	ids := map[string]int{}
-	var subs []*subtopology
-	for _, name := range t.nodeOrder {
-		n := t.nodes[name]
-		if n.kind != sourceKind {
+	roots := map[string]int{}
+	for _, name := range s.Nodes {
+		if !s.Sources[name] {
 			continue
 		}
-		root := find(name)
-		if _, ok := ids[root]; !ok {
-			ids[root] = len(subs)
-			subs = append(subs, &subtopology{id: len(subs), sources: map[string]*node{}})
+		if _, ok := roots[find(name)]; !ok {
+			roots[find(name)] = len(roots)
 		}
+	}
+	ids := map[string]int{}
+	for _, name := range s.Nodes {
+		if id, ok := roots[find(name)]; ok {
+			ids[name] = id
+		}
+	}
+	return ids
+}
+
+func (t *Topology) findCycle() []string {
+	shape := TopologyShape{Nodes: t.nodeOrder, Children: map[string][]string{}}
+	for _, name := range t.nodeOrder {
+		shape.Children[name] = t.nodes[name].children
+	}
+	if cycles := shape.Cycles(); len(cycles) > 0 {
+		return cycles[0]
+	}
+	return nil
+}
+
+// Cycles lists every cycle of s found by a depth-first walk from each node
+// in order: each as the nodes from where it closes back to the same node
+// ("a", "b", "a"). The generator reports each one at its place; the
+// runtime refuses a topology with any.
+func (s TopologyShape) Cycles() [][]string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	mark := map[string]int{}
+	var stack []string
+	var cycles [][]string
+	var visit func(name string)
+	visit = func(name string) {
+		mark[name] = open
+		stack = append(stack, name)
+		for _, c := range s.Children[name] {
+			switch mark[c] {
+			case unseen:
+				visit(c)
+			case open:
+				i := slices.Index(stack, c)
+				cycles = append(cycles, append(slices.Clone(stack[i:]), c))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		mark[name] = done
+	}
+	for _, name := range s.Nodes {
+		if mark[name] == unseen {
+			visit(name)
+		}
+	}
+	return cycles
+}
+
+// split groups nodes into sub-topologies: nodes joined by an edge or by a
+// shared store must run in the same task.
+func (t *Topology) split() []*subtopology {
+	shape := TopologyShape{Nodes: t.nodeOrder, Sources: map[string]bool{}, Children: map[string][]string{}}
+	for _, name := range t.nodeOrder {
+		n := t.nodes[name]
+		shape.Sources[name] = n.kind == sourceKind
+		shape.Children[name] = n.children
+	}
+	for _, sname := range t.storeOrder {
+		shape.StoreOwners = append(shape.StoreOwners, t.stores[sname].processor)
+	}
+	ids := shape.Subtopologies()
+	n := 0
+	for _, id := range ids {
+		n = max(n, id+1)
+	}
+	subs := make([]*subtopology, n)
+	for i := range subs {
+		subs[i] = &subtopology{id: i, sources: map[string]*node{}}
 	}
 	for _, name := range t.topoOrder() {
 		n := t.nodes[name]
-		s := subs[ids[find(name)]]
+		s := subs[ids[name]]
 		n.sub = s.id
 		s.nodes = append(s.nodes, n)
 		if n.kind == sourceKind {
@@ -428,7 +478,7 @@ func (t *Topology) split() []*subtopology {
 	}
 	for _, sname := range t.storeOrder {
 		st := t.stores[sname]
-		s := subs[ids[find(st.processor[0])]]
+		s := subs[ids[st.processor[0]]]
 		s.stores = append(s.stores, st)
 	}
 	for _, s := range subs {
@@ -523,35 +573,7 @@ func (t *Topology) Mermaid() string {
 	if err := t.Validate(); err != nil {
 		return "%% " + strings.ReplaceAll(err.Error(), "\n", "\n%% ")
 	}
-	var b strings.Builder
-	b.WriteString("flowchart LR\n")
-	for _, s := range t.subs {
-		fmt.Fprintf(&b, "  subgraph sub%d [sub-topology %d]\n", s.id, s.id)
-		for _, n := range s.nodes {
-			switch n.kind {
-			case sourceKind:
-				fmt.Fprintf(&b, "    %s[/%s/]\n", mermaidID(n.name), n.name)
-			case sinkKind:
-				fmt.Fprintf(&b, "    %s[\\%s\\]\n", mermaidID(n.name), n.name)
-			default:
-				fmt.Fprintf(&b, "    %s[%s]\n", mermaidID(n.name), n.name)
-			}
-		}
-		for _, st := range s.stores {
-			fmt.Fprintf(&b, "    store_%s[(%s)]\n", mermaidID(st.name), st.name)
-		}
-		b.WriteString("  end\n")
-	}
-	for _, name := range t.nodeOrder {
-		n := t.nodes[name]
-		for _, c := range n.children {
-			fmt.Fprintf(&b, "  %s --> %s\n", mermaidID(name), mermaidID(c))
-		}
-		for _, st := range n.stores {
-			fmt.Fprintf(&b, "  %s --- store_%s\n", mermaidID(name), mermaidID(st))
-		}
-	}
-	return b.String()
+	return t.Diagram().Mermaid()
 }
 
 // DOT renders a valid topology in Graphviz's DOT language.
@@ -559,30 +581,37 @@ func (t *Topology) DOT() string {
 	if err := t.Validate(); err != nil {
 		return "// " + strings.ReplaceAll(err.Error(), "\n", "\n// ")
 	}
-	var b strings.Builder
-	b.WriteString("digraph topology {\n  rankdir=LR;\n")
+	return t.Diagram().DOT()
+}
+
+// Diagram describes a valid topology for drawing: its nodes and stores by
+// sub-topology, and its edges.
+func (t *Topology) Diagram() Diagram {
+	var d Diagram
+	if t.Validate() != nil {
+		return d
+	}
+	kinds := map[nodeKind]DiagramKind{sourceKind: DiagramSource, processorKind: DiagramProcessor, sinkKind: DiagramSink}
 	for _, s := range t.subs {
-		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=\"sub-topology %d\";\n", s.id, s.id)
+		g := DiagramGroup{ID: s.id}
 		for _, n := range s.nodes {
-			shape := map[nodeKind]string{sourceKind: "invhouse", processorKind: "box", sinkKind: "house"}[n.kind]
-			fmt.Fprintf(&b, "    %q [shape=%s];\n", n.name, shape)
+			g.Nodes = append(g.Nodes, DiagramNode{Kind: kinds[n.kind], Name: n.name})
 		}
 		for _, st := range s.stores {
-			fmt.Fprintf(&b, "    %q [shape=cylinder];\n", "store:"+st.name)
+			g.Nodes = append(g.Nodes, DiagramNode{Kind: DiagramStore, Name: st.name})
 		}
-		b.WriteString("  }\n")
+		d.Groups = append(d.Groups, g)
 	}
 	for _, name := range t.nodeOrder {
 		n := t.nodes[name]
 		for _, c := range n.children {
-			fmt.Fprintf(&b, "  %q -> %q;\n", name, c)
+			d.Edges = append(d.Edges, DiagramEdge{From: name, To: c})
 		}
 		for _, st := range n.stores {
-			fmt.Fprintf(&b, "  %q -> %q [dir=none, style=dashed];\n", name, "store:"+st)
+			d.Edges = append(d.Edges, DiagramEdge{From: name, To: "store:" + st, Store: true})
 		}
 	}
-	b.WriteString("}\n")
-	return b.String()
+	return d
 }
 
 func mermaidID(name string) string {

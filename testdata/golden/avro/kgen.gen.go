@@ -4,21 +4,21 @@ package shop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/sr"
-	"strings"
 	"time"
 )
 
-// The generated code below was written for runtime contract version 2 (stream.GenVersion).
-// If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
-// are out of step: run the kgen generate of the kgen version your go.mod requires.
+// The generated code below was written for runtime contract version 2; the runtime
+// supports stream.MinGenVersion to stream.MaxGenVersion. If one of these lines fails to
+// compile, the generated code and the kgen runtime in go.mod are out of step.
 const (
-	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = 2 - stream.MinGenVersion // the runtime no longer supports this code: run kgen generate again
+	_ uint = stream.MaxGenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -40,29 +40,41 @@ const (
 	StoreCustomers = "customers"
 )
 
-// CustomersKeySerde and CustomersValueSerde encode the keys and values of topic "customers".
-var (
-	CustomersKeySerde   serde.Serde[string]   = serde.String{}
-	CustomersValueSerde serde.Serde[Customer] = CustomerAvroSerde{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// CustomersKey encodes the keys of topic "customers" (string).
+	CustomersKey serde.Serde[string]
+	// CustomersValue encodes the values of topic "customers" (avro).
+	CustomersValue serde.Serde[Customer]
+	// EnrichedKey encodes the keys of topic "enriched" (string).
+	EnrichedKey serde.Serde[string]
+	// EnrichedValue encodes the values of topic "enriched" (avro).
+	EnrichedValue serde.Serde[EnrichedOrder]
+	// OrdersKey encodes the keys of topic "orders" (string).
+	OrdersKey serde.Serde[string]
+	// OrdersValue encodes the values of topic "orders" (avro-confluent).
+	OrdersValue serde.Serde[Order]
+	// StoreCustomersKey encodes the keys of store "customers".
+	StoreCustomersKey serde.Serde[string]
+	// StoreCustomersValue encodes the values of store "customers".
+	StoreCustomersValue serde.Serde[Customer]
+}
 
-// EnrichedKeySerde and EnrichedValueSerde encode the keys and values of topic "enriched".
-var (
-	EnrichedKeySerde   serde.Serde[string]        = serde.String{}
-	EnrichedValueSerde serde.Serde[EnrichedOrder] = EnrichedOrderAvroSerde{}
-)
-
-// OrdersKeySerde and OrdersValueSerde encode the keys and values of topic "orders".
-var (
-	OrdersKeySerde   serde.Serde[string] = serde.String{}
-	OrdersValueSerde serde.Serde[Order]  = OrderConfluentSerde{}
-)
-
-// Serdes of store "customers".
-var (
-	customersStoreKeySerde   serde.Serde[string]   = serde.String{}
-	customersStoreValueSerde serde.Serde[Customer] = CustomerAvroSerde{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		CustomersKey:        serde.String{},
+		CustomersValue:      CustomerAvroSerde{},
+		EnrichedKey:         serde.String{},
+		EnrichedValue:       EnrichedOrderAvroSerde{},
+		OrdersKey:           serde.String{},
+		OrdersValue:         OrderConfluentSerde{},
+		StoreCustomersKey:   serde.String{},
+		StoreCustomersValue: CustomerAvroSerde{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -70,10 +82,10 @@ const UsesSchemaRegistry = true
 
 // RegisterSchemas registers the Avro schema of every avro-confluent topic with the
 // schema registry under the subject <topic>-key or <topic>-value (an identical schema
-// that is already registered keeps its id), and points the topic's serdes at that id.
-// Call it before NewTopology; Run does. Without it the serdes use schema id 0, which
-// is enough for the test driver.
-func RegisterSchemas(ctx context.Context, cl *sr.Client) error {
+// that is already registered keeps its id), and points the topic's serdes in s at that
+// id. Call it on the Serdes NewTopology is then built with; Run does. Without it the
+// serdes use schema id 0, which is enough for the test driver.
+func RegisterSchemas(ctx context.Context, cl *sr.Client, s *Serdes) error {
 	var ss sr.SubjectSchema
 	var err error
 	ss, err = cl.CreateSchema(ctx, TopicOrders+"-value", sr.Schema{
@@ -83,7 +95,7 @@ func RegisterSchemas(ctx context.Context, cl *sr.Client) error {
 	if err != nil {
 		return fmt.Errorf("register the schema of topic %q value: %w", TopicOrders, err)
 	}
-	OrdersValueSerde = OrderConfluentSerde{SchemaID: uint32(ss.ID)}
+	s.OrdersValue = OrderConfluentSerde{SchemaID: uint32(ss.ID)}
 	return nil
 }
 
@@ -101,75 +113,29 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt        *stream.Context[string, EnrichedOrder]
-	customers state.KeyValueStore[string, Customer]
+	stream.ContextBase[string, EnrichedOrder]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
 // timestamp and headers.
 func (c *EnrichContext) Forward(key string, value EnrichedOrder) {
-	c.rt.Forward(stream.Record[string, EnrichedOrder]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, EnrichedOrder]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "enrich".
 func (c *EnrichContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // Customers is store "customers".
 func (c *EnrichContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *EnrichContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *EnrichContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *EnrichContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *EnrichContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *EnrichContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *EnrichContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *EnrichContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *EnrichContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *EnrichContext) Runtime() *stream.Context[string, EnrichedOrder] {
-	return c.rt
+	return c.storeCustomers
 }
 
 // enrichNode runs a EnrichProcessor inside the runtime.
@@ -180,9 +146,9 @@ type enrichNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -221,59 +187,13 @@ type RememberProcessor interface {
 // RememberContext is processor "remember"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberContext struct {
-	rt        *stream.Context[struct{}, struct{}]
-	customers state.KeyValueStore[string, Customer]
+	stream.ContextBase[struct{}, struct{}]
+	storeCustomers state.KeyValueStore[string, Customer]
 }
 
 // Customers is store "customers".
 func (c *RememberContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.customers
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RememberContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RememberContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RememberContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RememberContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RememberContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RememberContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RememberContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RememberContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RememberContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
+	return c.storeCustomers
 }
 
 // rememberNode runs a RememberProcessor inside the runtime.
@@ -284,9 +204,9 @@ type rememberNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *rememberNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
-	if n.ctx.customers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
+	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -312,30 +232,25 @@ func (n *rememberNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Enrich makes the user code of processor "enrich".
-	Enrich func() EnrichProcessor
+	Enrich() EnrichProcessor
 	// Remember makes the user code of processor "remember".
-	Remember func() RememberProcessor
+	Remember() RememberProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Enrich == nil {
-		missing = append(missing, "Enrich")
-	}
-	if p.Remember == nil {
-		missing = append(missing, "Remember")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)
-	stream.AddSource(t, "orders-source", TopicOrders, OrdersKeySerde, OrdersValueSerde, stream.WithTimestamp(func(_ string, v Order, recordTime time.Time) time.Time {
+	stream.AddSource(t, "customers-source", TopicCustomers, s.CustomersKey, s.CustomersValue)
+	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue, stream.WithTimestamp(func(_ string, v Order, recordTime time.Time) time.Time {
 		return v.Placed
 	}))
 	stream.AddProcessor(t, "enrich", func() stream.Processor[string, Order, string, EnrichedOrder] {
@@ -344,8 +259,8 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "remember", func() stream.Processor[string, Customer, struct{}, struct{}] {
 		return &rememberNode{impl: p.Remember()}
 	}, "customers-source")
-	stream.AddSink(t, "enriched-sink", TopicEnriched, EnrichedKeySerde, EnrichedValueSerde, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomers, customersStoreKeySerde, customersStoreValueSerde, stream.StoreOptions{Changelog: true}, "enrich", "remember")
+	stream.AddSink(t, "enriched-sink", TopicEnriched, s.EnrichedKey, s.EnrichedValue, "enrich")
+	stream.AddKeyValueStore(t, StoreCustomers, s.StoreCustomersKey, s.StoreCustomersValue, stream.StoreOptions{Changelog: true}, "enrich", "remember")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
@@ -26,10 +28,7 @@ func order(id string, placed time.Time) Order {
 // TestEnrich runs the Avro topology through the generated test driver: the
 // plain Avro, Confluent wire format and store serdes all round-trip.
 func TestEnrich(t *testing.T) {
-	d, err := NewTestDriver(Processors{
-		Enrich:   func() EnrichProcessor { return &Enrich{} },
-		Remember: func() RememberProcessor { return &Remember{} },
-	}, streamtest.Config{})
+	d, err := NewTestDriver(Factories{}, streamtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +72,29 @@ func TestEnrich(t *testing.T) {
 func TestRunOnDevBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := Run(ctx, Config{AppID: "shop-test", Parallelism: 1, StateDir: t.TempDir()}, Processors{
-		Enrich:   func() EnrichProcessor { return &Enrich{} },
-		Remember: func() RememberProcessor { return &Remember{} },
-	}, stream.ExitWhenCaughtUp())
+	err := Run(ctx, Config{AppID: "shop-test", Parallelism: 1, StateDir: t.TempDir()}, Factories{}, stream.ExitWhenCaughtUp())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := OrdersValueSerde.(OrderConfluentSerde); !ok || s.SchemaID == 0 {
-		t.Errorf("orders value serde = %#v, want a registered OrderConfluentSerde", OrdersValueSerde)
+}
+
+// TestRegisterSchemas: RegisterSchemas fills in the schema id of the Serdes
+// it is given, and only of those: serdes are values, not shared state.
+func TestRegisterSchemas(t *testing.T) {
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSerdes()
+	if err := RegisterSchemas(context.Background(), cl, &s); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s.OrdersValue.(OrderConfluentSerde); !ok || v.SchemaID == 0 {
+		t.Errorf("orders value serde = %#v, want a registered OrderConfluentSerde", s.OrdersValue)
+	}
+	if v := DefaultSerdes().OrdersValue.(OrderConfluentSerde); v.SchemaID != 0 {
+		t.Errorf("DefaultSerdes changed: schema id %d", v.SchemaID)
 	}
 }

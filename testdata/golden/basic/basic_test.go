@@ -45,20 +45,24 @@ func (e *enricher) Close() error {
 
 type remember struct{}
 
+// testProcessors makes the test's processors, keeping every enricher made.
+type testProcessors struct{ made *[]*enricher }
+
+func (p testProcessors) Enrich() EnrichProcessor {
+	e := &enricher{}
+	*p.made = append(*p.made, e)
+	return e
+}
+
+func (testProcessors) RememberCustomer() RememberCustomerProcessor { return remember{} }
+
 func (remember) Process(ctx *RememberCustomerContext, key string, value model.Customer) error {
 	return ctx.CustomersById().Put(key, value)
 }
 
 func TestAdapter(t *testing.T) {
 	var made []*enricher
-	d, err := NewTestDriver(Processors{
-		Enrich: func() EnrichProcessor {
-			e := &enricher{}
-			made = append(made, e)
-			return e
-		},
-		RememberCustomer: func() RememberCustomerProcessor { return remember{} },
-	}, streamtest.Config{})
+	d, err := NewTestDriver(testProcessors{&made}, streamtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

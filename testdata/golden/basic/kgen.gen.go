@@ -3,22 +3,21 @@
 package basic
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/testdata/golden/basic/model"
-	"strings"
 	"time"
 )
 
-// The generated code below was written for runtime contract version 2 (stream.GenVersion).
-// If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
-// are out of step: run the kgen generate of the kgen version your go.mod requires.
+// The generated code below was written for runtime contract version 2; the runtime
+// supports stream.MinGenVersion to stream.MaxGenVersion. If one of these lines fails to
+// compile, the generated code and the kgen runtime in go.mod are out of step.
 const (
-	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = 2 - stream.MinGenVersion // the runtime no longer supports this code: run kgen generate again
+	_ uint = stream.MaxGenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -42,35 +41,47 @@ const (
 	StorePending = "pending"
 )
 
-// CustomersKeySerde and CustomersValueSerde encode the keys and values of topic "customers".
-var (
-	CustomersKeySerde   serde.Serde[string]         = serde.String{}
-	CustomersValueSerde serde.Serde[model.Customer] = serde.JSON[model.Customer]{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// CustomersKey encodes the keys of topic "customers" (string).
+	CustomersKey serde.Serde[string]
+	// CustomersValue encodes the values of topic "customers" (json).
+	CustomersValue serde.Serde[model.Customer]
+	// EnrichedKey encodes the keys of topic "enriched" (string).
+	EnrichedKey serde.Serde[string]
+	// EnrichedValue encodes the values of topic "enriched" (json).
+	EnrichedValue serde.Serde[model.Enriched]
+	// OrdersKey encodes the keys of topic "orders" (string).
+	OrdersKey serde.Serde[string]
+	// OrdersValue encodes the values of topic "orders" (json).
+	OrdersValue serde.Serde[model.Order]
+	// StoreCustomersByIdKey encodes the keys of store "customers-by-id".
+	StoreCustomersByIdKey serde.Serde[string]
+	// StoreCustomersByIdValue encodes the values of store "customers-by-id".
+	StoreCustomersByIdValue serde.Serde[model.Customer]
+	// StorePendingKey encodes the keys of store "pending".
+	StorePendingKey serde.Serde[string]
+	// StorePendingValue encodes the values of store "pending".
+	StorePendingValue serde.Serde[model.Order]
+}
 
-// EnrichedKeySerde and EnrichedValueSerde encode the keys and values of topic "enriched".
-var (
-	EnrichedKeySerde   serde.Serde[string]         = serde.String{}
-	EnrichedValueSerde serde.Serde[model.Enriched] = serde.JSON[model.Enriched]{}
-)
-
-// OrdersKeySerde and OrdersValueSerde encode the keys and values of topic "orders".
-var (
-	OrdersKeySerde   serde.Serde[string]      = serde.String{}
-	OrdersValueSerde serde.Serde[model.Order] = serde.JSON[model.Order]{}
-)
-
-// Serdes of store "customers-by-id".
-var (
-	customersByIdStoreKeySerde   serde.Serde[string]         = serde.String{}
-	customersByIdStoreValueSerde serde.Serde[model.Customer] = serde.JSON[model.Customer]{}
-)
-
-// Serdes of store "pending".
-var (
-	pendingStoreKeySerde   serde.Serde[string]      = serde.String{}
-	pendingStoreValueSerde serde.Serde[model.Order] = serde.JSON[model.Order]{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		CustomersKey:            serde.String{},
+		CustomersValue:          serde.JSON[model.Customer]{},
+		EnrichedKey:             serde.String{},
+		EnrichedValue:           serde.JSON[model.Enriched]{},
+		OrdersKey:               serde.String{},
+		OrdersValue:             serde.JSON[model.Order]{},
+		StoreCustomersByIdKey:   serde.String{},
+		StoreCustomersByIdValue: serde.JSON[model.Customer]{},
+		StorePendingKey:         serde.String{},
+		StorePendingValue:       serde.JSON[model.Order]{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -91,81 +102,35 @@ type EnrichProcessor interface {
 // EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type EnrichContext struct {
-	rt            *stream.Context[string, model.Enriched]
-	customersById state.KeyValueStore[string, model.Customer]
-	pending       state.KeyValueStore[string, model.Order]
+	stream.ContextBase[string, model.Enriched]
+	storeCustomersById state.KeyValueStore[string, model.Customer]
+	storePending       state.KeyValueStore[string, model.Order]
 }
 
 // Forward sends key and value to every child of "enrich", with the current record's
 // timestamp and headers.
 func (c *EnrichContext) Forward(key string, value model.Enriched) {
-	c.rt.Forward(stream.Record[string, model.Enriched]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, model.Enriched]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "enrich".
 func (c *EnrichContext) ForwardRecord(rec stream.Record[string, model.Enriched]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // CustomersById is store "customers-by-id".
 func (c *EnrichContext) CustomersById() state.KeyValueStore[string, model.Customer] {
-	return c.customersById
+	return c.storeCustomersById
 }
 
 // Pending is store "pending".
 func (c *EnrichContext) Pending() state.KeyValueStore[string, model.Order] {
-	return c.pending
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *EnrichContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *EnrichContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *EnrichContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *EnrichContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *EnrichContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *EnrichContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *EnrichContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *EnrichContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *EnrichContext) Runtime() *stream.Context[string, model.Enriched] {
-	return c.rt
+	return c.storePending
 }
 
 // enrichNode runs a EnrichProcessor inside the runtime.
@@ -176,12 +141,12 @@ type enrichNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *enrichNode) Init(rt *stream.Context[string, model.Enriched]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
-	if n.ctx.customersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
+	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err
 	}
-	if n.ctx.pending, err = stream.GetKeyValueStore[string, model.Order](rt, StorePending); err != nil {
+	if n.ctx.storePending, err = stream.GetKeyValueStore[string, model.Order](rt, StorePending); err != nil {
 		return err
 	}
 	rt.Schedule(30*time.Second, stream.StreamTime, func(now time.Time) error {
@@ -223,59 +188,13 @@ type RememberCustomerProcessor interface {
 // RememberCustomerContext is processor "remember-customer"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RememberCustomerContext struct {
-	rt            *stream.Context[struct{}, struct{}]
-	customersById state.KeyValueStore[string, model.Customer]
+	stream.ContextBase[struct{}, struct{}]
+	storeCustomersById state.KeyValueStore[string, model.Customer]
 }
 
 // CustomersById is store "customers-by-id".
 func (c *RememberCustomerContext) CustomersById() state.KeyValueStore[string, model.Customer] {
-	return c.customersById
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RememberCustomerContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RememberCustomerContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RememberCustomerContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RememberCustomerContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RememberCustomerContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RememberCustomerContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RememberCustomerContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RememberCustomerContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RememberCustomerContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
+	return c.storeCustomersById
 }
 
 // rememberCustomerNode runs a RememberCustomerProcessor inside the runtime.
@@ -286,9 +205,9 @@ type rememberCustomerNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *rememberCustomerNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	var err error
-	if n.ctx.customersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
+	if n.ctx.storeCustomersById, err = stream.GetKeyValueStore[string, model.Customer](rt, StoreCustomersById); err != nil {
 		return err
 	}
 	if i, ok := n.impl.(interface {
@@ -314,30 +233,25 @@ func (n *rememberCustomerNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Enrich makes the user code of processor "enrich".
-	Enrich func() EnrichProcessor
+	Enrich() EnrichProcessor
 	// RememberCustomer makes the user code of processor "remember-customer".
-	RememberCustomer func() RememberCustomerProcessor
+	RememberCustomer() RememberCustomerProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Enrich == nil {
-		missing = append(missing, "Enrich")
-	}
-	if p.RememberCustomer == nil {
-		missing = append(missing, "RememberCustomer")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "customers-source", TopicCustomers, CustomersKeySerde, CustomersValueSerde)
-	stream.AddSource(t, "orders-source", TopicOrders, OrdersKeySerde, OrdersValueSerde, stream.WithTimestamp(func(_ string, v model.Order, recordTime time.Time) time.Time {
+	stream.AddSource(t, "customers-source", TopicCustomers, s.CustomersKey, s.CustomersValue)
+	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue, stream.WithTimestamp(func(_ string, v model.Order, recordTime time.Time) time.Time {
 		return v.PlacedAt
 	}))
 	stream.AddProcessor(t, "enrich", func() stream.Processor[string, model.Order, string, model.Enriched] {
@@ -346,12 +260,12 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "remember-customer", func() stream.Processor[string, model.Customer, struct{}, struct{}] {
 		return &rememberCustomerNode{impl: p.RememberCustomer()}
 	}, "customers-source")
-	stream.AddSink(t, "enriched-sink", TopicEnriched, EnrichedKeySerde, EnrichedValueSerde, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomersById, customersByIdStoreKeySerde, customersByIdStoreValueSerde, stream.StoreOptions{
+	stream.AddSink(t, "enriched-sink", TopicEnriched, s.EnrichedKey, s.EnrichedValue, "enrich")
+	stream.AddKeyValueStore(t, StoreCustomersById, s.StoreCustomersByIdKey, s.StoreCustomersByIdValue, stream.StoreOptions{
 		Changelog:  true,
 		Persistent: pebblestore.Opener(pebblestore.Options{}),
 	}, "enrich", "remember-customer")
-	stream.AddKeyValueStore(t, StorePending, pendingStoreKeySerde, pendingStoreValueSerde, stream.StoreOptions{Changelog: false}, "enrich")
+	stream.AddKeyValueStore(t, StorePending, s.StorePendingKey, s.StorePendingValue, stream.StoreOptions{Changelog: false}, "enrich")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ package basic
 
 import (
 	"context"
-
 	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -32,10 +31,13 @@ func StartDevBroker() (*embedded.Broker, error) {
 // Application describes the application to appmain, with p building its
 // processors.
 func Application(p Processors) appmain.App {
+	s := DefaultSerdes()
 	return appmain.App{
-		ID:       AppID,
-		Topics:   Topics,
-		Topology: func() (*stream.Topology, error) { return NewTopology(p) },
+		ID:     AppID,
+		Topics: Topics,
+		Topology: func() (*stream.Topology, error) {
+			return NewTopology(p, s)
+		},
 	}
 }
 

@@ -3,20 +3,19 @@
 package metrics
 
 import (
-	"fmt"
+	"errors"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/testdata/golden/multichild/model"
-	"strings"
 	"time"
 )
 
-// The generated code below was written for runtime contract version 2 (stream.GenVersion).
-// If one of these lines fails to compile, the generated code and the kgen runtime in go.mod
-// are out of step: run the kgen generate of the kgen version your go.mod requires.
+// The generated code below was written for runtime contract version 2; the runtime
+// supports stream.MinGenVersion to stream.MaxGenVersion. If one of these lines fails to
+// compile, the generated code and the kgen runtime in go.mod are out of step.
 const (
-	_ uint = stream.GenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
-	_ uint = 2 - stream.GenVersion // the runtime is newer than this code: run kgen generate again
+	_ uint = 2 - stream.MinGenVersion // the runtime no longer supports this code: run kgen generate again
+	_ uint = stream.MaxGenVersion - 2 // the runtime is older than this code: upgrade github.com/kgen-dev/kgen
 )
 
 // AppID is the application id from kgen.yaml: the consumer group and the prefix of internal topics.
@@ -36,35 +35,47 @@ const (
 	TopicStats = "stats"
 )
 
-// AlertsKeySerde and AlertsValueSerde encode the keys and values of topic "alerts".
-var (
-	AlertsKeySerde   serde.Serde[string] = serde.String{}
-	AlertsValueSerde serde.Serde[string] = serde.String{}
-)
+// Serdes holds the serde of every topic and store side: what NewTopology builds the
+// topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
+// schema registry ids where a topic is avro-confluent.
+type Serdes struct {
+	// AlertsKey encodes the keys of topic "alerts" (string).
+	AlertsKey serde.Serde[string]
+	// AlertsValue encodes the values of topic "alerts" (string).
+	AlertsValue serde.Serde[string]
+	// IdsKey encodes the keys of topic "ids" (int32).
+	IdsKey serde.Serde[int32]
+	// IdsValue encodes the values of topic "ids" (float64).
+	IdsValue serde.Serde[float64]
+	// RawKey encodes the keys of topic "raw" (string).
+	RawKey serde.Serde[string]
+	// RawValue encodes the values of topic "raw" (bytes).
+	RawValue serde.Serde[[]byte]
+	// ReadingsKey encodes the keys of topic "readings" (bytes).
+	ReadingsKey serde.Serde[[]byte]
+	// ReadingsValue encodes the values of topic "readings" (json).
+	ReadingsValue serde.Serde[model.Reading]
+	// StatsKey encodes the keys of topic "stats" (json).
+	StatsKey serde.Serde[model.Key]
+	// StatsValue encodes the values of topic "stats" (int64).
+	StatsValue serde.Serde[int64]
+}
 
-// IdsKeySerde and IdsValueSerde encode the keys and values of topic "ids".
-var (
-	IdsKeySerde   serde.Serde[int32]   = serde.Int32{}
-	IdsValueSerde serde.Serde[float64] = serde.Float64{}
-)
-
-// RawKeySerde and RawValueSerde encode the keys and values of topic "raw".
-var (
-	RawKeySerde   serde.Serde[string] = serde.String{}
-	RawValueSerde serde.Serde[[]byte] = serde.Bytes{}
-)
-
-// ReadingsKeySerde and ReadingsValueSerde encode the keys and values of topic "readings".
-var (
-	ReadingsKeySerde   serde.Serde[[]byte]        = serde.Bytes{}
-	ReadingsValueSerde serde.Serde[model.Reading] = serde.JSON[model.Reading]{}
-)
-
-// StatsKeySerde and StatsValueSerde encode the keys and values of topic "stats".
-var (
-	StatsKeySerde   serde.Serde[model.Key] = serde.JSON[model.Key]{}
-	StatsValueSerde serde.Serde[int64]     = serde.Int64{}
-)
+// DefaultSerdes returns the serdes of the formats kgen.yaml declares.
+func DefaultSerdes() Serdes {
+	return Serdes{
+		AlertsKey:     serde.String{},
+		AlertsValue:   serde.String{},
+		IdsKey:        serde.Int32{},
+		IdsValue:      serde.Float64{},
+		RawKey:        serde.String{},
+		RawValue:      serde.Bytes{},
+		ReadingsKey:   serde.Bytes{},
+		ReadingsValue: serde.JSON[model.Reading]{},
+		StatsKey:      serde.JSON[model.Key]{},
+		StatsValue:    serde.Int64{},
+	}
+}
 
 // UsesSchemaRegistry tells whether a topic is in the Confluent wire format, so that
 // RegisterSchemas must run before NewTopology.
@@ -83,69 +94,23 @@ type ArchiveProcessor interface {
 // ArchiveContext is processor "archive"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type ArchiveContext struct {
-	rt *stream.Context[string, []byte]
+	stream.ContextBase[string, []byte]
 }
 
 // Forward sends key and value to every child of "archive", with the current record's
 // timestamp and headers.
 func (c *ArchiveContext) Forward(key string, value []byte) {
-	c.rt.Forward(stream.Record[string, []byte]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, []byte]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "archive".
 func (c *ArchiveContext) ForwardRecord(rec stream.Record[string, []byte]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *ArchiveContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *ArchiveContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *ArchiveContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *ArchiveContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *ArchiveContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *ArchiveContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *ArchiveContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *ArchiveContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *ArchiveContext) Runtime() *stream.Context[string, []byte] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // archiveNode runs a ArchiveProcessor inside the runtime.
@@ -156,7 +121,7 @@ type archiveNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *archiveNode) Init(rt *stream.Context[string, []byte]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*ArchiveContext) error
 	}); ok {
@@ -197,69 +162,23 @@ type CheckProcessor interface {
 // CheckContext is processor "check"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type CheckContext struct {
-	rt *stream.Context[string, string]
+	stream.ContextBase[string, string]
 }
 
 // Forward sends key and value to every child of "check", with the current record's
 // timestamp and headers.
 func (c *CheckContext) Forward(key string, value string) {
-	c.rt.Forward(stream.Record[string, string]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "check".
 func (c *CheckContext) ForwardRecord(rec stream.Record[string, string]) {
-	c.rt.Forward(rec)
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *CheckContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *CheckContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *CheckContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *CheckContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *CheckContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *CheckContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *CheckContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *CheckContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *CheckContext) Runtime() *stream.Context[string, string] {
-	return c.rt
+	c.Runtime().Forward(rec)
 }
 
 // checkNode runs a CheckProcessor inside the runtime.
@@ -270,7 +189,7 @@ type checkNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *checkNode) Init(rt *stream.Context[string, string]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	rt.Schedule(time.Minute, stream.WallClock, func(now time.Time) error {
 		return n.impl.PunctuateFlush(&n.ctx, now)
 	})
@@ -313,53 +232,7 @@ type LogProcessor interface {
 // LogContext is processor "log"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type LogContext struct {
-	rt *stream.Context[struct{}, struct{}]
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *LogContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *LogContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *LogContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *LogContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *LogContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *LogContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *LogContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *LogContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *LogContext) Runtime() *stream.Context[struct{}, struct{}] {
-	return c.rt
+	stream.ContextBase[struct{}, struct{}]
 }
 
 // logNode runs a LogProcessor inside the runtime.
@@ -370,7 +243,7 @@ type logNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *logNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*LogContext) error
 	}); ok {
@@ -408,89 +281,43 @@ type RouteProcessor interface {
 // RouteContext is processor "route"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type RouteContext struct {
-	rt *stream.Context[string, model.Reading]
+	stream.ContextBase[string, model.Reading]
 }
 
 // Forward sends key and value to every child of "route", with the current record's
 // timestamp and headers.
 func (c *RouteContext) Forward(key string, value model.Reading) {
-	c.rt.Forward(stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "route".
 func (c *RouteContext) ForwardRecord(rec stream.Record[string, model.Reading]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // ForwardToArchive sends key and value to processor "archive" only.
 func (c *RouteContext) ForwardToArchive(key string, value model.Reading) {
-	c.rt.ForwardTo("archive", stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("archive", stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardToCheck sends key and value to processor "check" only.
 func (c *RouteContext) ForwardToCheck(key string, value model.Reading) {
-	c.rt.ForwardTo("check", stream.Record[string, model.Reading]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("check", stream.Record[string, model.Reading]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *RouteContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *RouteContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *RouteContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *RouteContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *RouteContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *RouteContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *RouteContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *RouteContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *RouteContext) Runtime() *stream.Context[string, model.Reading] {
-	return c.rt
 }
 
 // routeNode runs a RouteProcessor inside the runtime.
@@ -501,7 +328,7 @@ type routeNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *routeNode) Init(rt *stream.Context[string, model.Reading]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*RouteContext) error
 	}); ok {
@@ -538,89 +365,43 @@ type SumProcessor interface {
 // SumContext is processor "sum"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
 type SumContext struct {
-	rt *stream.Context[model.Key, int64]
+	stream.ContextBase[model.Key, int64]
 }
 
 // Forward sends key and value to every child of "sum", with the current record's
 // timestamp and headers.
 func (c *SumContext) Forward(key model.Key, value int64) {
-	c.rt.Forward(stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().Forward(stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardRecord sends rec to every child of "sum".
 func (c *SumContext) ForwardRecord(rec stream.Record[model.Key, int64]) {
-	c.rt.Forward(rec)
+	c.Runtime().Forward(rec)
 }
 
 // ForwardToLog sends key and value to processor "log" only.
 func (c *SumContext) ForwardToLog(key model.Key, value int64) {
-	c.rt.ForwardTo("log", stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("log", stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
 }
 
 // ForwardToStats sends key and value to topic "stats" only.
 func (c *SumContext) ForwardToStats(key model.Key, value int64) {
-	c.rt.ForwardTo("stats-sink", stream.Record[model.Key, int64]{
-		Headers:   c.rt.Headers(),
+	c.Runtime().ForwardTo("stats-sink", stream.Record[model.Key, int64]{
+		Headers:   c.Headers(),
 		Key:       key,
-		Timestamp: c.rt.Timestamp(),
+		Timestamp: c.Timestamp(),
 		Value:     value,
 	})
-}
-
-// Timestamp is the current record's timestamp (its event time).
-func (c *SumContext) Timestamp() time.Time {
-	return c.rt.Timestamp()
-}
-
-// Headers are the current record's headers.
-func (c *SumContext) Headers() []stream.Header {
-	return c.rt.Headers()
-}
-
-// Topic is the current record's topic; empty inside a punctuation.
-func (c *SumContext) Topic() string {
-	return c.rt.Topic()
-}
-
-// Partition is the current record's partition.
-func (c *SumContext) Partition() int32 {
-	return c.rt.Partition()
-}
-
-// Offset is the current record's offset.
-func (c *SumContext) Offset() int64 {
-	return c.rt.Offset()
-}
-
-// StreamTime is the task's stream time: the largest timestamp processed.
-func (c *SumContext) StreamTime() time.Time {
-	return c.rt.StreamTime()
-}
-
-// TaskID names the task running this processor.
-func (c *SumContext) TaskID() stream.TaskID {
-	return c.rt.TaskID()
-}
-
-// Commit asks for a commit at the next opportunity.
-func (c *SumContext) Commit() {
-	c.rt.Commit()
-}
-
-// Runtime is the runtime's own context, for what this one does not wrap (Schedule,
-// Store, ForwardTo by node name).
-func (c *SumContext) Runtime() *stream.Context[model.Key, int64] {
-	return c.rt
 }
 
 // sumNode runs a SumProcessor inside the runtime.
@@ -631,7 +412,7 @@ type sumNode struct {
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
 func (n *sumNode) Init(rt *stream.Context[model.Key, int64]) error {
-	n.ctx.rt = rt
+	n.ctx.ContextBase = rt.Base()
 	if i, ok := n.impl.(interface {
 		Init(*SumContext) error
 	}); ok {
@@ -655,45 +436,31 @@ func (n *sumNode) Close() error {
 	return nil
 }
 
-// Processors holds a factory for each processor of the topology. Each factory is
-// called once per task, so an instance is used by one goroutine at a time.
-type Processors struct {
+// Processors makes the user code of every processor of the topology: one method
+// per processor. Each is called once per task, so an instance is used by one
+// goroutine at a time. kgen scaffolds an implementation, Factories, once.
+type Processors interface {
 	// Archive makes the user code of processor "archive".
-	Archive func() ArchiveProcessor
+	Archive() ArchiveProcessor
 	// Check makes the user code of processor "check".
-	Check func() CheckProcessor
+	Check() CheckProcessor
 	// Log makes the user code of processor "log".
-	Log func() LogProcessor
+	Log() LogProcessor
 	// Route makes the user code of processor "route".
-	Route func() RouteProcessor
+	Route() RouteProcessor
 	// Sum makes the user code of processor "sum".
-	Sum func() SumProcessor
+	Sum() SumProcessor
 }
 
-// NewTopology builds the topology of kgen.yaml around the user's processors.
-func NewTopology(p Processors) (*stream.Topology, error) {
-	var missing []string
-	if p.Archive == nil {
-		missing = append(missing, "Archive")
-	}
-	if p.Check == nil {
-		missing = append(missing, "Check")
-	}
-	if p.Log == nil {
-		missing = append(missing, "Log")
-	}
-	if p.Route == nil {
-		missing = append(missing, "Route")
-	}
-	if p.Sum == nil {
-		missing = append(missing, "Sum")
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("new topology: no factory for %s in Processors", strings.Join(missing, ", "))
+// NewTopology builds the topology of kgen.yaml around the user's processors, with
+// serdes s (DefaultSerdes, unless schema ids were registered).
+func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
+	if p == nil {
+		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "ids-source", TopicIds, IdsKeySerde, IdsValueSerde)
-	stream.AddSource(t, "readings-source", TopicReadings, ReadingsKeySerde, ReadingsValueSerde, stream.WithTimestamp(func(_ []byte, v model.Reading, recordTime time.Time) time.Time {
+	stream.AddSource(t, "ids-source", TopicIds, s.IdsKey, s.IdsValue)
+	stream.AddSource(t, "readings-source", TopicReadings, s.ReadingsKey, s.ReadingsValue, stream.WithTimestamp(func(_ []byte, v model.Reading, recordTime time.Time) time.Time {
 		return time.UnixMilli(v.AtMillis)
 	}))
 	stream.AddProcessor(t, "route", func() stream.Processor[[]byte, model.Reading, string, model.Reading] {
@@ -711,9 +478,9 @@ func NewTopology(p Processors) (*stream.Topology, error) {
 	stream.AddProcessor(t, "log", func() stream.Processor[model.Key, int64, struct{}, struct{}] {
 		return &logNode{impl: p.Log()}
 	}, "sum")
-	stream.AddSink(t, "alerts-sink", TopicAlerts, AlertsKeySerde, AlertsValueSerde, "check")
-	stream.AddSink(t, "raw-sink", TopicRaw, RawKeySerde, RawValueSerde, "archive")
-	stream.AddSink(t, "stats-sink", TopicStats, StatsKeySerde, StatsValueSerde, "sum")
+	stream.AddSink(t, "alerts-sink", TopicAlerts, s.AlertsKey, s.AlertsValue, "check")
+	stream.AddSink(t, "raw-sink", TopicRaw, s.RawKey, s.RawValue, "archive")
+	stream.AddSink(t, "stats-sink", TopicStats, s.StatsKey, s.StatsValue, "sum")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

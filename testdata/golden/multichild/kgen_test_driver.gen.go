@@ -13,12 +13,14 @@ import (
 // with typed inputs, outputs and stores: made for tests.
 type TestDriver struct {
 	d *streamtest.Driver
+	s Serdes
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
 // cfg.AppID means AppID.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
-	t, err := NewTopology(p)
+	s := DefaultSerdes()
+	t, err := NewTopology(p, s)
 	if err != nil {
 		return nil, err
 	}
@@ -29,32 +31,35 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TestDriver{d: d}, nil
+	return &TestDriver{
+		d: d,
+		s: s,
+	}, nil
 }
 
 // ReadAlerts returns the records written to topic "alerts" since the last read.
 func (d *TestDriver) ReadAlerts() ([]stream.Record[string, string], error) {
-	return streamtest.Read(d.d, TopicAlerts, AlertsKeySerde, AlertsValueSerde)
+	return streamtest.Read(d.d, TopicAlerts, d.s.AlertsKey, d.s.AlertsValue)
 }
 
 // PipeIds writes a record with timestamp ts to topic "ids" and processes it.
 func (d *TestDriver) PipeIds(key int32, value float64, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicIds, IdsKeySerde, IdsValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicIds, d.s.IdsKey, d.s.IdsValue, key, value, ts)
 }
 
 // ReadRaw returns the records written to topic "raw" since the last read.
 func (d *TestDriver) ReadRaw() ([]stream.Record[string, []byte], error) {
-	return streamtest.Read(d.d, TopicRaw, RawKeySerde, RawValueSerde)
+	return streamtest.Read(d.d, TopicRaw, d.s.RawKey, d.s.RawValue)
 }
 
 // PipeReadings writes a record with timestamp ts to topic "readings" and processes it.
 func (d *TestDriver) PipeReadings(key []byte, value model.Reading, ts time.Time) error {
-	return streamtest.Pipe(d.d, TopicReadings, ReadingsKeySerde, ReadingsValueSerde, key, value, ts)
+	return streamtest.Pipe(d.d, TopicReadings, d.s.ReadingsKey, d.s.ReadingsValue, key, value, ts)
 }
 
 // ReadStats returns the records written to topic "stats" since the last read.
 func (d *TestDriver) ReadStats() ([]stream.Record[model.Key, int64], error) {
-	return streamtest.Read(d.d, TopicStats, StatsKeySerde, StatsValueSerde)
+	return streamtest.Read(d.d, TopicStats, d.s.StatsKey, d.s.StatsValue)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

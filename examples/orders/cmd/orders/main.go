@@ -7,8 +7,5 @@ package main
 import "github.com/kgen-dev/kgen/examples/orders"
 
 func main() {
-	orders.Main(orders.Processors{
-		Enrich:           func() orders.EnrichProcessor { return &orders.Enrich{} },
-		RememberCustomer: func() orders.RememberCustomerProcessor { return &orders.RememberCustomer{} },
-	})
+	orders.Main(orders.Factories{})
 }

@@ -32,12 +32,7 @@ import (
 //go:embed sample.txt
 var sample string
 
-func processors() wordcount.Processors {
-	return wordcount.Processors{
-		Split: func() wordcount.SplitProcessor { return &wordcount.Split{} },
-		Count: func() wordcount.CountProcessor { return &wordcount.Count{} },
-	}
-}
+func processors() wordcount.Processors { return wordcount.Factories{} }
 
 func main() {
 	var cfg wordcount.Config
@@ -108,7 +103,7 @@ func produceSample(ctx context.Context, cl *kgo.Client) error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		v, err := wordcount.SentencesValueSerde.Serialize(model.Sentence{Text: line})
+		v, err := wordcount.DefaultSerdes().SentencesValue.Serialize(model.Sentence{Text: line})
 		if err != nil {
 			return err
 		}
@@ -137,6 +132,7 @@ func readCounts(ctx context.Context, cl *kgo.Client) (map[string]int64, error) {
 	}
 	defer consumer.Close()
 	counts := map[string]int64{}
+	serdes := wordcount.DefaultSerdes()
 	for len(want) > 0 {
 		fetches := consumer.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -148,8 +144,8 @@ func readCounts(ctx context.Context, cl *kgo.Client) (map[string]int64, error) {
 			return nil, ferr
 		}
 		for _, r := range fetches.Records() {
-			word, _ := wordcount.WordCountsKeySerde.Deserialize(r.Key)
-			n, err := wordcount.WordCountsValueSerde.Deserialize(r.Value)
+			word, _ := serdes.WordCountsKey.Deserialize(r.Key)
+			n, err := serdes.WordCountsValue.Deserialize(r.Value)
 			if err != nil {
 				return nil, fmt.Errorf("word-counts partition %d offset %d: %w", r.Partition, r.Offset, err)
 			}

@@ -7,8 +7,5 @@ package main
 import shop "github.com/kgen-dev/kgen/testdata/golden/avro"
 
 func main() {
-	shop.Main(shop.Processors{
-		Enrich:   func() shop.EnrichProcessor { return &shop.Enrich{} },
-		Remember: func() shop.RememberProcessor { return &shop.Remember{} },
-	})
+	shop.Main(shop.Factories{})
 }

@@ -7,8 +7,5 @@ package main
 import "github.com/kgen-dev/kgen/testdata/golden/basic"
 
 func main() {
-	basic.Main(basic.Processors{
-		Enrich:           func() basic.EnrichProcessor { return &basic.Enrich{} },
-		RememberCustomer: func() basic.RememberCustomerProcessor { return &basic.RememberCustomer{} },
-	})
+	basic.Main(basic.Factories{})
 }

@@ -7,11 +7,5 @@ package main
 import metrics "github.com/kgen-dev/kgen/testdata/golden/multichild"
 
 func main() {
-	metrics.Main(metrics.Processors{
-		Archive: func() metrics.ArchiveProcessor { return &metrics.Archive{} },
-		Check:   func() metrics.CheckProcessor { return &metrics.Check{} },
-		Log:     func() metrics.LogProcessor { return &metrics.Log{} },
-		Route:   func() metrics.RouteProcessor { return &metrics.Route{} },
-		Sum:     func() metrics.SumProcessor { return &metrics.Sum{} },
-	})
+	metrics.Main(metrics.Factories{})
 }

@@ -1,4 +1,4 @@
-package schema
+package gen
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/schema"
 )
 
 const wordcount = `version: 1
@@ -33,11 +34,11 @@ func universe() *model.Universe {
 }
 
 func TestResolveWordcount(t *testing.T) {
-	spec, err := Parse("kgen.yaml", []byte(wordcount))
+	spec, err := schema.Parse("kgen.yaml", []byte(wordcount))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := Resolve(spec, universe())
+	g, err := Resolve(spec, universe(), "example.com/m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestResolveWordcount(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("processors (-want +got):\n%s", diff)
 	}
-	if g.Topics[0].ValueFormat != FormatJSON || g.Topics[1].ValueFormat != FormatInt64 {
+	if g.Topics[0].ValueFormat != schema.FormatJSON || g.Topics[1].ValueFormat != schema.FormatInt64 {
 		t.Errorf("formats: %q %q", g.Topics[0].ValueFormat, g.Topics[1].ValueFormat)
 	}
 	if !g.Stores[0].Changelog {
@@ -71,7 +72,7 @@ func TestErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"syntax", "version: 1\napp: [\n", []string{"kgen.yaml:2:1: invalid YAML: did not find expected node content"}},
+		{"syntax", "version: 1\napp: [\n", []string{"kgen.yaml:2:6: invalid YAML: did not find expected node content"}},
 		{"unknown refs", `version: 1
 app: a
 topics:
@@ -137,8 +138,8 @@ topics:
   word-counts: {key: string, value: string}
   word_counts: {key: string, value: string}
 `, []string{
-			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use letters, digits, '-', '_' and '.', starting with a letter`,
-			`kgen.yaml:6:3: topic "word-counts" and "word_counts" (kgen.yaml:5:3) both become the Go name WordCounts`,
+			`kgen.yaml:4:3: topic name "9lives" does not convert to a Go identifier (got "9lives"): use ASCII letters, digits, '-', '_' and '.', starting with a letter`,
+			`kgen.yaml:6:3: topic "word_counts": its name constant would be the Go name TopicWordCounts, already taken by the name constant of topic "word-counts" (kgen.yaml:5:3): rename one of them`,
 		}},
 		{"copartition", `version: 1
 app: a
@@ -180,7 +181,7 @@ topics:
 processors:
   in-source: {from: [in]}
 `, []string{
-			`kgen.yaml:6:3: processor name "in-source" is the runtime's name for the source of topic "in": rename the processor`,
+			`kgen.yaml:6:3: processor "in-source": its node would be the runtime node name in-source, already taken by the source node of topic "in" (kgen.yaml:4:3): rename one of them`,
 		}},
 		{"punctuate", `version: 1
 app: a
@@ -206,19 +207,19 @@ processors:
 
 // check parses and resolves a spec and returns its error lines.
 func check(spec string) []string {
-	s, err := Parse("kgen.yaml", []byte(spec))
+	s, err := schema.Parse("kgen.yaml", []byte(spec))
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := Resolve(s, universe()); err != nil {
+	if _, err := Resolve(s, universe(), "example.com/m"); err != nil {
 		errs = append(errs, err)
 	}
-	var all Errors
+	var all schema.Errors
 	for _, err := range errs {
-		var es Errors
+		var es schema.Errors
 		if !errors.As(err, &es) {
-			return []string{"not Errors: " + err.Error()}
+			return []string{"not schema.Errors: " + err.Error()}
 		}
 		all = append(all, es...)
 	}
@@ -229,26 +230,26 @@ func check(spec string) []string {
 	return strings.Split(all.Error(), "\n")
 }
 
-func FuzzLoad(f *testing.F) {
+func FuzzResolve(f *testing.F) {
 	f.Add([]byte(wordcount))
 	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse("kgen.yaml", data)
+		s, err := schema.Parse("kgen.yaml", data)
 		if s == nil {
 			t.Fatal("nil spec")
 		}
 		if err != nil {
-			var es Errors
+			var es schema.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("parse error is not Errors: %v", err)
+				t.Fatalf("parse error is not schema.Errors: %v", err)
 			}
 		}
-		if _, err := Resolve(s, universe()); err != nil {
-			var es Errors
+		if _, err := Resolve(s, universe(), "example.com/m"); err != nil {
+			var es schema.Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("resolve error is not Errors: %v", err)
+				t.Fatalf("resolve error is not schema.Errors: %v", err)
 			}
 			for _, e := range es {
 				if e.Pos.File != "kgen.yaml" {

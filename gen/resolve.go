@@ -1,4 +1,4 @@
-package schema
+package gen
 
 import (
 	"fmt"
@@ -7,16 +7,20 @@ import (
 	"unicode"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/kgen-dev/kgen/schema"
 )
 
 // Graph is a validated spec with every name resolved: what the emitters
 // read. Slices are sorted by name.
 type Graph struct {
-	Spec       *Spec
+	Spec       *schema.Spec
 	Universe   *model.Universe // the record types the spec was resolved against
 	Topics     []*TopicNode
 	Stores     []*StoreNode
 	Processors []*ProcNode
+
+	pkgScope *scope // package-level generated names, set by nameGraph
 }
 
 // TypeRef is a type named in the spec, resolved.
@@ -45,8 +49,9 @@ func (kv KV) String() string { return kv.Key.Name + "," + kv.Value.Name }
 
 // TopicNode is a resolved topic.
 type TopicNode struct {
-	*Topic
+	*schema.Topic
 	Ident       string // Go identifier form of the name ("WordCounts")
+	Go          TopicNames
 	KV          KV
 	KeyFormat   string
 	ValueFormat string
@@ -58,8 +63,9 @@ type TopicNode struct {
 
 // StoreNode is a resolved store.
 type StoreNode struct {
-	*Store
+	*schema.Store
 	Ident       string
+	Go          StoreNames
 	KV          KV
 	KeyFormat   string
 	ValueFormat string
@@ -80,18 +86,11 @@ func (n Node) Name() string {
 	return n.Proc.Name.Value
 }
 
-// Ident is the Go identifier form of the node's name.
-func (n Node) Ident() string {
-	if n.Topic != nil {
-		return n.Topic.Ident
-	}
-	return n.Proc.Ident
-}
-
 // ProcNode is a resolved processor.
 type ProcNode struct {
-	*Processor
+	*schema.Processor
 	Ident string
+	Go    ProcNames
 	In    KV
 	// Out is what the processor forwards; meaningful when HasOut.
 	Out      KV
@@ -107,56 +106,41 @@ type ProcNode struct {
 
 // PunctuationNode is a resolved punctuation schedule.
 type PunctuationNode struct {
-	*Punctuation
+	*schema.Punctuation
 	Method    string
 	WallClock bool
 }
 
-// contextMethods are names the generated context and test driver already
-// use; a store or child named so would collide with them.
-var contextMethods = []string{"AdvanceWallClock", "Close", "Commit", "Driver", "Forward", "ForwardRecord", "Headers", "Offset", "Partition", "Runtime", "StreamTime", "TaskID", "Timestamp", "Topic"}
-
-// Ident converts a spec name to an exported Go identifier: "word-counts"
-// becomes "WordCounts". It reports false when the result is not a valid
-// identifier.
-func Ident(name string) (string, bool) {
-	var b strings.Builder
-	upper := true
-	for _, r := range name {
-		switch {
-		case r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			if upper {
-				r = unicode.ToUpper(r)
-			}
-			upper = false
-			b.WriteRune(r)
-		case r == '-' || r == '_' || r == '.':
-			upper = true
-		default:
-			return "", false
-		}
-	}
-	s := b.String()
-	if s == "" || !unicode.IsLetter(rune(s[0])) {
-		return s, false
-	}
-	return s, true
-}
-
-// Resolve validates a parsed spec against the known record types and builds
-// its graph. It reports every problem it finds as Errors; the graph is only
-// returned when there are none. u may be nil when no record types exist.
-func Resolve(s *Spec, u *model.Universe) (*Graph, error) {
+// Resolve validates a parsed spec against the known record types, builds
+// its graph and names everything the emitters will declare (names.go) for a
+// package with import path pkgPath. It reports every problem it finds as
+// schema.Errors; the graph is only returned when there are none. u may be
+// nil when no record types exist.
+func Resolve(s *schema.Spec, u *model.Universe, pkgPath string) (*Graph, error) {
 	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}}
 	r.run()
-	if err := r.errs.errs.Err(); err != nil {
+	// Naming runs on the graph as far as it resolved, so a clash is
+	// reported together with the other problems rather than after them.
+	var avroTypes map[string]*model.Type
+	if u != nil {
+		for k, t := range u.Types {
+			if t.GoPackage == "" {
+				if avroTypes == nil {
+					avroTypes = map[string]*model.Type{}
+				}
+				avroTypes[k] = t
+			}
+		}
+	}
+	errs := append(r.errs.errs, nameGraph(r.g, avroTypes, pkgPath)...)
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r.g, nil
 }
 
 type resolver struct {
-	spec   *Spec
+	spec   *schema.Spec
 	u      *model.Universe
 	g      *Graph
 	errs   errList
@@ -173,64 +157,39 @@ func (r *resolver) run() {
 	if s.Package.Value != "" && !validPackage(s.Package.Value) {
 		r.errs.add(s.Package.Pos, "package %q is not a valid Go package name (lower-case letters and digits)", s.Package.Value)
 	}
-	idents := map[string]map[string]Str{}
-	ident := func(what string, name Str) string {
-		id, ok := Ident(name.Value)
-		if !ok {
-			r.errs.add(name.Pos, "%s name %q does not convert to a Go identifier (got %q): use letters, digits, '-', '_' and '.', starting with a letter", what, name.Value, id)
-			return id
-		}
-		if idents[what] == nil {
-			idents[what] = map[string]Str{}
-		}
-		if prev, dup := idents[what][id]; dup {
-			r.errs.add(name.Pos, "%s %q and %q (%s) both become the Go name %s", what, prev.Value, name.Value, prev.Pos, id)
-		}
-		idents[what][id] = name
-		return id
-	}
-
 	for _, t := range s.Topics {
-		tn := &TopicNode{Topic: t, Ident: ident("topic", t.Name)}
+		tn := &TopicNode{Topic: t}
 		if !validTopicName(t.Name.Value) {
 			r.errs.add(t.Name.Pos, "topic name %q: Kafka allows letters, digits, '.', '_' and '-', at most 249 characters", t.Name.Value)
 		}
 		tn.KV = KV{r.typ(t.Key), r.typ(t.Value)}
 		tn.KeyFormat = r.format(t.KeyFormat, t.Format, tn.KV.Key, true)
-		tn.ValueFormat = r.format(t.Format, Str{}, tn.KV.Value, false)
+		tn.ValueFormat = r.format(t.Format, schema.Str{}, tn.KV.Value, false)
 		r.timestamp(tn)
 		r.topics[t.Name.Value] = tn
 		r.g.Topics = append(r.g.Topics, tn)
 	}
 	for _, st := range s.Stores {
-		sn := &StoreNode{Store: st, Ident: ident("store", st.Name)}
-		if slices.Contains(contextMethods, sn.Ident) {
-			r.errs.add(st.Name.Pos, "store name %q becomes %s, which the generated context already uses: rename the store", st.Name.Value, sn.Ident)
-		}
+		sn := &StoreNode{Store: st}
 		if st.Kind.Value != "" && st.Kind.Value != "keyvalue" {
 			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue)", st.Name.Value, st.Kind.Value)
 		}
-		if st.Backend.Value != "" && st.Backend.Value != BackendMemory && st.Backend.Value != BackendPebble {
+		if st.Backend.Value != "" && st.Backend.Value != schema.BackendMemory && st.Backend.Value != schema.BackendPebble {
 			r.errs.add(st.Backend.Pos, "store %q: unknown backend %q (want memory or pebble)", st.Name.Value, st.Backend.Value)
 		}
 		sn.KV = KV{r.typ(st.Key), r.typ(st.Value)}
-		sn.KeyFormat = r.format(st.Format, Str{}, sn.KV.Key, true)
-		sn.ValueFormat = r.format(st.Format, Str{}, sn.KV.Value, false)
-		if sn.KeyFormat == FormatAvroConfluent || sn.ValueFormat == FormatAvroConfluent {
+		sn.KeyFormat = r.format(st.Format, schema.Str{}, sn.KV.Key, true)
+		sn.ValueFormat = r.format(st.Format, schema.Str{}, sn.KV.Value, false)
+		if sn.KeyFormat == schema.FormatAvroConfluent || sn.ValueFormat == schema.FormatAvroConfluent {
 			r.errs.add(st.Format.Pos, "store %q: format avro-confluent is for topics; stores use avro", st.Name.Value)
 		}
 		r.stores[st.Name.Value] = sn
 		r.g.Stores = append(r.g.Stores, sn)
 	}
 	for _, p := range s.Processors {
-		pn := &ProcNode{Processor: p, Ident: ident("processor", p.Name)}
+		pn := &ProcNode{Processor: p}
 		if t, clash := r.topics[p.Name.Value]; clash {
 			r.errs.add(p.Name.Pos, "processor %q has the name of a topic (%s): names in from and to must say which they mean", p.Name.Value, t.Name.Pos)
-		}
-		for _, suffix := range []string{"-source", "-sink"} {
-			if t, clash := r.topics[strings.TrimSuffix(p.Name.Value, suffix)]; clash && strings.HasSuffix(p.Name.Value, suffix) {
-				r.errs.add(p.Name.Pos, "processor name %q is the runtime's name for the %s of topic %q: rename the processor", p.Name.Value, suffix[1:], t.Name.Value)
-			}
 		}
 		r.procs[p.Name.Value] = pn
 		r.g.Processors = append(r.g.Processors, pn)
@@ -245,11 +204,20 @@ func (r *resolver) run() {
 }
 
 // typ resolves a type name.
-func (r *resolver) typ(s Str) TypeRef {
+func (r *resolver) typ(s schema.Str) TypeRef {
 	if s.Value == "" {
 		return TypeRef{}
 	}
 	t, ok := r.u.Lookup(s.Value)
+	if !ok && r.u != nil {
+		if pos, ok := r.u.Unmarked[s.Value]; ok {
+			r.errs.add(s.Pos, "type %s is a struct (%s) without the %s comment: add it to the struct's doc comment to use it as a record type", s.Value, pos, recordMarker)
+			return TypeRef{Name: s.Value}
+		}
+	}
+	if !ok && r.u != nil && r.u.Incomplete && strings.Contains(s.Value, ".") {
+		return TypeRef{Name: s.Value} // its package failed to load: reported
+	}
 	if !ok {
 		var known []string
 		if r.u != nil {
@@ -259,7 +227,7 @@ func (r *resolver) typ(s Str) TypeRef {
 			slices.Sort(known)
 		}
 		known = append(known, "bool", "bytes", "float32", "float64", "int32", "int64", "string")
-		r.errs.add(s.Pos, "unknown type %q%s", s.Value, suggest(s.Value, known))
+		r.errs.add(s.Pos, "unknown type %q%s", s.Value, schema.Suggest(s.Value, known))
 		return TypeRef{Name: s.Value}
 	}
 	return TypeRef{Name: s.Value, Type: t}
@@ -267,13 +235,13 @@ func (r *resolver) typ(s Str) TypeRef {
 
 // format picks and checks the format of one side of a topic or store. own is
 // the format given for this side, fallback the topic's format (for keys).
-func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
+func (r *resolver) format(own, fallback schema.Str, t TypeRef, key bool) string {
 	f := own
 	if f.Value == "" && (t.Type == nil || !isPrimitive(t.Type)) {
 		f = fallback
 	}
-	if f.Value != "" && !slices.Contains(Formats, f.Value) {
-		r.errs.add(f.Pos, "unknown format %q (want one of %s)%s", f.Value, strings.Join(Formats, ", "), suggest(f.Value, Formats))
+	if f.Value != "" && !slices.Contains(schema.Formats, f.Value) {
+		r.errs.add(f.Pos, "unknown format %q (want one of %s)%s", f.Value, strings.Join(schema.Formats, ", "), schema.Suggest(f.Value, schema.Formats))
 		return ""
 	}
 	if t.Type == nil {
@@ -285,14 +253,14 @@ func (r *resolver) format(own, fallback Str, t TypeRef, key bool) string {
 		case native != "":
 			return native
 		case t.Type.Kind == model.Record && t.Type.Schema != "" && t.Type.GoPackage == "":
-			return FormatAvro // a record from an .avsc file
+			return schema.FormatAvro // a record from an .avsc file
 		}
-		return FormatJSON
+		return schema.FormatJSON
 	}
 	switch f.Value {
-	case FormatJSON, FormatJSONLenient:
+	case schema.FormatJSON, schema.FormatJSONLenient:
 		return f.Value
-	case FormatAvro, FormatAvroConfluent:
+	case schema.FormatAvro, schema.FormatAvroConfluent:
 		if t.Type.Kind != model.Record || t.Type.Schema == "" || t.Type.GoPackage != "" {
 			r.errs.add(f.Pos, "format %s needs a record type from an Avro schema (types: avro), but %s is not one", f.Value, t.Name)
 		}
@@ -317,15 +285,15 @@ func nativeFormat(t *model.Type) string {
 	}
 	switch t.Kind {
 	case model.String:
-		return FormatString
+		return schema.FormatString
 	case model.Bytes:
-		return FormatBytes
+		return schema.FormatBytes
 	case model.Int32:
-		return FormatInt32
+		return schema.FormatInt32
 	case model.Int64:
-		return FormatInt64
+		return schema.FormatInt64
 	case model.Float64:
-		return FormatFloat64
+		return schema.FormatFloat64
 	}
 	return ""
 }
@@ -349,7 +317,7 @@ func (r *resolver) timestamp(tn *TopicNode) {
 			ft = ft.Elem
 		}
 		if !ft.IsTime() {
-			r.errs.add(ts.Pos, "topic %q: timestamp field %s.%s is a %s, not a time (want time.Time or int64 milliseconds)", tn.Name.Value, tn.KV.Value.Name, f.Name, ft.Kind)
+			r.errs.add(ts.Pos, "topic %q: timestamp field %s.%s is %s %s, not a time (want time.Time or int64 milliseconds)", tn.Name.Value, tn.KV.Value.Name, f.Name, article(ft.Kind.String()), ft.Kind)
 			return
 		}
 		tn.TimestampField = f
@@ -359,7 +327,7 @@ func (r *resolver) timestamp(tn *TopicNode) {
 	for _, f := range vt.Fields {
 		names = append(names, f.Name)
 	}
-	r.errs.add(ts.Pos, "topic %q: %s has no field %q%s", tn.Name.Value, tn.KV.Value.Name, ts.Value, suggest(ts.Value, names))
+	r.errs.add(ts.Pos, "topic %q: %s has no field %q%s", tn.Name.Value, tn.KV.Value.Name, ts.Value, schema.Suggest(ts.Value, names))
 }
 
 // edges links processors to their parents and children. An edge between two
@@ -378,7 +346,7 @@ func (r *resolver) edges() {
 				p.Parents = appendNode(p.Parents, Node{Proc: q})
 				q.Children = appendNode(q.Children, Node{Proc: p})
 			} else {
-				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, suggest(f.Value, r.names()))
+				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, schema.Suggest(f.Value, r.names()))
 			}
 		}
 	}
@@ -395,25 +363,13 @@ func (r *resolver) edges() {
 				p.Children = appendNode(p.Children, Node{Proc: q})
 				q.Parents = appendNode(q.Parents, Node{Proc: p})
 			} else {
-				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, suggest(c.Value, r.names()))
+				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, schema.Suggest(c.Value, r.names()))
 			}
 		}
 	}
 	for _, p := range r.g.Processors {
 		if len(p.Parents) == 0 && len(p.From) == 0 {
 			r.errs.add(p.Name.Pos, "processor %q has no input: add from: [TOPIC or PROCESSOR]", p.Name.Value)
-		}
-		if len(p.Children) > 1 {
-			seen := map[string]string{}
-			for _, c := range p.Children {
-				if prev, dup := seen[c.Ident()]; dup {
-					r.errs.add(p.Name.Pos, "processor %q: children %q and %q both become ForwardTo%s", p.Name.Value, prev, c.Name(), c.Ident())
-				}
-				seen[c.Ident()] = c.Name()
-				if slices.Contains(contextMethods, "ForwardTo"+c.Ident()) {
-					r.errs.add(p.Name.Pos, "processor %q: child %q collides with a generated method", p.Name.Value, c.Name())
-				}
-			}
 		}
 	}
 	for _, t := range r.g.Topics {
@@ -458,7 +414,7 @@ func (r *resolver) storesOf() {
 				for _, st := range r.g.Stores {
 					names = append(names, st.Name.Value)
 				}
-				r.errs.add(s.Pos, "processor %q uses unknown store %q%s", p.Name.Value, s.Value, suggest(s.Value, names))
+				r.errs.add(s.Pos, "processor %q uses unknown store %q%s", p.Name.Value, s.Value, schema.Suggest(s.Value, names))
 				continue
 			}
 			if slices.Contains(p.Stores, sn) {
@@ -478,12 +434,11 @@ func (r *resolver) storesOf() {
 
 func (r *resolver) punctuations() {
 	for _, p := range r.g.Processors {
-		seen := map[string]bool{}
 		for _, pu := range p.Punctuate {
-			pn := &PunctuationNode{Punctuation: pu, Method: "Punctuate"}
+			pn := &PunctuationNode{Punctuation: pu}
 			switch pu.Time.Value {
-			case "", StreamTime:
-			case WallClock:
+			case "", schema.StreamTime:
+			case schema.WallClock:
 				pn.WallClock = true
 			default:
 				r.errs.add(pu.Time.Pos, "processor %q: punctuate time %q: want stream-time or wall-clock", p.Name.Value, pu.Time.Value)
@@ -494,17 +449,6 @@ func (r *resolver) punctuations() {
 					continue
 				}
 			}
-			if pu.Name.Value != "" {
-				id, ok := Ident(pu.Name.Value)
-				if !ok {
-					r.errs.add(pu.Name.Pos, "punctuation name %q does not convert to a Go identifier", pu.Name.Value)
-				}
-				pn.Method += id
-			}
-			if seen[pn.Method] {
-				r.errs.add(pu.Pos, "processor %q: two punctuate schedules become method %s", p.Name.Value, pn.Method)
-			}
-			seen[pn.Method] = true
 			p.Punctuations = append(p.Punctuations, pn)
 		}
 	}
@@ -514,45 +458,22 @@ func (r *resolver) punctuations() {
 // is at least one, in which case types are not checked (they would only
 // repeat the news).
 func (r *resolver) cycles() bool {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[*ProcNode]int{}
-	found := false
-	var stack []*ProcNode
-	var visit func(p *ProcNode)
-	visit = func(p *ProcNode) {
-		color[p] = grey
-		stack = append(stack, p)
-		for _, c := range p.Children {
-			if c.Proc == nil {
-				continue
-			}
-			switch color[c.Proc] {
-			case white:
-				visit(c.Proc)
-			case grey:
-				i := slices.Index(stack, c.Proc)
-				var names []string
-				for _, q := range stack[i:] {
-					names = append(names, q.Name.Value)
-				}
-				names = append(names, c.Proc.Name.Value)
-				r.errs.add(c.Proc.Name.Pos, "cycle among processors: %s", strings.Join(names, " -> "))
-				found = true
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[p] = black
-	}
+	// The runtime's own walk (stream.TopologyShape.Cycles), over the
+	// processors only: topics cannot close a cycle.
+	shape := stream.TopologyShape{Children: map[string][]string{}}
 	for _, p := range r.g.Processors {
-		if color[p] == white {
-			visit(p)
+		shape.Nodes = append(shape.Nodes, p.Name.Value)
+		for _, c := range p.Children {
+			if c.Proc != nil {
+				shape.Children[p.Name.Value] = append(shape.Children[p.Name.Value], c.Proc.Name.Value)
+			}
 		}
 	}
-	return found
+	cycles := shape.Cycles()
+	for _, c := range cycles {
+		r.errs.add(r.procs[c[0]].Name.Pos, "cycle among processors: %s", strings.Join(c, " -> "))
+	}
+	return len(cycles) > 0
 }
 
 // types works out what each processor takes and forwards and checks every
@@ -641,54 +562,55 @@ func (r *resolver) childPos(p *ProcNode, c Node) model.Pos {
 	return p.Name.Pos
 }
 
-// subtopologies numbers connected components (processors joined by edges
-// or a shared store, with the topics they read) and checks that the topics
-// read by one component can be co-partitioned.
+// subtopologies numbers sub-topologies with the runtime's own computation
+// (stream.TopologyShape), fed the nodes in the order the generated
+// NewTopology adds them, so the numbers (and task ids) kgen reports are
+// the ones the application will have. It then checks that the topics read
+// by one sub-topology can be co-partitioned.
 func (r *resolver) subtopologies() {
-	parent := map[*ProcNode]*ProcNode{}
-	var find func(p *ProcNode) *ProcNode
-	find = func(p *ProcNode) *ProcNode {
-		for parent[p] != nil && parent[p] != p {
-			p = parent[p]
+	shape := stream.TopologyShape{Sources: map[string]bool{}, Children: map[string][]string{}}
+	key := func(n Node) string {
+		if n.Topic != nil {
+			return "sink:" + n.Topic.Name.Value
 		}
-		return p
+		return "processor:" + n.Proc.Name.Value
 	}
-	union := func(a, b *ProcNode) {
-		if ra, rb := find(a), find(b); ra != rb {
-			if rb.Name.Value < ra.Name.Value {
-				ra, rb = rb, ra
-			}
-			parent[rb] = ra
+	for _, t := range r.g.Topics {
+		if len(t.Readers) == 0 {
+			continue
+		}
+		src := "source:" + t.Name.Value
+		shape.Nodes = append(shape.Nodes, src)
+		shape.Sources[src] = true
+		for _, p := range t.Readers {
+			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
 	}
-	for _, p := range r.g.Processors {
+	for _, p := range topoOrder(r.g.Processors) {
+		k := "processor:" + p.Name.Value
+		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
-			if c.Proc != nil {
-				union(p, c.Proc)
-			}
-		}
-		for _, t := range p.Parents {
-			if t.Topic != nil && len(t.Topic.Readers) > 0 {
-				union(p, t.Topic.Readers[0])
-			}
+			shape.Children[k] = append(shape.Children[k], key(c))
 		}
 	}
 	for _, s := range r.g.Stores {
-		for _, o := range s.Owners[min(1, len(s.Owners)):] {
-			union(s.Owners[0], o)
+		var owners []string
+		for _, o := range s.Owners {
+			owners = append(owners, "processor:"+o.Name.Value)
+		}
+		if len(owners) > 0 {
+			shape.StoreOwners = append(shape.StoreOwners, owners)
 		}
 	}
-	ids := map[*ProcNode]int{}
+	ids := shape.Subtopologies()
+	n := 0
 	for _, p := range r.g.Processors {
-		root := find(p)
-		if _, ok := ids[root]; !ok {
-			ids[root] = len(ids)
-		}
-		p.Subtopology = ids[root]
+		p.Subtopology = ids["processor:"+p.Name.Value]
+		n = max(n, p.Subtopology+1)
 	}
 	// Co-partitioning: every topic a sub-topology reads must have the same
 	// partition count, when counts are given.
-	for id := range len(ids) {
+	for id := range n {
 		var first *TopicNode
 		for _, t := range r.g.Topics {
 			if t.Partitions == 0 || len(t.Readers) == 0 || t.Readers[0].Subtopology != id {
@@ -723,14 +645,35 @@ func validPackage(s string) bool {
 			return false
 		}
 	}
-	return s != "" && !isKeyword(s)
+	// main would make the generated code a command, which the scaffolded
+	// cmd/APP/main.go cannot import.
+	return s != "" && !isKeyword(s) && s != "main"
 }
 
 func isKeyword(s string) bool {
 	return slices.Contains([]string{"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch", "type", "var"}, s)
 }
 
+// errList collects positioned problems.
+type errList struct{ errs schema.Errors }
+
+func (l *errList) add(pos model.Pos, format string, args ...any) {
+	l.errs = append(l.errs, &schema.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)})
+}
+
 // Describe is a one-line summary of the graph, for logs and tests.
 func (g *Graph) Describe() string {
 	return fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+}
+
+// article is "an" before a word read with a vowel sound ("an int32", "an
+// enum", "an optional") and "a" otherwise ("a string", "a uuid").
+func article(word string) string {
+	if word == "" || strings.HasPrefix(word, "u") {
+		return "a" // "a uuid", "a union"
+	}
+	if strings.ContainsRune("aeio", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -1,0 +1,85 @@
+package schema
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseErrors covers what the file alone can tell; problems found by
+// resolving a spec against its types are gen's (gen/resolve_test.go).
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       []string
+	}{
+		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
+		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
+		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
+		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("kgen.yaml", []byte(tc.spec))
+			var got []string
+			if err != nil {
+				var es Errors
+				if !errors.As(err, &es) {
+					t.Fatalf("not Errors: %v", err)
+				}
+				got = strings.Split(es.Error(), "\n")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
+	f.Add([]byte("a: &x [*x, *x]\n"))
+	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
+	f.Add([]byte("version: 1\napp: a\n b: {c: d}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("kgen.yaml", data)
+		if s == nil {
+			t.Fatal("nil spec")
+		}
+		if err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("parse error is not Errors: %v", err)
+			}
+			for _, e := range es {
+				if e.Pos.File != "kgen.yaml" || e.Pos.Line < 1 {
+					t.Fatalf("error without position: %v", e)
+				}
+			}
+		}
+	})
+}
+
+// TestYAMLErrorPosition: syntax errors are reported at the offending
+// token, not at yaml.v3's 0-based line of the enclosing block.
+func TestYAMLErrorPosition(t *testing.T) {
+	for _, tc := range []struct{ name, spec, want string }{
+		{"mis-indented", "version: 1\napp: a\ntopics:\n  a: {key: string, value: string}\n b: {key: string, value: string}\n", "kgen.yaml:5:2"},
+		{"after comments", "# a\n# b\nversion: 1\napp: a\ntopics:\n  a: {key: string, value: string}\n\n\n  b: {key: string, value: string\n", "kgen.yaml:9:6"},
+		{"unclosed list", "version: 1\napp: [broken\n", "kgen.yaml:2:6"},
+		{"tab", "version: 1\napp: a\n\tb: 1\n", "kgen.yaml:3:1"},
+		{"valid multi-line flow before", "version: 1\napp: a\ntopics: {a: {key: string,\n    value: string}}\nprocessors: [\n", "kgen.yaml:5:13"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("kgen.yaml", []byte(tc.spec))
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("want one error, got %v", err)
+			}
+			if got := es[0].Pos.String(); got != tc.want {
+				t.Errorf("position %s, want %s (%v)", got, tc.want, es[0])
+			}
+		})
+	}
+}

@@ -1,0 +1,26 @@
+package metrics
+
+// Factories makes the processors of kgen.yaml for the runtime: one method per
+// processor, each called once per task. Pass it to NewTestDriver, Run or Main.
+// kgen wrote this file once and will not touch it again: it is yours to edit
+// (give Factories fields for what your processors need, such as configuration).
+// When the spec gains a processor, the line below stops compiling until
+// Factories has its method.
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+// Archive makes processor "archive".
+func (Factories) Archive() ArchiveProcessor { return &Archive{} }
+
+// Check makes processor "check".
+func (Factories) Check() CheckProcessor { return &Check{} }
+
+// Log makes processor "log".
+func (Factories) Log() LogProcessor { return &Log{} }
+
+// Route makes processor "route".
+func (Factories) Route() RouteProcessor { return &Route{} }
+
+// Sum makes processor "sum".
+func (Factories) Sum() SumProcessor { return &Sum{} }
