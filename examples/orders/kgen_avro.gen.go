@@ -102,8 +102,12 @@ func (CustomerAvroSerde) Serialize(v Customer) ([]byte, error) {
 }
 
 // Deserialize decodes one Customer that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Customer, not an error.
 func (CustomerAvroSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	var v Customer
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -128,8 +132,12 @@ func (s CustomerConfluentSerde) Serialize(v Customer) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Customer after it.
+// Deserialize checks the wire format header and decodes the Customer after it;
+// a tombstone (nil b) is the zero Customer.
 func (s CustomerConfluentSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -231,8 +239,12 @@ func (EnrichedOrderAvroSerde) Serialize(v EnrichedOrder) ([]byte, error) {
 }
 
 // Deserialize decodes one EnrichedOrder that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero EnrichedOrder, not an error.
 func (EnrichedOrderAvroSerde) Deserialize(b []byte) (EnrichedOrder, error) {
+	if b == nil {
+		return EnrichedOrder{}, nil
+	}
 	var v EnrichedOrder
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -257,8 +269,12 @@ func (s EnrichedOrderConfluentSerde) Serialize(v EnrichedOrder) ([]byte, error) 
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the EnrichedOrder after it.
+// Deserialize checks the wire format header and decodes the EnrichedOrder after it;
+// a tombstone (nil b) is the zero EnrichedOrder.
 func (s EnrichedOrderConfluentSerde) Deserialize(b []byte) (EnrichedOrder, error) {
+	if b == nil {
+		return EnrichedOrder{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -339,8 +355,12 @@ func (LineAvroSerde) Serialize(v Line) ([]byte, error) {
 }
 
 // Deserialize decodes one Line that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Line, not an error.
 func (LineAvroSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	var v Line
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -365,8 +385,12 @@ func (s LineConfluentSerde) Serialize(v Line) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Line after it.
+// Deserialize checks the wire format header and decodes the Line after it;
+// a tombstone (nil b) is the zero Line.
 func (s LineConfluentSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -476,8 +500,12 @@ func (OrderAvroSerde) Serialize(v Order) ([]byte, error) {
 }
 
 // Deserialize decodes one Order that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Order, not an error.
 func (OrderAvroSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	var v Order
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -502,8 +530,12 @@ func (s OrderConfluentSerde) Serialize(v Order) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Order after it.
+// Deserialize checks the wire format header and decodes the Order after it;
+// a tombstone (nil b) is the zero Order.
 func (s OrderConfluentSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)

@@ -491,8 +491,10 @@ func (e *emitter) record(t *model.Type) {
 	)
 	f.Line()
 	f.Comment("Deserialize decodes one " + t.Name + " that must fill b exactly. The value")
-	f.Comment("never aliases b (its strings may share one copy of it: avro.Whole).")
+	f.Comment("never aliases b (its strings may share one copy of it: avro.Whole). A")
+	f.Comment("record with no value (nil b, a tombstone) is the zero " + t.Name + ", not an error.")
 	f.Func().Params(jen.Id(serde)).Id("Deserialize").Params(jen.Id("b").Index().Byte()).Params(jen.Id(t.Name), jen.Error()).Block(
+		jen.If(jen.Id("b").Op("==").Nil()).Block(jen.Return(jen.Id(t.Name).Values(), jen.Nil())),
 		jen.Var().Id("v").Id(t.Name),
 		jen.List(jen.Id("rest"), jen.Err()).Op(":=").Id("v").Dot("decodeAvro").Call(jen.Id("b"), jen.Lit(0), whole),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(t.Name).Values(), jen.Qual(rt, "Decoding").Call(jen.Err(), full))),
@@ -511,8 +513,10 @@ func (e *emitter) record(t *model.Type) {
 		jen.Return(jen.Id("v").Dot("AppendAvro").Call(jen.Id("dst"))),
 	)
 	f.Line()
-	f.Comment("Deserialize checks the wire format header and decodes the " + t.Name + " after it.")
+	f.Comment("Deserialize checks the wire format header and decodes the " + t.Name + " after it;")
+	f.Comment("a tombstone (nil b) is the zero " + t.Name + ".")
 	f.Func().Params(jen.Id("s").Id(conf)).Id("Deserialize").Params(jen.Id("b").Index().Byte()).Params(jen.Id(t.Name), jen.Error()).Block(
+		jen.If(jen.Id("b").Op("==").Nil()).Block(jen.Return(jen.Id(t.Name).Values(), jen.Nil())),
 		jen.List(jen.Id("id"), jen.Id("payload"), jen.Err()).Op(":=").Qual(rt, "ParseConfluentHeader").Call(jen.Id("b")),
 		jen.If(jen.Err().Op("==").Nil()).Block(jen.Err().Op("=").Qual(rt, "CheckSchemaID").Call(jen.Id("id"), jen.Id("s").Dot("SchemaID"))),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id(t.Name).Values(), jen.Qual(rt, "Decoding").Call(jen.Err(), full))),

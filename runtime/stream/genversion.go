@@ -4,10 +4,10 @@ package stream
 // Generated code carries one number, the contract version it was written
 // for, and compiles only when MinGenVersion <= that number <= MaxGenVersion
 // (the guard protobuf-go's protoimpl uses). A runtime change that keeps
-// older generated code working raises MaxGenVersion (through GenVersion)
-// and leaves MinGenVersion, so existing generated code keeps compiling;
+// older generated code working raises MaxGenVersion and leaves
+// MinGenVersion, so existing generated code keeps compiling;
 // raising MinGenVersion is the breaking change, and says so.
 const (
 	MinGenVersion = 2
-	MaxGenVersion = GenVersion
+	MaxGenVersion = 2
 )

@@ -59,19 +59,6 @@ func (c Cancellable) Cancel() {
 	}
 }
 
-// GenVersion is the version of the contract between generated code and this
-// runtime. Generated code refers to it in a constant expression that stops
-// compiling when the two disagree.
-const GenVersion = 2
-
-// millis converts a time to Kafka's epoch milliseconds; the zero time is -1.
-func millis(t time.Time) int64 {
-	if t.IsZero() {
-		return -1
-	}
-	return t.UnixMilli()
-}
-
 func fromMillis(ms int64) time.Time {
 	if ms < 0 {
 		return time.Time{}

@@ -92,8 +92,12 @@ func (AddressAvroSerde) Serialize(v Address) ([]byte, error) {
 }
 
 // Deserialize decodes one Address that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Address, not an error.
 func (AddressAvroSerde) Deserialize(b []byte) (Address, error) {
+	if b == nil {
+		return Address{}, nil
+	}
 	var v Address
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -118,8 +122,12 @@ func (s AddressConfluentSerde) Serialize(v Address) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Address after it.
+// Deserialize checks the wire format header and decodes the Address after it;
+// a tombstone (nil b) is the zero Address.
 func (s AddressConfluentSerde) Deserialize(b []byte) (Address, error) {
+	if b == nil {
+		return Address{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -192,8 +200,12 @@ func (CardAvroSerde) Serialize(v Card) ([]byte, error) {
 }
 
 // Deserialize decodes one Card that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Card, not an error.
 func (CardAvroSerde) Deserialize(b []byte) (Card, error) {
+	if b == nil {
+		return Card{}, nil
+	}
 	var v Card
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -218,8 +230,12 @@ func (s CardConfluentSerde) Serialize(v Card) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Card after it.
+// Deserialize checks the wire format header and decodes the Card after it;
+// a tombstone (nil b) is the zero Card.
 func (s CardConfluentSerde) Deserialize(b []byte) (Card, error) {
+	if b == nil {
+		return Card{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -280,8 +296,12 @@ func (CashAvroSerde) Serialize(v Cash) ([]byte, error) {
 }
 
 // Deserialize decodes one Cash that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Cash, not an error.
 func (CashAvroSerde) Deserialize(b []byte) (Cash, error) {
+	if b == nil {
+		return Cash{}, nil
+	}
 	var v Cash
 	rest, err := v.decodeAvro(b, 0, "")
 	if err != nil {
@@ -306,8 +326,12 @@ func (s CashConfluentSerde) Serialize(v Cash) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Cash after it.
+// Deserialize checks the wire format header and decodes the Cash after it;
+// a tombstone (nil b) is the zero Cash.
 func (s CashConfluentSerde) Deserialize(b []byte) (Cash, error) {
+	if b == nil {
+		return Cash{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -432,8 +456,12 @@ func (CustomerAvroSerde) Serialize(v Customer) ([]byte, error) {
 }
 
 // Deserialize decodes one Customer that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Customer, not an error.
 func (CustomerAvroSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	var v Customer
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -458,8 +486,12 @@ func (s CustomerConfluentSerde) Serialize(v Customer) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Customer after it.
+// Deserialize checks the wire format header and decodes the Customer after it;
+// a tombstone (nil b) is the zero Customer.
 func (s CustomerConfluentSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -561,8 +593,12 @@ func (EnrichedOrderAvroSerde) Serialize(v EnrichedOrder) ([]byte, error) {
 }
 
 // Deserialize decodes one EnrichedOrder that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero EnrichedOrder, not an error.
 func (EnrichedOrderAvroSerde) Deserialize(b []byte) (EnrichedOrder, error) {
+	if b == nil {
+		return EnrichedOrder{}, nil
+	}
 	var v EnrichedOrder
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -587,8 +623,12 @@ func (s EnrichedOrderConfluentSerde) Serialize(v EnrichedOrder) ([]byte, error) 
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the EnrichedOrder after it.
+// Deserialize checks the wire format header and decodes the EnrichedOrder after it;
+// a tombstone (nil b) is the zero EnrichedOrder.
 func (s EnrichedOrderConfluentSerde) Deserialize(b []byte) (EnrichedOrder, error) {
+	if b == nil {
+		return EnrichedOrder{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -671,8 +711,12 @@ func (LineAvroSerde) Serialize(v Line) ([]byte, error) {
 }
 
 // Deserialize decodes one Line that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Line, not an error.
 func (LineAvroSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	var v Line
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -697,8 +741,12 @@ func (s LineConfluentSerde) Serialize(v Line) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Line after it.
+// Deserialize checks the wire format header and decodes the Line after it;
+// a tombstone (nil b) is the zero Line.
 func (s LineConfluentSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -1149,8 +1197,12 @@ func (OrderAvroSerde) Serialize(v Order) ([]byte, error) {
 }
 
 // Deserialize decodes one Order that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Order, not an error.
 func (OrderAvroSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	var v Order
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -1175,8 +1227,12 @@ func (s OrderConfluentSerde) Serialize(v Order) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Order after it.
+// Deserialize checks the wire format header and decodes the Order after it;
+// a tombstone (nil b) is the zero Order.
 func (s OrderConfluentSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)

@@ -95,8 +95,12 @@ func (AddressAvroSerde) Serialize(v Address) ([]byte, error) {
 }
 
 // Deserialize decodes one Address that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Address, not an error.
 func (AddressAvroSerde) Deserialize(b []byte) (Address, error) {
+	if b == nil {
+		return Address{}, nil
+	}
 	var v Address
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -121,8 +125,12 @@ func (s AddressConfluentSerde) Serialize(v Address) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Address after it.
+// Deserialize checks the wire format header and decodes the Address after it;
+// a tombstone (nil b) is the zero Address.
 func (s AddressConfluentSerde) Deserialize(b []byte) (Address, error) {
+	if b == nil {
+		return Address{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -195,8 +203,12 @@ func (CardAvroSerde) Serialize(v Card) ([]byte, error) {
 }
 
 // Deserialize decodes one Card that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Card, not an error.
 func (CardAvroSerde) Deserialize(b []byte) (Card, error) {
+	if b == nil {
+		return Card{}, nil
+	}
 	var v Card
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -221,8 +233,12 @@ func (s CardConfluentSerde) Serialize(v Card) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Card after it.
+// Deserialize checks the wire format header and decodes the Card after it;
+// a tombstone (nil b) is the zero Card.
 func (s CardConfluentSerde) Deserialize(b []byte) (Card, error) {
+	if b == nil {
+		return Card{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -283,8 +299,12 @@ func (CashAvroSerde) Serialize(v Cash) ([]byte, error) {
 }
 
 // Deserialize decodes one Cash that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Cash, not an error.
 func (CashAvroSerde) Deserialize(b []byte) (Cash, error) {
+	if b == nil {
+		return Cash{}, nil
+	}
 	var v Cash
 	rest, err := v.decodeAvro(b, 0, "")
 	if err != nil {
@@ -309,8 +329,12 @@ func (s CashConfluentSerde) Serialize(v Cash) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Cash after it.
+// Deserialize checks the wire format header and decodes the Cash after it;
+// a tombstone (nil b) is the zero Cash.
 func (s CashConfluentSerde) Deserialize(b []byte) (Cash, error) {
+	if b == nil {
+		return Cash{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -383,8 +407,12 @@ func (CreatedAvroSerde) Serialize(v Created) ([]byte, error) {
 }
 
 // Deserialize decodes one Created that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Created, not an error.
 func (CreatedAvroSerde) Deserialize(b []byte) (Created, error) {
+	if b == nil {
+		return Created{}, nil
+	}
 	var v Created
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -409,8 +437,12 @@ func (s CreatedConfluentSerde) Serialize(v Created) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Created after it.
+// Deserialize checks the wire format header and decodes the Created after it;
+// a tombstone (nil b) is the zero Created.
 func (s CreatedConfluentSerde) Deserialize(b []byte) (Created, error) {
+	if b == nil {
+		return Created{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -535,8 +567,12 @@ func (CustomerAvroSerde) Serialize(v Customer) ([]byte, error) {
 }
 
 // Deserialize decodes one Customer that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Customer, not an error.
 func (CustomerAvroSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	var v Customer
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -561,8 +597,12 @@ func (s CustomerConfluentSerde) Serialize(v Customer) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Customer after it.
+// Deserialize checks the wire format header and decodes the Customer after it;
+// a tombstone (nil b) is the zero Customer.
 func (s CustomerConfluentSerde) Deserialize(b []byte) (Customer, error) {
+	if b == nil {
+		return Customer{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -631,8 +671,12 @@ func (DeletedAvroSerde) Serialize(v Deleted) ([]byte, error) {
 }
 
 // Deserialize decodes one Deleted that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Deleted, not an error.
 func (DeletedAvroSerde) Deserialize(b []byte) (Deleted, error) {
+	if b == nil {
+		return Deleted{}, nil
+	}
 	var v Deleted
 	rest, err := v.decodeAvro(b, 0, "")
 	if err != nil {
@@ -657,8 +701,12 @@ func (s DeletedConfluentSerde) Serialize(v Deleted) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Deleted after it.
+// Deserialize checks the wire format header and decodes the Deleted after it;
+// a tombstone (nil b) is the zero Deleted.
 func (s DeletedConfluentSerde) Deserialize(b []byte) (Deleted, error) {
+	if b == nil {
+		return Deleted{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -733,8 +781,12 @@ func (FooAvroSerde) Serialize(v Foo) ([]byte, error) {
 }
 
 // Deserialize decodes one Foo that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Foo, not an error.
 func (FooAvroSerde) Deserialize(b []byte) (Foo, error) {
+	if b == nil {
+		return Foo{}, nil
+	}
 	var v Foo
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -759,8 +811,12 @@ func (s FooConfluentSerde) Serialize(v Foo) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Foo after it.
+// Deserialize checks the wire format header and decodes the Foo after it;
+// a tombstone (nil b) is the zero Foo.
 func (s FooConfluentSerde) Deserialize(b []byte) (Foo, error) {
+	if b == nil {
+		return Foo{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -981,8 +1037,12 @@ func (InteropAvroSerde) Serialize(v Interop) ([]byte, error) {
 }
 
 // Deserialize decodes one Interop that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Interop, not an error.
 func (InteropAvroSerde) Deserialize(b []byte) (Interop, error) {
+	if b == nil {
+		return Interop{}, nil
+	}
 	var v Interop
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -1007,8 +1067,12 @@ func (s InteropConfluentSerde) Serialize(v Interop) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Interop after it.
+// Deserialize checks the wire format header and decodes the Interop after it;
+// a tombstone (nil b) is the zero Interop.
 func (s InteropConfluentSerde) Deserialize(b []byte) (Interop, error) {
+	if b == nil {
+		return Interop{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -1238,8 +1302,12 @@ func (LineAvroSerde) Serialize(v Line) ([]byte, error) {
 }
 
 // Deserialize decodes one Line that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Line, not an error.
 func (LineAvroSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	var v Line
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -1264,8 +1332,12 @@ func (s LineConfluentSerde) Serialize(v Line) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Line after it.
+// Deserialize checks the wire format header and decodes the Line after it;
+// a tombstone (nil b) is the zero Line.
 func (s LineConfluentSerde) Deserialize(b []byte) (Line, error) {
+	if b == nil {
+		return Line{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -1370,8 +1442,12 @@ func (NodeAvroSerde) Serialize(v Node) ([]byte, error) {
 }
 
 // Deserialize decodes one Node that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Node, not an error.
 func (NodeAvroSerde) Deserialize(b []byte) (Node, error) {
+	if b == nil {
+		return Node{}, nil
+	}
 	var v Node
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -1396,8 +1472,12 @@ func (s NodeConfluentSerde) Serialize(v Node) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Node after it.
+// Deserialize checks the wire format header and decodes the Node after it;
+// a tombstone (nil b) is the zero Node.
 func (s NodeConfluentSerde) Deserialize(b []byte) (Node, error) {
+	if b == nil {
+		return Node{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -1848,8 +1928,12 @@ func (OrderAvroSerde) Serialize(v Order) ([]byte, error) {
 }
 
 // Deserialize decodes one Order that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Order, not an error.
 func (OrderAvroSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	var v Order
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -1874,8 +1958,12 @@ func (s OrderConfluentSerde) Serialize(v Order) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Order after it.
+// Deserialize checks the wire format header and decodes the Order after it;
+// a tombstone (nil b) is the zero Order.
 func (s OrderConfluentSerde) Deserialize(b []byte) (Order, error) {
+	if b == nil {
+		return Order{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
@@ -2459,8 +2547,12 @@ func (SimpleAvroSerde) Serialize(v Simple) ([]byte, error) {
 }
 
 // Deserialize decodes one Simple that must fill b exactly. The value
-// never aliases b (its strings may share one copy of it: avro.Whole).
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Simple, not an error.
 func (SimpleAvroSerde) Deserialize(b []byte) (Simple, error) {
+	if b == nil {
+		return Simple{}, nil
+	}
 	var v Simple
 	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
 	if err != nil {
@@ -2485,8 +2577,12 @@ func (s SimpleConfluentSerde) Serialize(v Simple) ([]byte, error) {
 	return v.AppendAvro(dst)
 }
 
-// Deserialize checks the wire format header and decodes the Simple after it.
+// Deserialize checks the wire format header and decodes the Simple after it;
+// a tombstone (nil b) is the zero Simple.
 func (s SimpleConfluentSerde) Deserialize(b []byte) (Simple, error) {
+	if b == nil {
+		return Simple{}, nil
+	}
 	id, payload, err := avro.ParseConfluentHeader(b)
 	if err == nil {
 		err = avro.CheckSchemaID(id, s.SchemaID)
