@@ -240,18 +240,23 @@ func (a *App) Run(ctx context.Context) (err error) {
 			err = fmt.Errorf("run %s: %w", a.cfg.appID, a.changelogsErr)
 		}
 	}()
-	a.units = make([]*unit, a.cfg.parallelism)
-	for i := range a.units {
-		if a.units[i], err = newUnit(a, i); err != nil {
-			for _, u := range a.units[:i] {
+	units := make([]*unit, a.cfg.parallelism)
+	for i := range units {
+		if units[i], err = newUnit(a, i); err != nil {
+			for _, u := range units[:i] {
 				u.cl.Close()
 			}
 			return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 		}
 	}
-	errs := make([]error, len(a.units))
+	// Stats reads the units from other goroutines: they are published
+	// whole, under its lock.
+	a.statsMu.Lock()
+	a.units = units
+	a.statsMu.Unlock()
+	errs := make([]error, len(units))
 	var wg sync.WaitGroup
-	for i, u := range a.units {
+	for i, u := range units {
 		wg.Go(func() {
 			for {
 				err := u.run(runCtx)
