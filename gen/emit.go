@@ -157,6 +157,9 @@ func (e *emitter) main() ([]byte, error) {
 	if len(g.Topics) > 0 {
 		var defs []jen.Code
 		for _, t := range g.Topics {
+			if t.Repartition {
+				continue // named by the runtime: <app>-<name>-repartition
+			}
 			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, t.KeyFormat, t.KV.Value.Name, t.ValueFormat),
 				jen.Id(t.Go.Const).Op("=").Lit(t.Name.Value))
 		}
@@ -407,7 +410,7 @@ func (e *emitter) topology(f *jen.File) {
 		jen.If(jen.Id("p").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(jen.Lit("new topology: nil Processors")))),
 		jen.Id("t").Op(":=").Qual(pkgStream, "NewTopology").Call())
 	for _, t := range g.Topics {
-		if len(t.Readers) == 0 {
+		if len(t.Readers) == 0 || t.Repartition {
 			continue
 		}
 		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
@@ -431,7 +434,23 @@ func (e *emitter) topology(f *jen.File) {
 		body = append(body, jen.Qual(pkgStream, "AddProcessor").Call(args...))
 	}
 	for _, t := range g.Topics {
-		if len(t.Writers) == 0 {
+		if !t.Repartition {
+			continue
+		}
+		// A sink into <app>-<name>-repartition and a source of it named
+		// name: its readers start a new sub-topology.
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Name.Value), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
+			jen.Qual(pkgStream, "RepartitionOptions").Values(jen.Dict{jen.Id("Partitions"): jen.Lit(t.Partitions)})}
+		if t.Partitions == 0 {
+			args[4] = jen.Qual(pkgStream, "RepartitionOptions").Values()
+		}
+		for _, w := range t.Writers {
+			args = append(args, jen.Lit(w.Name.Value))
+		}
+		body = append(body, jen.Qual(pkgStream, "AddRepartition").Call(args...))
+	}
+	for _, t := range g.Topics {
+		if len(t.Writers) == 0 || t.Repartition {
 			continue
 		}
 		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}

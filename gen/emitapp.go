@@ -26,6 +26,9 @@ func (e *emitter) app() ([]byte, error) {
 
 	topics := jen.Dict{}
 	for _, t := range e.g.Topics {
+		if t.Repartition {
+			continue // the app creates its own
+		}
 		topics[jen.Id(t.Go.Const)] = jen.Lit(max(t.Partitions, 1))
 	}
 	f.Commentf("%s maps every topic of %s to its partition count (1 where the", idTopics, schema.FileName)

@@ -200,6 +200,19 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		o := func(role string) owner {
 			return owner{what: fmt.Sprintf("topic %q", t.Name.Value), role: role, pos: t.Name.Pos}
 		}
+		t.Ident = id
+		if t.Repartition {
+			// The runtime's repartition step: its source node bears the
+			// step's name, its sink the name and -repartition-sink. The
+			// topic is the app's own (no constant, nothing to pipe or read).
+			t.Go = TopicNames{
+				KeySerde:   n.declare(serdes, id+"Key", o("key serde")),
+				ValueSerde: n.declare(serdes, id+"Value", o("value serde")),
+				SourceNode: n.declare(nodes, t.Name.Value, o("repartition source node")),
+				SinkNode:   n.declare(nodes, t.Name.Value+"-repartition-sink", o("repartition sink node")),
+			}
+			continue
+		}
 		t.Go = TopicNames{
 			Const:      n.declare(n.pkg, "Topic"+id, o("name constant")),
 			KeySerde:   n.declare(serdes, id+"Key", o("key serde")),
@@ -207,7 +220,6 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			SourceNode: n.declare(nodes, t.Name.Value+"-source", o("source node")),
 			SinkNode:   n.declare(nodes, t.Name.Value+"-sink", o("sink node")),
 		}
-		t.Ident = id
 		if len(t.Readers) > 0 {
 			t.Go.Pipe = n.declare(driver, "Pipe"+id, o("test driver input method"))
 		}

@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -195,12 +196,83 @@ func (r *resolver) run() {
 		r.g.Processors = append(r.g.Processors, pn)
 	}
 	r.edges()
+	r.repartitions()
 	r.storesOf()
 	r.punctuations()
 	if !r.cycles() {
 		r.types()
+		r.rekeyedState()
 	}
 	r.subtopologies()
+}
+
+// repartitions checks that each repartition topic is written and read by
+// processors of the spec: it is the application's own.
+func (r *resolver) repartitions() {
+	for _, t := range r.g.Topics {
+		if !t.Repartition {
+			continue
+		}
+		if len(t.Writers) == 0 {
+			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor writes to it (to: [%s])", t.Name.Value, t.Name.Value)
+		}
+		if len(t.Readers) == 0 {
+			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor reads it (from: [%s])", t.Name.Value, t.Name.Value)
+		}
+	}
+}
+
+// rekeyedState finds the mistake a re-keying processor makes when it feeds,
+// in its own task, a processor that keeps state per key: the records of one
+// key arrive in the tasks of every input partition, so each keeps its own
+// share of the key's state. Only a topic in between (a repartition topic,
+// or any topic the sink partitions by the new key) brings them together.
+func (r *resolver) rekeyedState() {
+	for _, p := range r.g.Processors {
+		evident := p.HasOut && !p.Out.Key.Same(p.In.Key)
+		if !p.Rekeys && !evident {
+			continue
+		}
+		seen := map[*ProcNode]bool{}
+		var stateful *ProcNode
+		var walk func(q *ProcNode)
+		walk = func(q *ProcNode) {
+			for _, c := range q.Children {
+				if c.Proc == nil || seen[c.Proc] || stateful != nil {
+					continue
+				}
+				seen[c.Proc] = true
+				if len(c.Proc.Stores) > 0 {
+					stateful = c.Proc
+					return
+				}
+				walk(c.Proc)
+			}
+		}
+		walk(p)
+		if stateful == nil {
+			continue
+		}
+		pos, why := p.RekeysPos, "re-keys its records (rekeys: true)"
+		if !p.Rekeys {
+			pos, why = p.Name.Pos, fmt.Sprintf("changes the key type from %s to %s", p.In.Key.Name, p.Out.Key.Name)
+			if p.Forward != nil {
+				pos = p.Forward.Pos
+			}
+		}
+		var fed []string
+		for _, c := range p.Children {
+			if c.Proc != nil {
+				fed = append(fed, c.Proc.Name.Value)
+			}
+		}
+		topic := p.Name.Value + "-by-key"
+		r.errs.add(pos, "processor %q %s and feeds %q, whose store %q keeps state per key in the same task: the records of one key "+
+			"would be spread over the tasks of every input partition. Route them through a repartition topic: "+
+			"add topics: {%s: {key: %s, value: %s, repartition: true}}, give %q to: [%s] and %s from: [%s]",
+			p.Name.Value, why, stateful.Name.Value, stateful.Stores[0].Name.Value, topic, p.Out.Key.Name, p.Out.Value.Name,
+			p.Name.Value, topic, quoteList(fed), topic)
+	}
 }
 
 // typ resolves a type name.
@@ -575,10 +647,9 @@ func (r *resolver) subtopologies() {
 		}
 		return "processor:" + n.Proc.Name.Value
 	}
-	for _, t := range r.g.Topics {
-		if len(t.Readers) == 0 {
-			continue
-		}
+	// Nodes in the order NewTopology adds them, so that the numbers are the
+	// runtime's: sources, processors, then the repartition steps.
+	source := func(t *TopicNode) {
 		src := "source:" + t.Name.Value
 		shape.Nodes = append(shape.Nodes, src)
 		shape.Sources[src] = true
@@ -586,11 +657,22 @@ func (r *resolver) subtopologies() {
 			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
 	}
+	for _, t := range r.g.Topics {
+		if len(t.Readers) > 0 && !t.Repartition {
+			source(t)
+		}
+	}
 	for _, p := range topoOrder(r.g.Processors) {
 		k := "processor:" + p.Name.Value
 		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
 			shape.Children[k] = append(shape.Children[k], key(c))
+		}
+	}
+	for _, t := range r.g.Topics {
+		if len(t.Readers) > 0 && t.Repartition {
+			shape.Nodes = append(shape.Nodes, "sink:"+t.Name.Value)
+			source(t)
 		}
 	}
 	for _, s := range r.g.Stores {
@@ -676,4 +758,16 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// quoteList is "a", "a" and "b", or "a", "b" and "c".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) <= 1 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }

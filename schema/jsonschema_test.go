@@ -53,11 +53,11 @@ app: a
 package: a
 types: {go: [./model], avro: [x.avsc]}
 topics:
-  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts}
+  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false}
 stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
 processors:
-  p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], punctuate: [{name: n, every: 1s, time: wall-clock}]}
+  p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
 `
 	_, err := Parse("kgen.yaml", []byte(spec))
 	if err != nil && strings.Contains(err.Error(), "unknown key") {
@@ -65,9 +65,9 @@ processors:
 	}
 	used := map[string][]string{
 		"spec":      {"app", "package", "processors", "stores", "topics", "types", "version"},
-		"topic":     {"format", "key", "key-format", "partitions", "timestamp", "value"},
+		"topic":     {"format", "key", "key-format", "partitions", "repartition", "timestamp", "value"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
-		"processor": {"forward", "from", "punctuate", "stores", "to"},
+		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},
 	}

@@ -309,6 +309,9 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 			t.Partitions, t.PartitionsPos = d.integer(v, what+": partitions"), d.pos(v)
 		}},
 		{"timestamp", func(_, v *yaml.Node) { t.Timestamp = d.str(v, what+": timestamp") }},
+		{"repartition", func(_, v *yaml.Node) {
+			t.Repartition, t.RepartitionPos = d.boolean(v, what+": repartition"), d.pos(v)
+		}},
 	}) {
 		d.require(n, what, "key", t.Key)
 		d.require(n, what, "value", t.Value)
@@ -347,6 +350,7 @@ func (d *decoder) processor(name Str, n *yaml.Node) *Processor {
 		{"to", func(_, v *yaml.Node) { p.To = d.strList(v, what+": to") }},
 		{"stores", func(_, v *yaml.Node) { p.Stores = d.strList(v, what+": stores") }},
 		{"forward", func(_, v *yaml.Node) { p.Forward = d.forward(v, what+": forward") }},
+		{"rekeys", func(_, v *yaml.Node) { p.Rekeys, p.RekeysPos = d.boolean(v, what+": rekeys"), d.pos(v) }},
 		{"punctuate", func(_, v *yaml.Node) {
 			if !d.kind(v, yaml.SequenceNode, what+": punctuate", "a list") {
 				return

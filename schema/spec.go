@@ -77,6 +77,12 @@ type Topic struct {
 	// Timestamp names a field of the value whose time is the record's
 	// event time; empty means the record's own timestamp.
 	Timestamp Str
+	// Repartition makes the topic the application's own repartition topic,
+	// <app>-<name>-repartition: created and purged by the application, its
+	// writers' records re-keyed through it (Kafka Streams' repartition
+	// topics). RepartitionPos is where it was said.
+	Repartition    bool
+	RepartitionPos Pos
 }
 
 // Backends a store may use.
@@ -108,6 +114,11 @@ type Processor struct {
 	To        []Str
 	Stores    []Str
 	Punctuate []*Punctuation
+	// Rekeys says the processor forwards records with keys other than the
+	// ones it received (a key type change says so by itself). RekeysPos is
+	// where it was said.
+	Rekeys    bool
+	RekeysPos Pos
 }
 
 // Forward declares the key and value types a processor forwards.

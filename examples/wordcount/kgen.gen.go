@@ -47,6 +47,10 @@ type Serdes struct {
 	WordCountsKey serde.Serde[string]
 	// WordCountsValue encodes the values of topic "word-counts" (int64).
 	WordCountsValue serde.Serde[int64]
+	// WordsKey encodes the keys of topic "words" (string).
+	WordsKey serde.Serde[string]
+	// WordsValue encodes the values of topic "words" (string).
+	WordsValue serde.Serde[string]
 	// StoreCountsKey encodes the keys of store "counts".
 	StoreCountsKey serde.Serde[string]
 	// StoreCountsValue encodes the values of store "counts".
@@ -62,6 +66,8 @@ func DefaultSerdes() Serdes {
 		StoreCountsValue: serde.Int64{},
 		WordCountsKey:    serde.String{},
 		WordCountsValue:  serde.Int64{},
+		WordsKey:         serde.String{},
+		WordsValue:       serde.String{},
 	}
 }
 
@@ -69,8 +75,8 @@ func DefaultSerdes() Serdes {
 // RegisterSchemas must run before NewTopology.
 const UsesSchemaRegistry = false
 
-// CountProcessor is the user code of processor "count". It reads string,string from
-// processor "split" and forwards string,int64 to topic "word-counts".
+// CountProcessor is the user code of processor "count". It reads string,string from topic
+// "words" and forwards string,int64 to topic "word-counts".
 //
 // An implementation may also have Init(*CountContext) error, called once per task
 // before the first record, and Close() error, called when the task closes.
@@ -144,7 +150,7 @@ func (n *countNode) Close() error {
 }
 
 // SplitProcessor is the user code of processor "split". It reads string,model.Sentence from
-// topic "sentences" and forwards string,string to processor "count".
+// topic "sentences" and forwards string,string to topic "words".
 //
 // An implementation may also have Init(*SplitContext) error, called once per task
 // before the first record, and Close() error, called when the task closes.
@@ -225,12 +231,13 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "sentences-source", TopicSentences, s.SentencesKey, s.SentencesValue)
+	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
+		return &countNode{impl: p.Count()}
+	}, "words")
 	stream.AddProcessor(t, "split", func() stream.Processor[string, model.Sentence, string, string] {
 		return &splitNode{impl: p.Split()}
 	}, "sentences-source")
-	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] {
-		return &countNode{impl: p.Count()}
-	}, "split")
+	stream.AddRepartition(t, "words", s.WordsKey, s.WordsValue, stream.RepartitionOptions{}, "split")
 	stream.AddSink(t, "word-counts-sink", TopicWordCounts, s.WordCountsKey, s.WordCountsValue, "count")
 	stream.AddKeyValueStore(t, StoreCounts, s.StoreCountsKey, s.StoreCountsValue, stream.StoreOptions{Changelog: true}, "count")
 	if err := t.Validate(); err != nil {

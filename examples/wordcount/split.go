@@ -8,7 +8,8 @@ import (
 )
 
 // Split breaks a sentence into lower-case words and forwards each one keyed
-// by itself, so that all occurrences of a word meet in the same task.
+// by itself, to the repartition topic words, through which all occurrences
+// of a word meet in the task that counts it.
 type Split struct{}
 
 var _ SplitProcessor = (*Split)(nil)

@@ -1,6 +1,8 @@
 package wordcount
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,40 @@ func TestWordCount(t *testing.T) {
 		if err != nil || ok != (want > 0) || n != want {
 			t.Errorf("counts[%q] = %d, %v, %v; want %d", word, n, ok, err, want)
 		}
+	}
+}
+
+// On several partitions, as in production: the sentences of every partition
+// feed one count per word, through the repartition topic words. Without it
+// (count fed by split directly), each sentence partition's task would keep
+// its own count of each word, and this test fails.
+func TestWordCountOnFourPartitions(t *testing.T) {
+	d, err := NewTestDriver(Factories{}, streamtest.Config{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	text := []string{"the cat sat on the mat", "the dog sat", "a cat and a dog", "the end"}
+	truth := map[string]int64{}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 40 {
+		s := text[i%len(text)]
+		for _, w := range strings.Fields(s) {
+			truth[w]++
+		}
+		if err := d.PipeSentences(fmt.Sprintf("sentence-%d", i), model.Sentence{Text: s}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := d.ReadWordCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]int64{}
+	for _, r := range got {
+		last[r.Key] = max(last[r.Key], r.Value)
+	}
+	if diff := cmp.Diff(truth, last); diff != "" {
+		t.Fatalf("last count of each word (-want +got):\n%s", diff)
 	}
 }
