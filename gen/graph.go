@@ -14,7 +14,12 @@ import (
 func Diagram(g *Graph) stream.Diagram {
 	d := stream.Diagram{Name: g.Spec.App.Value}
 	for _, t := range g.Topics {
-		d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: t.Name.Value, Detail: t.KV.String()})
+		detail := t.KV.String()
+		if t.Repartition {
+			// The app's own topic, where the sub-topologies it separates meet.
+			detail += ", repartition topic " + g.Spec.App.Value + "-" + t.Name.Value + "-repartition"
+		}
+		d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: t.Name.Value, Detail: detail})
 	}
 	groups := map[int]int{} // sub-topology -> index in d.Groups
 	placed := map[*StoreNode]bool{}
