@@ -505,8 +505,25 @@ func (e *emitter) testDriver() ([]byte, error) {
 	f.Type().Id(idTestDriver).Struct(jen.Id("d").Op("*").Qual(pkgStreamtest, "Driver"), jen.Id("s").Id(idSerdes))
 
 	f.Comment("NewTestDriver builds the topology around p and starts a driver on it. An empty")
-	f.Comment("cfg.AppID means AppID.")
-	f.Func().Id(idNewTestDriver).Params(jen.Id("p").Id(idProcessors), jen.Id("cfg").Qual(pkgStreamtest, "Config")).Params(jen.Op("*").Id(idTestDriver), jen.Error()).Block(
+	f.Commentf("cfg.AppID means AppID. Topics have the spec's partition counts and, where it gives")
+	f.Commentf("none, cfg.Partitions (default %d), as in production: a key handled in the wrong task", defaultTestPartitions)
+	f.Comment("shows in a test.")
+	var counts []jen.Code
+	for _, t := range g.Topics {
+		if t.Partitions > 0 && !t.Repartition {
+			counts = append(counts, jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("cfg").Dot("TopicPartitions").Index(jen.Id(t.Go.Const)), jen.Op("!").Id("ok")).Block(
+				jen.Id("cfg").Dot("TopicPartitions").Index(jen.Id(t.Go.Const)).Op("=").Lit(t.Partitions)))
+		}
+	}
+	setup := []jen.Code{
+		jen.If(jen.Id("cfg").Dot("Partitions").Op("==").Lit(0)).Block(jen.Id("cfg").Dot("Partitions").Op("=").Lit(defaultTestPartitions)),
+	}
+	if len(counts) > 0 {
+		setup = append(setup, jen.If(jen.Id("cfg").Dot("TopicPartitions").Op("==").Nil()).Block(
+			jen.Id("cfg").Dot("TopicPartitions").Op("=").Map(jen.String()).Int32().Values()))
+		setup = append(setup, counts...)
+	}
+	f.Func().Id(idNewTestDriver).Params(jen.Id("p").Id(idProcessors), jen.Id("cfg").Qual(pkgStreamtest, "Config")).Params(jen.Op("*").Id(idTestDriver), jen.Error()).Block(append(setup,
 		jen.Id("s").Op(":=").Id(idDefaultSerdes).Call(),
 		jen.List(jen.Id("t"), jen.Err()).Op(":=").Id(idNewTopology).Call(jen.Id("p"), jen.Id("s")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
@@ -514,7 +531,7 @@ func (e *emitter) testDriver() ([]byte, error) {
 		jen.List(jen.Id("d"), jen.Err()).Op(":=").Qual(pkgStreamtest, "New").Call(jen.Id("t"), jen.Id("cfg")),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(jen.Op("&").Id(idTestDriver).Values(jen.Dict{jen.Id("d"): jen.Id("d"), jen.Id("s"): jen.Id("s")}), jen.Nil()),
-	)
+	)...)
 	recv := func() *jen.Statement { return f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver)) }
 	for _, t := range g.Topics {
 		if t.Go.Pipe != "" {
@@ -529,9 +546,10 @@ func (e *emitter) testDriver() ([]byte, error) {
 		}
 	}
 	for _, s := range g.Stores {
-		f.Commentf("%s is store %q, to inspect or seed.", s.Go.Accessor, s.Name.Value)
+		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
+		f.Comment("in its partition's.")
 		recv().Id(s.Go.Accessor).Params().Params(jen.Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...), jen.Error()).Block(
-			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const))))
+			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStoreFor").Types(kvTypes(s.KV)...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), jen.Id("d").Dot("s").Dot(s.Go.KeySerde))))
 	}
 	f.Comment("AdvanceWallClock moves the driver's wall clock forward by dur, firing the")
 	f.Comment("wall-clock punctuations that fall due.")
@@ -613,3 +631,9 @@ func wrap(text string, width int) []string {
 	}
 	return append(lines, line)
 }
+
+// defaultTestPartitions is the partition count of the generated test
+// driver's topics when neither the spec nor the test gives one, and of the
+// development broker's: more than one, so that a key handled in the wrong
+// task shows before production.
+const defaultTestPartitions = 4

@@ -29,10 +29,14 @@ func (e *emitter) app() ([]byte, error) {
 		if t.Repartition {
 			continue // the app creates its own
 		}
-		topics[jen.Id(t.Go.Const)] = jen.Lit(max(t.Partitions, 1))
+		n := t.Partitions
+		if n == 0 {
+			n = defaultTestPartitions
+		}
+		topics[jen.Id(t.Go.Const)] = jen.Lit(n)
 	}
-	f.Commentf("%s maps every topic of %s to its partition count (1 where the", idTopics, schema.FileName)
-	f.Comment("spec gives none): what the embedded broker creates.")
+	f.Commentf("%s maps every topic of %s to its partition count (%d where the", idTopics, schema.FileName, defaultTestPartitions)
+	f.Comment("spec gives none, as in the test driver): what the embedded broker creates.")
 	f.Var().Id(idTopics).Op("=").Map(jen.String()).Int32().Values(topics)
 
 	f.Commentf("%s starts the in-process development broker with every topic of", idStartDevBroker)

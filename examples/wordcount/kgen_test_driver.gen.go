@@ -18,8 +18,13 @@ type TestDriver struct {
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
-// cfg.AppID means AppID.
+// cfg.AppID means AppID. Topics have the spec's partition counts and, where it gives
+// none, cfg.Partitions (default 4), as in production: a key handled in the wrong task
+// shows in a test.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 4
+	}
 	s := DefaultSerdes()
 	t, err := NewTopology(p, s)
 	if err != nil {
@@ -48,9 +53,10 @@ func (d *TestDriver) ReadWordCounts() ([]stream.Record[string, int64], error) {
 	return streamtest.Read(d.d, TopicWordCounts, d.s.WordCountsKey, d.s.WordCountsValue)
 }
 
-// Counts is store "counts", to inspect or seed.
+// Counts is store "counts", to inspect or seed: every partition's copy, each key
+// in its partition's.
 func (d *TestDriver) Counts() (state.KeyValueStore[string, int64], error) {
-	return streamtest.KeyValueStore[string, int64](d.d, StoreCounts)
+	return streamtest.KeyValueStoreFor[string, int64](d.d, StoreCounts, d.s.StoreCountsKey)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

@@ -17,8 +17,22 @@ type TestDriver struct {
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
-// cfg.AppID means AppID.
+// cfg.AppID means AppID. Topics have the spec's partition counts and, where it gives
+// none, cfg.Partitions (default 4), as in production: a key handled in the wrong task
+// shows in a test.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.TopicPartitions == nil {
+		cfg.TopicPartitions = map[string]int32{}
+	}
+	if _, ok := cfg.TopicPartitions[TopicCustomers]; !ok {
+		cfg.TopicPartitions[TopicCustomers] = 2
+	}
+	if _, ok := cfg.TopicPartitions[TopicOrders]; !ok {
+		cfg.TopicPartitions[TopicOrders] = 2
+	}
 	s := DefaultSerdes()
 	t, err := NewTopology(p, s)
 	if err != nil {
@@ -52,9 +66,10 @@ func (d *TestDriver) PipeOrders(key string, value Order, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicOrders, d.s.OrdersKey, d.s.OrdersValue, key, value, ts)
 }
 
-// Customers is store "customers", to inspect or seed.
+// Customers is store "customers", to inspect or seed: every partition's copy, each key
+// in its partition's.
 func (d *TestDriver) Customers() (state.KeyValueStore[string, Customer], error) {
-	return streamtest.KeyValueStore[string, Customer](d.d, StoreCustomers)
+	return streamtest.KeyValueStoreFor[string, Customer](d.d, StoreCustomers, d.s.StoreCustomersKey)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

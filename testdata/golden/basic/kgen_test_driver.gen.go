@@ -18,8 +18,22 @@ type TestDriver struct {
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
-// cfg.AppID means AppID.
+// cfg.AppID means AppID. Topics have the spec's partition counts and, where it gives
+// none, cfg.Partitions (default 4), as in production: a key handled in the wrong task
+// shows in a test.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.TopicPartitions == nil {
+		cfg.TopicPartitions = map[string]int32{}
+	}
+	if _, ok := cfg.TopicPartitions[TopicCustomers]; !ok {
+		cfg.TopicPartitions[TopicCustomers] = 4
+	}
+	if _, ok := cfg.TopicPartitions[TopicOrders]; !ok {
+		cfg.TopicPartitions[TopicOrders] = 4
+	}
 	s := DefaultSerdes()
 	t, err := NewTopology(p, s)
 	if err != nil {
@@ -53,14 +67,16 @@ func (d *TestDriver) PipeOrders(key string, value model.Order, ts time.Time) err
 	return streamtest.Pipe(d.d, TopicOrders, d.s.OrdersKey, d.s.OrdersValue, key, value, ts)
 }
 
-// CustomersById is store "customers-by-id", to inspect or seed.
+// CustomersById is store "customers-by-id", to inspect or seed: every partition's copy, each key
+// in its partition's.
 func (d *TestDriver) CustomersById() (state.KeyValueStore[string, model.Customer], error) {
-	return streamtest.KeyValueStore[string, model.Customer](d.d, StoreCustomersById)
+	return streamtest.KeyValueStoreFor[string, model.Customer](d.d, StoreCustomersById, d.s.StoreCustomersByIdKey)
 }
 
-// Pending is store "pending", to inspect or seed.
+// Pending is store "pending", to inspect or seed: every partition's copy, each key
+// in its partition's.
 func (d *TestDriver) Pending() (state.KeyValueStore[string, model.Order], error) {
-	return streamtest.KeyValueStore[string, model.Order](d.d, StorePending)
+	return streamtest.KeyValueStoreFor[string, model.Order](d.d, StorePending, d.s.StorePendingKey)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

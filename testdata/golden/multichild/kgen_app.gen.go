@@ -14,14 +14,14 @@ import (
 // KGEN_* environment variables; an empty AppID means AppID.
 type Config = appmain.Config
 
-// Topics maps every topic of kgen.yaml to its partition count (1 where the
-// spec gives none): what the embedded broker creates.
+// Topics maps every topic of kgen.yaml to its partition count (4 where the
+// spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicAlerts:   1,
-	TopicIds:      1,
-	TopicRaw:      1,
-	TopicReadings: 1,
-	TopicStats:    1,
+	TopicAlerts:   4,
+	TopicIds:      4,
+	TopicRaw:      4,
+	TopicReadings: 4,
+	TopicStats:    4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

@@ -14,11 +14,11 @@ import (
 // KGEN_* environment variables; an empty AppID means AppID.
 type Config = appmain.Config
 
-// Topics maps every topic of kgen.yaml to its partition count (1 where the
-// spec gives none): what the embedded broker creates.
+// Topics maps every topic of kgen.yaml to its partition count (4 where the
+// spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicGreetings: 1,
-	TopicShouts:    1,
+	TopicGreetings: 4,
+	TopicShouts:    4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

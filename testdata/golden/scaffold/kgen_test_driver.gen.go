@@ -16,8 +16,13 @@ type TestDriver struct {
 }
 
 // NewTestDriver builds the topology around p and starts a driver on it. An empty
-// cfg.AppID means AppID.
+// cfg.AppID means AppID. Topics have the spec's partition counts and, where it gives
+// none, cfg.Partitions (default 4), as in production: a key handled in the wrong task
+// shows in a test.
 func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 4
+	}
 	s := DefaultSerdes()
 	t, err := NewTopology(p, s)
 	if err != nil {
