@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kgen-dev/kgen/bench/internal/protocol"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -179,6 +180,7 @@ type source struct {
 	Bytes      int64            `json:"bytes"` // keys and values
 	LoadSec    float64          `json:"load_sec"`
 	truth      map[string]int64 // records per key
+	groups     map[string]int64 // records per protocol.Group of the value
 }
 
 func keyName(i uint64) string { return fmt.Sprintf("key-%05d", i) }
@@ -207,6 +209,7 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 		names[i] = keyName(uint64(i))
 	}
 	src.truth = map[string]int64{}
+	src.groups = map[string]int64{}
 	var failed atomic.Pointer[error]
 	start := time.Now()
 	for range src.Records {
@@ -214,6 +217,7 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 		src.truth[k]++
 		v := make([]byte, src.ValueSize)
 		_, _ = valRNG.Read(v)
+		src.groups[protocol.Group(v)]++
 		src.Bytes += int64(len(k) + len(v))
 		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {

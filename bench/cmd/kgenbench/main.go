@@ -236,6 +236,21 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*
 		stream.AddProcessor(t, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{tr: tr} }, "in")
 		stream.AddKeyValueStore(t, protocol.CountStore, serde.String{}, serde.Int64{}, store, "count")
 		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Int64{}, "count")
+	case protocol.RepartitionCount:
+		// Kafka Streams' groupBy(...).count(): a new key from the value,
+		// through a repartition topic, counted per new key.
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "group", func() stream.Processor[[]byte, []byte, string, []byte] {
+			return stream.ProcessorFunc[[]byte, []byte, string, []byte](func(ctx *stream.Context[string, []byte], r stream.Record[[]byte, []byte]) error {
+				tr.Input()
+				ctx.Forward(stream.Record[string, []byte]{Key: protocol.Group(r.Value), Value: r.Value, Timestamp: r.Timestamp})
+				return nil
+			})
+		}, "in")
+		stream.AddRepartition(t, protocol.RepartitionName, serde.String{}, serde.Bytes{}, stream.RepartitionOptions{}, "group")
+		stream.AddProcessor(t, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{} }, protocol.RepartitionName)
+		stream.AddKeyValueStore(t, protocol.CountStore, serde.String{}, serde.Int64{}, store, "count")
+		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Int64{}, "count")
 	default:
 		return nil, fmt.Errorf("unknown workload %q", a.Workload)
 	}
@@ -258,7 +273,8 @@ func (p *putter) Process(_ *stream.Context[[]byte, []byte], r stream.Record[[]by
 	return p.store.Put(r.Key, r.Value)
 }
 
-// counter counts records per key and forwards each new count.
+// counter counts records per key and forwards each new count; with a
+// tracker, it counts its inputs as the workload's.
 type counter struct {
 	tr    *track.Tracker
 	store state.KeyValueStore[string, int64]
@@ -270,7 +286,9 @@ func (c *counter) Init(ctx *stream.Context[string, int64]) (err error) {
 }
 
 func (c *counter) Process(ctx *stream.Context[string, int64], r stream.Record[string, []byte]) error {
-	c.tr.Input()
+	if c.tr != nil {
+		c.tr.Input()
+	}
 	n, _, err := c.store.Get(r.Key)
 	if err != nil {
 		return err

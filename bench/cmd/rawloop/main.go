@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kgen-dev/kgen/bench/internal/protocol"
@@ -69,6 +71,11 @@ type loop struct {
 	exp       protocol.Expect
 	changelog string
 	tr        *track.Tracker
+	// repartition-count: the intermediate topic, its partition count, and
+	// the partitioner of its new keys (murmur2, as Kafka's producer).
+	repart      string
+	repartParts int32
+	partitioner kgo.TopicPartitioner
 
 	mu    sync.Mutex
 	parts map[int32]*partState
@@ -102,7 +109,7 @@ func run(a *protocol.Args) (protocol.Result, error) {
 	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee}
 	exp, _ := protocol.Expected(a.Workload, a.Expect)
 	switch a.Workload {
-	case protocol.KVPut, protocol.Count:
+	case protocol.KVPut, protocol.Count, protocol.RepartitionCount:
 		res.Store = "Go map per partition, changelogged by a plain produce"
 	}
 	eos := a.Guarantee == protocol.ExactlyOnce
@@ -112,6 +119,16 @@ func run(a *protocol.Args) (protocol.Result, error) {
 	}
 	if exp.Store != "" {
 		l.changelog = protocol.Changelog(a.App, exp.Store)
+	}
+	if a.Workload == protocol.RepartitionCount {
+		if eos {
+			// Reported as unsupported, not as a failure.
+			res.Unsupported, res.Error = true, a.Workload+": the raw loop has no exactly-once form of the two hops"
+			return res, nil
+		}
+		if err := l.createRepartition(); err != nil {
+			return res, err
+		}
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	l.stopping = ctx
@@ -185,7 +202,7 @@ func (l *loop) client(i int) (*kgo.Client, error) {
 		kgo.SeedBrokers(strings.Split(l.a.Brokers, ",")...),
 		kgo.ClientID(fmt.Sprintf("%s-%d", l.a.App, i)),
 		kgo.ConsumerGroup(l.a.App),
-		kgo.ConsumeTopics(l.a.Source),
+		kgo.ConsumeTopics(l.topics()...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -221,6 +238,11 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 			return
 		}
 		l.tr.ChangelogAck()
+	}
+	onHop := func(r *kgo.Record, err error) {
+		if err != nil {
+			l.fail(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
+		}
 	}
 	lastCommit := time.Now()
 	for {
@@ -262,6 +284,28 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 					cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: r.Key, Value: v}, onChangelog)
 				}
 				s.mu.Unlock()
+			case protocol.RepartitionCount:
+				if fp.Topic == l.a.Source {
+					// First hop: re-key by the value's group.
+					for _, r := range fp.Records {
+						l.tr.Input()
+						out := &kgo.Record{Topic: l.repart, Key: []byte(protocol.Group(r.Value)), Value: r.Value}
+						out.Partition = int32(l.partitioner.Partition(out, int(l.repartParts)))
+						cl.Produce(ctx, out, onHop)
+					}
+					return
+				}
+				// Second hop: count per group, as count does per key.
+				s := l.part(fp.Partition)
+				s.mu.Lock()
+				for _, r := range fp.Records {
+					n := s.counts[string(r.Key)] + 1
+					s.counts[string(r.Key)] = n
+					v := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
+					cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: r.Key, Value: v}, onChangelog)
+					cl.Produce(ctx, &kgo.Record{Topic: l.a.Sink, Partition: r.Partition, Key: r.Key, Value: v}, onSink)
+				}
+				s.mu.Unlock()
 			case protocol.Count:
 				s := l.part(fp.Partition)
 				s.mu.Lock()
@@ -293,5 +337,46 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 		return fmt.Errorf("final commit: %w", err)
 	}
 	cl.AllowRebalance()
+	return nil
+}
+
+// topics are what the loop consumes: the source, and for repartition-count
+// its intermediate topic too.
+func (l *loop) topics() []string {
+	if l.repart != "" {
+		return []string{l.a.Source, l.repart}
+	}
+	return []string{l.a.Source}
+}
+
+// createRepartition creates the intermediate topic of repartition-count,
+// with the source's partition count, as kgen and Kafka Streams create
+// their repartition topics.
+func (l *loop) createRepartition() error {
+	l.repart = l.a.App + "-" + protocol.RepartitionName + "-repartition"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.a.Brokers, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	details, err := adm.ListTopics(ctx, l.a.Source)
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", l.a.Source, err)
+	}
+	l.repartParts = int32(len(details[l.a.Source].Partitions))
+	if l.repartParts == 0 {
+		return fmt.Errorf("source topic %s has no partitions", l.a.Source)
+	}
+	resp, err := adm.CreateTopic(ctx, l.repartParts, -1, nil, l.repart)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", l.repart, err)
+	}
+	l.partitioner = kgo.StickyKeyPartitioner(nil).ForTopic(l.repart)
 	return nil
 }

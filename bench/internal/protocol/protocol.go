@@ -23,10 +23,29 @@ const (
 	Passthrough = "passthrough"
 	KVPut       = "kv-put"
 	Count       = "count"
+	// RepartitionCount re-keys each record by a field of its value
+	// (Group), sends it through a repartition topic, and counts per new
+	// key: Kafka Streams' groupBy(...).count().
+	RepartitionCount = "repartition-count"
 )
 
 // Workloads lists every workload, in the order they are reported.
-var Workloads = []string{SourceOnly, Passthrough, KVPut, Count}
+var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount}
+
+// RepartitionName names the repartition step of RepartitionCount: its topic
+// is A-by-group-repartition for application A, for every contender.
+const RepartitionName = "by-group"
+
+// Group is the new key of a RepartitionCount record: one of 100 groups,
+// from the first byte of its value (the Kafka Streams contender computes it
+// the same way).
+func Group(value []byte) string {
+	g := 0
+	if len(value) > 0 {
+		g = int(value[0]) % 100
+	}
+	return fmt.Sprintf("g%02d", g)
+}
 
 // Store names: the changelog of store S of application A is A-S-changelog,
 // for kgen and Kafka Streams alike.
@@ -59,7 +78,7 @@ func Expected(workload string, n int64) (Expect, error) {
 		return Expect{Sink: n}, nil
 	case KVPut:
 		return Expect{Changelog: n, Store: KVStore}, nil
-	case Count:
+	case Count, RepartitionCount:
 		return Expect{Sink: n, Changelog: n, Store: CountStore}, nil
 	}
 	return Expect{}, fmt.Errorf("unknown workload %q (want one of %v)", workload, Workloads)

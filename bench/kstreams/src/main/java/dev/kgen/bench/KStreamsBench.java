@@ -35,6 +35,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -225,9 +226,32 @@ public final class KStreamsBench {
                         .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
                 return b.build();
             }
+            case "repartition-count": {
+                // groupBy re-keys through the repartition topic
+                // <app>-by-group-repartition, then counts per new key.
+                StreamsBuilder b = new StreamsBuilder();
+                KeyValueBytesStoreSupplier supplier = persistent
+                        ? Stores.persistentTimestampedKeyValueStore("counts")
+                        : Stores.inMemoryKeyValueStore("counts");
+                b.stream(source, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
+                        .peek((k, v) -> input())
+                        .groupBy((k, v) -> group(v), Grouped.with("by-group", Serdes.String(), Serdes.ByteArray()))
+                        .count(Materialized.<String, Long>as(supplier)
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.Long()))
+                        .toStream()
+                        .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
+                return b.build();
+            }
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
+    }
+
+    /** The new key of a repartition-count record, as bench/internal/protocol.Group. */
+    static String group(byte[] value) {
+        int g = value.length > 0 ? (value[0] & 0xff) % 100 : 0;
+        return String.format("g%02d", g);
     }
 
     /**
@@ -430,6 +454,7 @@ public final class KStreamsBench {
                 conditions = 2;
                 break;
             case "count":
+            case "repartition-count":
                 expectSink = inputs;
                 expectChangelog = inputs;
                 sinkTopic = a.get("sink");
