@@ -286,11 +286,31 @@ func (m *taskManager) reorder() {
 
 // setRestoring is the one place a task's restoring flag changes, keeping
 // the unit's phase (and so the App's state) in step with it.
+//
+// Under exactly-once a restoring task's input partitions are also paused:
+// a transaction commits the consumer's polled positions, and a restoring
+// task cannot process (so cannot drain) what it would be handed, so a
+// commit by the unit's other tasks would mark those records done with no
+// output; a crash before the task caught up would lose them. A task starts
+// restoring before anything is polled for it (it is new, or rebuilt after
+// an abort rewound the consumer), so pausing then keeps its positions at
+// what it has processed.
 func (m *taskManager) setRestoring(t *task, on bool) {
 	if t.restoring == on {
 		return
 	}
 	t.restoring = on
+	if m.u.sess != nil && m.u.cl != nil {
+		parts := map[string][]int32{}
+		for _, in := range t.inputs {
+			parts[in.topic()] = append(parts[in.topic()], t.id.Partition)
+		}
+		if on {
+			m.u.cl.PauseFetchPartitions(parts)
+		} else {
+			m.u.cl.ResumeFetchPartitions(parts)
+		}
+	}
 	m.u.phase()
 }
 
