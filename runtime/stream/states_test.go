@@ -1,8 +1,11 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,4 +112,55 @@ func TestStatesFollowKafkaStreams(t *testing.T) {
 			t.Fatalf("states %v, want %v", got, want)
 		}
 	})
+}
+
+// A restore logs a summary per task: how many records and how long, as an
+// operator of Kafka Streams expects from its restore listener.
+func TestRestoreLogsASummary(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "restorelog-" + in
+	recs, _ := keyedRecords(in, 2000, 500, 4)
+	produceAll(t, c.Client(t), recs)
+	opts := func(extra ...stream.Option) []stream.Option {
+		return append([]stream.Option{stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
+			stream.Parallelism(1), stream.ExitWhenCaughtUp()}, extra...)
+	}
+	if _, err := runApp(t, countTopology(in, out, nil), opts(stream.Logger(testLogger(t)))...); err != nil {
+		t.Fatal(err)
+	}
+	var buf syncBuffer
+	if _, err := runApp(t, countTopology(in, out, nil), opts(stream.Logger(slog.New(slog.NewTextHandler(&buf, nil))))...); err != nil {
+		t.Fatal(err)
+	}
+	var summaries int
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, `msg="restored task"`) {
+			summaries++
+			if !strings.Contains(line, "records=") || !strings.Contains(line, "duration=") || strings.Contains(line, "records=0 ") {
+				t.Errorf("restore summary without its figures: %s", line)
+			}
+		}
+	}
+	if summaries != 2 {
+		t.Fatalf("%d restore summaries logged, want one per task (2):\n%s", summaries, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the units' goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
