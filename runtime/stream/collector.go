@@ -130,7 +130,8 @@ func (c *collector) produced(r *kgo.Record, err error) {
 		c.deadLettered.Add(1)
 		// No begin: this runs on the producer's goroutine, and the commit
 		// that will flush this record has not ended the transaction yet.
-		c.cl.TryProduce(context.Background(), c.deadLetter(c.cfg.onProduceError.topic, src.in, src.node, perr), c.onProduced)
+		topic := c.cfg.onProduceError.topic
+		c.cl.TryProduce(context.Background(), deadLetter(topic, c.partitions(topic), src.in, src.node, perr), c.onProduced)
 	default:
 		c.fail(perr)
 	}
@@ -144,10 +145,11 @@ func produceError(r *kgo.Record, src *produceSource, err error) *ProduceError {
 	return perr
 }
 
-// deadLetter is the record sent to a dead-letter topic for the input
-// record in: its original bytes, with the cause in headers. Its Context is
-// nil, so the callback knows a failed dead letter for what it is: final.
-func (c *collector) deadLetter(topic string, in *kgo.Record, node string, cause error) *kgo.Record {
+// deadLetter is the record sent to a dead-letter topic of partitions
+// partitions for the input record in: its original bytes, with the cause in
+// headers. Its Context is nil, so the callback knows a failed dead letter
+// for what it is: final.
+func deadLetter(topic string, partitions int32, in *kgo.Record, node string, cause error) *kgo.Record {
 	hdrs := append(append([]kgo.RecordHeader(nil), in.Headers...),
 		kgo.RecordHeader{Key: "kgen.error", Value: []byte(cause.Error())},
 		kgo.RecordHeader{Key: "kgen.error.node", Value: []byte(node)},
@@ -156,8 +158,8 @@ func (c *collector) deadLetter(topic string, in *kgo.Record, node string, cause 
 		kgo.RecordHeader{Key: "kgen.source.offset", Value: fmt.Appendf(nil, "%d", in.Offset)},
 	)
 	p := int32(0)
-	if n := c.partitions(topic); n > 0 && in.Key != nil {
-		p = KafkaPartition(in.Key, n)
+	if partitions > 0 && in.Key != nil {
+		p = KafkaPartition(in.Key, partitions)
 	}
 	return &kgo.Record{Topic: topic, Partition: p, Key: in.Key, Value: in.Value, Headers: hdrs, Timestamp: in.Timestamp}
 }
@@ -165,7 +167,7 @@ func (c *collector) deadLetter(topic string, in *kgo.Record, node string, cause 
 // sendDeadLetter produces the dead letter of a record that failed.
 func (c *collector) sendDeadLetter(topic string, in *kgo.Record, node string, cause error) {
 	c.begin()
-	c.cl.Produce(context.Background(), c.deadLetter(topic, in, node, cause), c.onProduced)
+	c.cl.Produce(context.Background(), deadLetter(topic, c.partitions(topic), in, node, cause), c.onProduced)
 }
 
 // logChange produces one changelog record of s. Its failure is always

@@ -162,8 +162,7 @@ func (d *LocalDriver) send(t *task, o *outRecord) {
 }
 
 func (d *LocalDriver) deadLetter(topic string, in *kgo.Record, node string, cause error) {
-	c := collector{partitions: d.partitions}
-	d.produce(c.deadLetter(topic, in, node, cause))
+	d.produce(deadLetter(topic, d.partitions(topic), in, node, cause))
 }
 
 func (d *LocalDriver) produce(r *kgo.Record) {

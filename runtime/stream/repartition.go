@@ -43,30 +43,12 @@ func AddRepartition[K, V any](t *Topology, name string, ks serde.Serde[K], vs se
 		name: sinkName, kind: sinkKind, topic: placeholder, repartition: name, parents: parents,
 		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
 	}
-	sink.build = func(tk *task, _ []any) (any, error) {
-		topic := tk.topo.nodes[sinkName].topic // the App's own name for the topic
-		n := tk.env.partitions(topic)
-		if n <= 0 {
-			return nil, fmt.Errorf("repartition %q: topic %q has no partitions", name, topic)
-		}
-		return &sinkNode[K, V]{name: sinkName, topic: topic, ks: ks, vs: vs, t: tk, partitions: n}, nil
-	}
+	sink.build = sinkBuilder(sink, serde.Serializer[K](ks), serde.Serializer[V](vs), nil)
 	source := &node{
 		name: name, kind: sourceKind, topic: placeholder, repartition: name,
 		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
 	}
-	source.build = func(tk *task, children []any) (any, error) {
-		topic := tk.topo.nodes[name].topic
-		src := &sourceNode[K, V]{name: name, topicName: topic, kd: ks, vd: vs, t: tk}
-		for i, c := range children {
-			r, ok := c.(receiver[K, V])
-			if !ok {
-				return nil, fmt.Errorf("repartition %q cannot forward to %q", name, source.children[i])
-			}
-			src.children = append(src.children, r)
-		}
-		return src, nil
-	}
+	source.build = sourceBuilder(source, serde.Deserializer[K](ks), serde.Deserializer[V](vs), nil)
 	if t.addNode(sink) && t.addNode(source) {
 		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions})
 	}

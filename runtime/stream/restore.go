@@ -231,7 +231,7 @@ func (r *changelogReader) step() error {
 	return u.fatal
 }
 
-// restoring says whether a store of t is still being fed.
+// restoringAny says whether a store of t is still being fed.
 func (r *changelogReader) restoringAny(t *task) bool {
 	for _, s := range t.sm.order {
 		if r.restoring[s.changelog][s.partition] == s {

@@ -148,17 +148,7 @@ func AddSource[K, V any](t *Topology, name, topic string, kd serde.Deserializer[
 		name: name, kind: sourceKind, topic: topic,
 		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
 	}
-	n.build = func(tk *task, children []any) (any, error) {
-		src := &sourceNode[K, V]{name: name, topicName: topic, kd: kd, vd: vd, timestamp: cfg.timestamp, t: tk}
-		for i, c := range children {
-			r, ok := c.(receiver[K, V])
-			if !ok {
-				return nil, fmt.Errorf("source %q cannot forward to %q", name, n.children[i])
-			}
-			src.children = append(src.children, r)
-		}
-		return src, nil
-	}
+	n.build = sourceBuilder(n, kd, vd, cfg.timestamp)
 	if topic == "" {
 		t.errorf("source %q has no topic", name)
 	}
@@ -215,17 +205,41 @@ func AddSinkWith[K, V any](t *Topology, name, topic string, ks serde.Serializer[
 		name: name, kind: sinkKind, topic: topic, parents: parents,
 		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
 	}
-	n.build = func(tk *task, children []any) (any, error) {
-		n := tk.env.partitions(topic)
-		if n <= 0 {
-			return nil, fmt.Errorf("sink %q: topic %q does not exist", name, topic)
-		}
-		return &sinkNode[K, V]{name: name, topic: topic, ks: ks, vs: vs, partitioner: cfg.Partitioner, t: tk, partitions: n}, nil
-	}
+	n.build = sinkBuilder(n, ks, vs, cfg.Partitioner)
 	if topic == "" {
 		t.errorf("sink %q has no topic", name)
 	}
 	t.addNode(n)
+}
+
+// sourceBuilder makes a source's instance for a task. The topic is the one
+// of the task's topology, which names the App's repartition topics.
+func sourceBuilder[K, V any](n *node, kd serde.Deserializer[K], vd serde.Deserializer[V], timestamp func(K, V, time.Time) time.Time) builder {
+	return func(tk *task, children []any) (any, error) {
+		topic := tk.topo.nodes[n.name].topic
+		src := &sourceNode[K, V]{name: n.name, topicName: topic, kd: kd, vd: vd, timestamp: timestamp, t: tk}
+		for i, c := range children {
+			r, ok := c.(receiver[K, V])
+			if !ok {
+				return nil, fmt.Errorf("source %q cannot forward to %q", n.name, tk.topo.nodes[n.name].children[i])
+			}
+			src.children = append(src.children, r)
+		}
+		return src, nil
+	}
+}
+
+// sinkBuilder makes a sink's instance for a task, over the topic of the
+// task's topology.
+func sinkBuilder[K, V any](n *node, ks serde.Serializer[K], vs serde.Serializer[V], partitioner func(K, V, []byte, int32) int32) builder {
+	return func(tk *task, _ []any) (any, error) {
+		topic := tk.topo.nodes[n.name].topic
+		parts := tk.env.partitions(topic)
+		if parts <= 0 {
+			return nil, fmt.Errorf("sink %q: topic %q does not exist", n.name, topic)
+		}
+		return &sinkNode[K, V]{name: n.name, topic: topic, ks: ks, vs: vs, partitioner: partitioner, t: tk, partitions: parts}, nil
+	}
 }
 
 // AddKeyValueStore adds a key-value store and attaches it to processors.

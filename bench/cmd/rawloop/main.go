@@ -244,6 +244,23 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 			l.fail(fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err))
 		}
 	}
+	// count counts fp's records per key into its partition's map and
+	// produces each new count to the changelog and the sink.
+	count := func(fp kgo.FetchTopicPartition, inputs bool) {
+		s := l.part(fp.Partition)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, r := range fp.Records {
+			if inputs {
+				l.tr.Input()
+			}
+			n := s.counts[string(r.Key)] + 1
+			s.counts[string(r.Key)] = n
+			v := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
+			cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: r.Key, Value: v}, onChangelog)
+			cl.Produce(ctx, &kgo.Record{Topic: l.a.Sink, Partition: r.Partition, Key: r.Key, Value: v}, onSink)
+		}
+	}
 	lastCommit := time.Now()
 	for {
 		fetches := cl.PollFetches(ctx)
@@ -295,29 +312,11 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 					}
 					return
 				}
-				// Second hop: count per group, as count does per key.
-				s := l.part(fp.Partition)
-				s.mu.Lock()
-				for _, r := range fp.Records {
-					n := s.counts[string(r.Key)] + 1
-					s.counts[string(r.Key)] = n
-					v := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
-					cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: r.Key, Value: v}, onChangelog)
-					cl.Produce(ctx, &kgo.Record{Topic: l.a.Sink, Partition: r.Partition, Key: r.Key, Value: v}, onSink)
-				}
-				s.mu.Unlock()
+				// Second hop: count per group, as count does per key; the
+				// records were counted as inputs on the first.
+				count(fp, false)
 			case protocol.Count:
-				s := l.part(fp.Partition)
-				s.mu.Lock()
-				for _, r := range fp.Records {
-					l.tr.Input()
-					n := s.counts[string(r.Key)] + 1
-					s.counts[string(r.Key)] = n
-					v := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
-					cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: r.Key, Value: v}, onChangelog)
-					cl.Produce(ctx, &kgo.Record{Topic: l.a.Sink, Partition: r.Partition, Key: r.Key, Value: v}, onSink)
-				}
-				s.mu.Unlock()
+				count(fp, true)
 			}
 		})
 		if time.Since(lastCommit) >= l.a.CommitInterval {
