@@ -501,8 +501,44 @@ func (a *App) changelogEnds(ctx context.Context, deadline time.Time, topics ...s
 const markerWait = 2 * time.Second
 
 // watchCaughtUp ends the run once the group's committed offsets reach the
-// end offsets the sources had at start.
+// end offsets the input topics had at start, and then the current end of
+// every repartition topic. A repartition topic's end at start says nothing
+// (a new one is empty), and its records are written by this very run: they
+// are all in the log once the inputs that made them are committed (a commit
+// flushes the producer first), so its end is read after that and after the
+// committed offsets, then must be reached too.
 func (a *App) watchCaughtUp(ctx context.Context, cancel context.CancelCauseFunc, ends kadm.ListedOffsets) {
+	var repartition []string
+	for _, topic := range a.topo.SourceTopics() {
+		if a.topo.isRepartitionTopic(topic) {
+			repartition = append(repartition, topic)
+		}
+	}
+	inputEnds := kadm.ListedOffsets{}
+	for topic, ps := range ends {
+		if !a.topo.isRepartitionTopic(topic) {
+			inputEnds[topic] = ps
+		}
+	}
+	// Under exactly-once a transaction marker follows the last record, and
+	// the committed offset stops just before it.
+	var markerSlack int64
+	if a.cfg.guarantee == ExactlyOnce {
+		markerSlack = 1
+	}
+	reached := func(committed kadm.OffsetResponses, ends kadm.ListedOffsets, slack int64) bool {
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Offset <= 0 {
+				return
+			}
+			c, ok := committed.Lookup(o.Topic, o.Partition)
+			if !ok || c.Err != nil || c.At < o.Offset-slack {
+				done = false
+			}
+		})
+		return done
+	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -515,24 +551,18 @@ func (a *App) watchCaughtUp(ctx context.Context, cancel context.CancelCauseFunc,
 			continue // restoring or rebalancing: not done, whatever was committed before
 		}
 		committed, err := a.adm.FetchOffsets(ctx, a.cfg.appID)
-		if err != nil {
+		if err != nil || !reached(committed, inputEnds, 0) {
 			continue
 		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Err != nil || o.Offset <= 0 {
-				return
+		if len(repartition) > 0 {
+			now, err := a.adm.ListEndOffsets(ctx, repartition...)
+			if err != nil || now.Error() != nil || !reached(committed, now, markerSlack) {
+				continue
 			}
-			c, ok := committed.Lookup(o.Topic, o.Partition)
-			if !ok || c.Err != nil || c.At < o.Offset {
-				done = false
-			}
-		})
-		if done {
-			a.cfg.logger.Info("caught up with the end offsets seen at start; stopping", "app", a.cfg.appID)
-			cancel(nil)
-			return
 		}
+		a.cfg.logger.Info("caught up with the end offsets seen at start; stopping", "app", a.cfg.appID)
+		cancel(nil)
+		return
 	}
 }
 

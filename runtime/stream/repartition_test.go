@@ -138,6 +138,65 @@ func TestRepartitionedWordCount(t *testing.T) {
 	}
 }
 
+// ExitWhenCaughtUp waits for the steps behind a repartition topic too: the
+// inputs are committed long before the slow counting step has read what the
+// split step wrote, and a run that stopped then would leave words uncounted.
+func TestExitWhenCaughtUpWaitsForRepartitionTopics(t *testing.T) {
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+			recs, truth := sentences(in, 400)
+			produceAll(t, c.Client(t), recs)
+			topo := stream.NewTopology()
+			stream.AddSource(topo, "sentences", in, serde.String{}, serde.String{})
+			stream.AddProcessor(topo, "split", func() stream.Processor[string, string, string, string] {
+				return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+					for _, w := range strings.Fields(r.Value) {
+						ctx.Forward(stream.Record[string, string]{Key: w, Value: w})
+					}
+					return nil
+				})
+			}, "sentences")
+			stream.AddRepartition(topo, "words", serde.String{}, serde.String{}, stream.RepartitionOptions{}, "split")
+			stream.AddProcessor(topo, "count", func() stream.Processor[string, string, string, int64] { return &slowCounter{} }, "words")
+			stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Changelog: true}, "count")
+			stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
+			app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID("caught-up-"+in), stream.StateDir(t.TempDir()),
+				stream.Parallelism(1), stream.Guarantee(g), stream.CommitInterval(50*time.Millisecond), stream.ExitWhenCaughtUp(),
+				stream.Logger(testLogger(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := app.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			last := map[string]int64{}
+			for _, r := range c.ReadToEnd(t, out) {
+				n, _ := serde.Int64{}.Deserialize(r.Value)
+				last[string(r.Key)] = max(last[string(r.Key)], n)
+			}
+			var short int
+			for w, n := range truth {
+				if last[w] != n {
+					short++
+				}
+			}
+			if short > 0 {
+				t.Fatalf("%d of %d words not fully counted when the run ended", short, len(truth))
+			}
+		})
+	}
+}
+
+// slowCounter counts like keyCounter, taking a millisecond a record.
+type slowCounter struct{ keyCounter }
+
+func (c *slowCounter) Process(ctx *stream.Context[string, int64], r stream.Record[string, string]) error {
+	time.Sleep(time.Millisecond)
+	return c.keyCounter.Process(ctx, r)
+}
+
 func TestRepartitionInTheDescription(t *testing.T) {
 	d, err := stream.NewLocalDriver(wordCountTopology("sentences", "word-counts", nil), stream.LocalConfig{AppID: "wc"})
 	if err != nil {
