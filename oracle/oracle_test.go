@@ -294,6 +294,18 @@ var topologies = map[string]func(*env) *stream.Topology{
 		}
 		return t
 	},
+	"branch-no-default": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		in(t)
+		dsl.Branch(t, "split", []dsl.BranchDef[string, string]{
+			{Name: "long", Pred: func(k, v string) bool { return len(v) > 5 }},
+			{Name: "a", Pred: func(k, v string) bool { return strings.HasPrefix(v, "a") }},
+		}, "", "in")
+		for _, b := range []string{"long", "a"} {
+			stream.AddSink(t, "out-"+b, "out-"+b, S, S, dsl.BranchNode("split", b))
+		}
+		return t
+	},
 	"merge": func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		in(t)

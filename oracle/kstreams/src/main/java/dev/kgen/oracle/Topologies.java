@@ -95,6 +95,12 @@ final class Topologies {
                         .branch((k, v) -> v.startsWith("a"), Branched.withConsumer(s -> s.to("out-a", Produced.with(S, S)), "a"))
                         .defaultBranch(Branched.withConsumer(s -> s.to("out-default", Produced.with(S, S)), "default"));
                 break;
+            case "branch-no-default":
+                in(b).split(Named.as("split-"))
+                        .branch((k, v) -> v.length() > 5, Branched.withConsumer(s -> s.to("out-long", Produced.with(S, S)), "long"))
+                        .branch((k, v) -> v.startsWith("a"), Branched.withConsumer(s -> s.to("out-a", Produced.with(S, S)), "a"))
+                        .noDefaultBranch();
+                break;
             case "merge": {
                 KStream<String, String> upper = in(b).mapValues(v -> v.toUpperCase());
                 upper.merge(b.stream("in2", Consumed.with(S, S))).to("out", Produced.with(S, S));
