@@ -142,7 +142,7 @@ func (c changes[V]) Deserialize(b []byte) (Change[V], error) {
 		return Change[V]{}, fmt.Errorf("table change: malformed (%d bytes)", len(b))
 	}
 	n := binary.BigEndian.Uint32(b[1:])
-	if uint64(n) > uint64(len(b)-5) {
+	if uint64(n) > uint64(len(b)-5) || (b[0]&hasOld == 0 && n != 0) || (b[0]&hasNew == 0 && int(n) != len(b)-5) {
 		return Change[V]{}, fmt.Errorf("table change: old value of %d bytes in %d", n, len(b)-5)
 	}
 	var ch Change[V]
