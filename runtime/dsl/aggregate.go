@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -13,7 +14,9 @@ import (
 // in between (the generator does). Each aggregation registers its store,
 // keeps a timestamped value per key, and forwards every update as a
 // Change, timestamped with the later of the record's time and the previous
-// aggregate's.
+// aggregate's. A record whose value is nil (a tombstone read with Nullable,
+// or a nil slice or map) is dropped, as Kafka Streams drops a null value:
+// it neither changes the aggregate nor emits.
 
 // Count counts the records of each key.
 func Count[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], opts stream.StoreOptions, parents ...string) {
@@ -45,7 +48,7 @@ func Aggregate[K, V, VA any](t *stream.Topology, name, store string, ks serde.Se
 
 func addAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, step func(K, V, VA, bool) VA, parents []string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, Change[VA]] {
-		return &aggregation[K, V, VA]{storeName: store, step: step}
+		return &aggregation[K, V, VA]{storeName: store, step: step, isNil: nilTest[V]()}
 	}, parents...)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
 }
@@ -54,6 +57,17 @@ type aggregation[K, V, VA any] struct {
 	storeName string
 	store     state.KeyValueStore[K, ValueAndTimestamp[VA]]
 	step      func(K, V, VA, bool) VA
+	isNil     func(V) bool // nil for a type whose values are never nil
+}
+
+// nilTest returns a test for nil values of a type that has them (pointers,
+// slices, maps, interfaces, funcs, channels), else nil.
+func nilTest[V any]() func(V) bool {
+	switch reflect.TypeFor[V]().Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return func(v V) bool { return reflect.ValueOf(&v).Elem().IsNil() }
+	}
+	return nil
 }
 
 func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err error) {
@@ -62,6 +76,9 @@ func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err er
 }
 
 func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r stream.Record[K, V]) error {
+	if a.isNil != nil && a.isNil(r.Value) {
+		return nil
+	}
 	old, found, err := a.store.Get(r.Key)
 	if err != nil {
 		return err
