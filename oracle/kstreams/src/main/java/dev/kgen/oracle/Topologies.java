@@ -22,6 +22,9 @@ import org.apache.kafka.streams.kstream.Produced;
  * with the same functions (the helpers below and their Go copies), so any
  * difference in what the output topics receive is a difference of semantics.
  * Input topics are "in" (and "in2"); outputs are "out" (and "out-*").
+ * A "-nullable" topology is its plain one here (Java values are nullable
+ * anyway); its Go twin reads the values with dsl.Nullable, so that a null
+ * value is nil rather than the zero value.
  */
 final class Topologies {
     private static final Serde<String> S = Serdes.String();
@@ -107,9 +110,11 @@ final class Topologies {
                 break;
             }
             case "count-groupByKey":
+            case "count-groupByKey-nullable":
                 in(b).groupByKey(Grouped.with(S, S)).count().toStream().to("out", Produced.with(S, L));
                 break;
             case "reduce-groupByKey":
+            case "reduce-groupByKey-nullable":
                 b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L)).reduce(Long::sum)
                         .toStream().to("out", Produced.with(S, L));
                 break;
@@ -126,6 +131,7 @@ final class Topologies {
                         .toStream().to("out", Produced.with(S, L));
                 break;
             case "aggregate-groupBy":
+            case "aggregate-groupBy-nullable":
                 in(b).groupBy((k, v) -> first(k), Grouped.with(S, S))
                         .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Materialized.with(S, L))
                         .toStream().to("out", Produced.with(S, L));
