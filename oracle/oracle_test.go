@@ -394,6 +394,31 @@ var topologies = map[string]func(*env) *stream.Topology{
 		toLongs(t, "aggregate")
 		return t
 	},
+	"wordcount": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		in(t)
+		dsl.FlatMapValues(t, "words", func(k, v string) []string { return words(v) }, "in")
+		dsl.SelectKey(t, "group-by", func(k, w string) string { return w }, "words")
+		stream.AddRepartition(t, "group-by-repartition", S, S, stream.RepartitionOptions{}, "group-by")
+		dsl.Count[string, string](t, "count", "count-store", S, opts, "group-by-repartition")
+		toLongs(t, "count")
+		return t
+	},
+	"repartition-chain": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		in(t)
+		dsl.SelectKey(t, "group-by", func(k, v string) string { return v }, "in")
+		stream.AddRepartition(t, "group-by-repartition", S, S, stream.RepartitionOptions{}, "group-by")
+		dsl.Count[string, string](t, "count", "count-store", S, opts, "group-by-repartition")
+		dsl.ToStream[string, int64](t, "count-stream", "count")
+		dsl.SelectKey(t, "group-by-2", func(w string, n *int64) string { return first(w) }, "count-stream")
+		stream.AddRepartition(t, "group-by-2-repartition", S, dsl.Nullable[int64](L), stream.RepartitionOptions{}, "group-by-2")
+		dsl.Reduce(t, "reduce", "reduce-store", S, dsl.Nullable[int64](L), opts,
+			func(agg, v *int64) *int64 { s := *agg + *v; return &s }, "group-by-2-repartition")
+		dsl.ToStream[string, *int64](t, "to-stream", "reduce")
+		stream.AddSink(t, "out", "out", S, dsl.Nullable(dsl.Nullable[int64](L)), "to-stream")
+		return t
+	},
 	"table": func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		dsl.Table(t, "table", "in", S, S, "table-store", opts)

@@ -136,6 +136,15 @@ final class Topologies {
                         .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Materialized.with(S, L))
                         .toStream().to("out", Produced.with(S, L));
                 break;
+            case "wordcount":
+                in(b).flatMapValues(v -> words(v)).groupBy((k, w) -> w, Grouped.with(S, S)).count()
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "repartition-chain":
+                in(b).groupBy((k, v) -> v, Grouped.with(S, S)).count()
+                        .toStream().groupBy((w, n) -> first(w), Grouped.with(S, L)).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
             case "table":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
                         .toStream().to("out", Produced.with(S, S));
