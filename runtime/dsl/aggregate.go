@@ -16,7 +16,10 @@ import (
 // Change, timestamped with the later of the record's time and the previous
 // aggregate's. A record whose value is nil (a tombstone read with Nullable,
 // or a nil slice or map) is dropped, as Kafka Streams drops a null value:
-// it neither changes the aggregate nor emits.
+// it neither changes the aggregate nor emits. An aggregator or reducer
+// that returns nil (an aggregate type that can be nil) deletes the key's
+// aggregate, as Kafka Streams' null does: the update's New is nil (a
+// tombstone after ToStream), and the key's next record starts afresh.
 
 // Count counts the records of each key.
 func Count[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], opts stream.StoreOptions, parents ...string) {
@@ -48,7 +51,7 @@ func Aggregate[K, V, VA any](t *stream.Topology, name, store string, ks serde.Se
 
 func addAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, step func(K, V, VA, bool) VA, parents []string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, Change[VA]] {
-		return &aggregation[K, V, VA]{storeName: store, step: step, isNil: nilTest[V]()}
+		return &aggregation[K, V, VA]{storeName: store, step: step, isNil: nilTest[V](), aggNil: nilTest[VA]()}
 	}, parents...)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
 }
@@ -58,6 +61,7 @@ type aggregation[K, V, VA any] struct {
 	store     state.KeyValueStore[K, ValueAndTimestamp[VA]]
 	step      func(K, V, VA, bool) VA
 	isNil     func(V) bool // nil for a type whose values are never nil
+	aggNil    func(VA) bool
 }
 
 // nilTest returns a test for nil values of a type that has them (pointers,
@@ -88,12 +92,18 @@ func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r st
 	if found {
 		ts = later(ts, old.Timestamp)
 	}
-	if err := a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts}); err != nil {
-		return err
-	}
-	ch := Change[VA]{New: &next}
+	ch := Change[VA]{}
 	if found {
 		ch.Old = &old.Value
+	}
+	if a.aggNil != nil && a.aggNil(next) {
+		err = a.store.Delete(r.Key)
+	} else {
+		ch.New = &next
+		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts})
+	}
+	if err != nil {
+		return err
 	}
 	ctx.Forward(stream.Record[K, Change[VA]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
 	return nil

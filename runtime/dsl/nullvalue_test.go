@@ -2,6 +2,7 @@ package dsl_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -41,4 +42,64 @@ func TestAggregationsDropNilValues(t *testing.T) {
 	same(t, "count", render(d.Output("count-out"), long), []string{"a=1@1", "a=2@3"})
 	same(t, "reduce", render(d.Output("reduce-out"), text), []string{"a=x@1", "a=x@3"})
 	same(t, "aggregate", render(d.Output("aggregate-out"), long), []string{"a=102@1", "a=103@2"})
+}
+
+// A nil aggregate deletes the key's aggregate, as Kafka Streams' null does
+// (oracle cases reduce-delete and table-reduce-delete): a tombstone goes out,
+// and the key's next record starts afresh, with its own timestamp. Before,
+// the nil was stored, and the next record failed to decode it (a stream
+// reduce) or the subtraction handed it to the adder (a table reduce).
+func TestNilAggregateDeletes(t *testing.T) {
+	s, l := serde.String{}, dsl.Nullable[int64](serde.Int64{})
+	opts := stream.StoreOptions{Changelog: true}
+	sum := func(agg, v *int64) *int64 { r := *agg + *v; return &r }
+	zeroIsNil := func(r int64) *int64 {
+		if r == 0 {
+			return nil
+		}
+		return &r
+	}
+	show := func(b []byte) string { return long(b) }
+
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", "in", s, l)
+	dsl.Reduce(topo, "reduce", "reduce-store", s, l, opts, func(agg, v *int64) *int64 { return zeroIsNil(*agg + *v) }, "in")
+	dsl.ToStream[string, *int64](topo, "to-stream", "reduce")
+	stream.AddSink(topo, "out", "out", s, dsl.Nullable(l), "to-stream")
+	d := driver(t, topo, 1)
+	for _, r := range []struct {
+		v  int64
+		at time.Duration
+	}{{5, 5}, {-5, 2}, {3, 1}, {4, 3}} {
+		b, _ := serde.Int64{}.Serialize(r.v)
+		if err := d.Pipe("in", []byte("a"), b, nil, t0.Add(r.at*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same(t, "reduce", render(d.Output("out"), show), []string{"a=5@5", "a=-@5", "a=3@1", "a=7@3"})
+
+	topo = stream.NewTopology()
+	dsl.Table(topo, "table", "in", s, l, "table-store", opts)
+	dsl.TableGroupBy(topo, "group-by", s, func(k string, v *int64) (string, *int64) { return "g", v }, "table")
+	stream.AddRepartition(topo, "group-by-repartition", s, dsl.Changes(l), stream.RepartitionOptions{}, "group-by")
+	dsl.TableReduce(topo, "reduce", "reduce-store", s, l, opts, sum,
+		func(agg, v *int64) *int64 { return zeroIsNil(*agg - *v) }, "group-by-repartition")
+	dsl.ToStream[string, *int64](topo, "to-stream", "reduce")
+	stream.AddSink(topo, "out", "out", s, dsl.Nullable(l), "to-stream")
+	d = driver(t, topo, 1)
+	for _, r := range []struct {
+		k  string
+		v  int64 // 0: a tombstone
+		at time.Duration
+	}{{"a", 4, 5}, {"a", 6, 1}, {"a", 0, 2}, {"b", 2, 4}} {
+		var b []byte
+		if r.v != 0 {
+			b, _ = serde.Int64{}.Serialize(r.v)
+		}
+		if err := d.Pipe("in", []byte(r.k), b, nil, t0.Add(r.at*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a=6 replaces a=4: 4-4 leaves no aggregate, so 6 starts it afresh.
+	same(t, "table reduce", render(d.Output("out"), show), []string{"g=4@5", "g=6@5", "g=-@5", "g=2@4"})
 }
