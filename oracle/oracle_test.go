@@ -419,6 +419,39 @@ var topologies = map[string]func(*env) *stream.Topology{
 		stream.AddSink(t, "out", "out", S, dsl.Nullable(dsl.Nullable[int64](L)), "to-stream")
 		return t
 	},
+	// A nil from a reducer deletes the aggregate, as Kafka Streams' null does.
+	"reduce-delete": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		stream.AddSource(t, "in", "in", S, dsl.Nullable[int64](L))
+		dsl.Reduce(t, "reduce", "reduce-store", S, dsl.Nullable[int64](L), opts, func(agg, v *int64) *int64 {
+			if *agg+*v == 0 {
+				return nil
+			}
+			s := *agg + *v
+			return &s
+		}, "in")
+		dsl.ToStream[string, *int64](t, "to-stream", "reduce")
+		stream.AddSink(t, "out", "out", S, dsl.Nullable(dsl.Nullable[int64](L)), "to-stream")
+		return t
+	},
+	"table-reduce-delete": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		dsl.Table(t, "table", "in", S, dsl.Nullable[int64](L), "table-store", opts)
+		dsl.TableGroupBy(t, "group-by", S, func(k string, v *int64) (string, *int64) { return parity(*v), v }, "table")
+		stream.AddRepartition(t, "group-by-repartition", S, dsl.Changes(dsl.Nullable[int64](L)), stream.RepartitionOptions{}, "group-by")
+		dsl.TableReduce(t, "reduce", "reduce-store", S, dsl.Nullable[int64](L), opts,
+			func(agg, v *int64) *int64 { s := *agg + *v; return &s },
+			func(agg, v *int64) *int64 {
+				if *agg-*v == 0 {
+					return nil
+				}
+				s := *agg - *v
+				return &s
+			}, "group-by-repartition")
+		dsl.ToStream[string, *int64](t, "to-stream", "reduce")
+		stream.AddSink(t, "out", "out", S, dsl.Nullable(dsl.Nullable[int64](L)), "to-stream")
+		return t
+	},
 	"table": func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		dsl.Table(t, "table", "in", S, S, "table-store", opts)

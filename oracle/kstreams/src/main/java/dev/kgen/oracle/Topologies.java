@@ -145,6 +145,19 @@ final class Topologies {
                         .toStream().groupBy((w, n) -> first(w), Grouped.with(S, L)).reduce(Long::sum)
                         .toStream().to("out", Produced.with(S, L));
                 break;
+            case "reduce-delete":
+                // A reducer's null deletes the key's aggregate: a tombstone out, and
+                // the next value starts afresh.
+                b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v == 0 ? null : agg + v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "table-reduce-delete":
+                b.table("in", Consumed.with(S, L))
+                        .groupBy((k, v) -> KeyValue.pair(parity(v), v), Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v, (agg, v) -> agg - v == 0 ? null : agg - v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
             case "table":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
                         .toStream().to("out", Produced.with(S, S));
