@@ -74,9 +74,11 @@ func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r st
 	if err := a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts}); err != nil {
 		return err
 	}
-	ch := Change[VA]{New: &next}
+	// One allocation holds both halves of the change.
+	halves := &[2]VA{old.Value, next}
+	ch := Change[VA]{New: &halves[1]}
 	if found {
-		ch.Old = &old.Value
+		ch.Old = &halves[0]
 	}
 	ctx.Forward(stream.Record[K, Change[VA]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
 	return nil
