@@ -11,7 +11,9 @@ import (
 )
 
 // counter is the hand-written processor form of dsl.Count.
-type counter struct{ store state.KeyValueStore[string, int64] }
+type counter struct {
+	store state.KeyValueStore[string, int64]
+}
 
 func (c *counter) Init(ctx *stream.Context[string, int64]) (err error) {
 	c.store, err = stream.GetKeyValueStore[string, int64](ctx, "counts")
