@@ -92,14 +92,16 @@ func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r st
 	if found {
 		ts = later(ts, old.Timestamp)
 	}
+	// One allocation holds both halves of the change.
+	halves := &[2]VA{old.Value, next}
 	ch := Change[VA]{}
 	if found {
-		ch.Old = &old.Value
+		ch.Old = &halves[0]
 	}
 	if a.aggNil != nil && a.aggNil(next) {
 		err = a.store.Delete(r.Key)
 	} else {
-		ch.New = &next
+		ch.New = &halves[1]
 		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts})
 	}
 	if err != nil {

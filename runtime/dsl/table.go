@@ -188,12 +188,13 @@ func (a *tableAggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]],
 		}
 		has = a.aggNil == nil || !a.aggNil(agg)
 	}
+	halves := &[2]VA{old.Value, agg} // one allocation for both halves
 	ch := Change[VA]{}
 	if found {
-		ch.Old = &old.Value
+		ch.Old = &halves[0]
 	}
 	if has {
-		ch.New = &agg
+		ch.New = &halves[1]
 		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: agg, Timestamp: ts})
 	} else {
 		err = a.store.Delete(r.Key)
