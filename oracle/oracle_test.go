@@ -53,21 +53,24 @@ type result struct {
 }
 
 type outputJS struct {
-	Key       any   `json:"key"`
-	Value     any   `json:"value"`
-	Timestamp int64 `json:"timestamp"`
+	Key       any      `json:"key"`
+	Value     any      `json:"value"`
+	Timestamp int64    `json:"timestamp"`
+	Headers   []string `json:"headers"` // "key=value", in order
 }
 
 // rec is one output record in a comparable form: key and value as
-// canonical text ("s:abc", "n:42", "null").
+// canonical text ("s:abc", "n:42", "null"), headers as "k=v" joined by
+// spaces.
 type rec struct {
 	Key, Value string
 	Timestamp  int64
+	Headers    string
 	partition  int32
 }
 
 func (r rec) String() string {
-	return fmt.Sprintf("{key %s, value %s, ts %d}", show(r.Key), show(r.Value), r.Timestamp)
+	return fmt.Sprintf("{key %s, value %s, ts %d, headers [%s]}", show(r.Key), show(r.Value), r.Timestamp, r.Headers)
 }
 
 func show(c string) string {
@@ -123,7 +126,7 @@ func records(out []outputJS) ([]rec, error) {
 		if err != nil {
 			return nil, err
 		}
-		rs[i] = rec{Key: k, Value: v, Timestamp: o.Timestamp}
+		rs[i] = rec{Key: k, Value: v, Timestamp: o.Timestamp, Headers: strings.Join(o.Headers, " ")}
 	}
 	return rs, nil
 }
@@ -590,7 +593,10 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32) {
 		if err != nil {
 			t.Fatalf("%s: input %d: value: %v", where, i, err)
 		}
-		if err := d.Pipe(r.Topic, k, v, nil, time.UnixMilli(r.Timestamp)); err != nil {
+		// Every input carries one header, in=<its index>, as the Java runner
+		// gives it.
+		hs := []stream.Header{{Key: "in", Value: []byte(strconv.Itoa(i))}}
+		if err := d.Pipe(r.Topic, k, v, hs, time.UnixMilli(r.Timestamp)); err != nil {
 			t.Fatalf("%s: input %d (%v): %v", where, i, r, err)
 		}
 	}
@@ -606,7 +612,11 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32) {
 			if err != nil {
 				t.Fatalf("%s: topic %s: record %d: value: %v", where, topic, i, err)
 			}
-			got = append(got, rec{Key: k, Value: v, Timestamp: o.Timestamp.UnixMilli(), partition: o.Partition})
+			var hs []string
+			for _, h := range o.Headers {
+				hs = append(hs, h.Key+"="+string(h.Value))
+			}
+			got = append(got, rec{Key: k, Value: v, Timestamp: o.Timestamp.UnixMilli(), Headers: strings.Join(hs, " "), partition: o.Partition})
 		}
 		exp, err := records(want.Outputs[topic])
 		if err != nil {

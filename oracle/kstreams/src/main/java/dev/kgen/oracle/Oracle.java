@@ -14,6 +14,10 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.LongSerializer;
@@ -94,8 +98,8 @@ public final class Oracle {
         Topologies tops = new Topologies();
         StringBuilder b = new StringBuilder();
         try (TopologyTestDriver driver = new TopologyTestDriver(tops.build((String) c.get("topology")), props, START)) {
-            for (Object o : inputs) {
-                Map<String, Object> r = (Map<String, Object>) o;
+            for (int i = 0; i < inputs.size(); i++) {
+                Map<String, Object> r = (Map<String, Object>) inputs.get(i);
                 String topic = (String) r.get("topic");
                 Map<String, Object> types = types(topics, topic);
                 TestInputTopic<Object, Object> in = driver.createInputTopic(topic,
@@ -104,7 +108,11 @@ public final class Oracle {
                 if (key == null) {
                     throw new IllegalArgumentException("input without a key (kgen keys cannot be null)");
                 }
-                in.pipeInput(key, r.get("value"), (Long) r.get("timestamp"));
+                // Every input carries one header, in=<its index>, so an output
+                // shows which input's headers it kept.
+                Headers headers = new RecordHeaders(new Header[] {
+                    new RecordHeader("in", Integer.toString(i).getBytes(StandardCharsets.UTF_8))});
+                in.pipeInput(new TestRecord<>(key, r.get("value"), headers, (Long) r.get("timestamp")));
             }
             b.append("{\n  \"case\": ").append(Json.quote(name)).append(",\n  \"outputs\": {");
             Set<String> produced = new TreeSet<>(driver.producedTopicNames());
@@ -120,7 +128,8 @@ public final class Oracle {
                     TestRecord<Object, Object> r = recs.get(j);
                     b.append(j == 0 ? "\n" : ",\n").append("      {\"key\": ").append(scalar(r.key()))
                             .append(", \"value\": ").append(scalar(r.value()))
-                            .append(", \"timestamp\": ").append(r.timestamp()).append('}');
+                            .append(", \"timestamp\": ").append(r.timestamp())
+                            .append(", \"headers\": ").append(headers(r.headers())).append('}');
                 }
                 b.append(recs.isEmpty() ? "]" : "\n    ]");
             }
@@ -171,6 +180,19 @@ public final class Oracle {
             default:
                 throw new IllegalArgumentException("unknown type " + type);
         }
+    }
+
+    /** Headers as a JSON array of "key=value" strings, in order. */
+    private static String headers(Headers hs) {
+        StringBuilder b = new StringBuilder("[");
+        for (Header h : hs) {
+            if (b.length() > 1) {
+                b.append(", ");
+            }
+            String v = h.value() == null ? "" : new String(h.value(), StandardCharsets.UTF_8);
+            b.append(Json.quote(h.key() + "=" + v));
+        }
+        return b.append(']').toString();
     }
 
     private static String scalar(Object v) {
