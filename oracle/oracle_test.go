@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -285,6 +286,12 @@ var topologies = map[string]func(*env) *stream.Topology{
 		stream.AddSink(t, "out", "out", S, S, "peek")
 		return t
 	},
+	"foreach": func(e *env) *stream.Topology {
+		t := stream.NewTopology()
+		in(t)
+		dsl.Foreach(t, "foreach", func(k, v string) { e.peeked = append(e.peeked, k+"="+v) }, "in")
+		return t
+	},
 	"branch": func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		in(t)
@@ -495,6 +502,32 @@ var topologies = map[string]func(*env) *stream.Topology{
 }
 
 // ---- the test ----
+
+// TestTwins checks that every topology of Topologies.java has its Go twin
+// here, and the other way round.
+func TestTwins(t *testing.T) {
+	src, err := os.ReadFile("kstreams/src/main/java/dev/kgen/oracle/Topologies.java")
+	if err != nil {
+		t.Fatal(err)
+	}
+	java := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*case "([^"]+)":`).FindAllSubmatch(src, -1) {
+		java[string(m[1])] = true
+	}
+	if len(java) == 0 {
+		t.Fatal("found no topology in Topologies.java")
+	}
+	for name := range java {
+		if topologies[name] == nil {
+			t.Errorf("topology %q of Topologies.java has no Go twin in oracle_test.go", name)
+		}
+	}
+	for name := range topologies {
+		if !java[name] {
+			t.Errorf("topology %q of oracle_test.go has no Java twin in Topologies.java", name)
+		}
+	}
+}
 
 // TestKafkaStreamsOracle runs every case of cases/ through kgen and compares
 // what each output topic received with what Kafka Streams 4.4 produced

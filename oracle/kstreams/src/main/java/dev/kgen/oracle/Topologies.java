@@ -30,7 +30,7 @@ final class Topologies {
     private static final Serde<String> S = Serdes.String();
     private static final Serde<Long> L = Serdes.Long();
 
-    /** What a peek saw, in order: "key=value". */
+    /** What a peek or foreach saw, in order: "key=value". */
     final List<String> peeked = new ArrayList<>();
 
     // ---- the functions: keep them trivial and identical to the Go twins ----
@@ -91,6 +91,9 @@ final class Topologies {
                 break;
             case "peek":
                 in(b).peek((k, v) -> peeked.add(k + "=" + v)).to("out", Produced.with(S, S));
+                break;
+            case "foreach":
+                in(b).foreach((k, v) -> peeked.add(k + "=" + v));
                 break;
             case "branch":
                 in(b).split(Named.as("split-"))
