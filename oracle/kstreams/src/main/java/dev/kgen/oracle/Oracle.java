@@ -69,12 +69,44 @@ public final class Oracle {
                 throw new IllegalStateException("case " + name + ": " + e.getMessage(), e);
             }
         }
+        Files.writeString(out.resolve("_serdes.json"), serdes(), StandardCharsets.UTF_8);
         try (Stream<Path> s = Files.walk(STATE_DIR)) {
             for (Path p : s.sorted(java.util.Comparator.reverseOrder()).collect(Collectors.toList())) {
                 Files.deleteIfExists(p);
             }
         }
         System.out.println("oracle: " + files.size() + " cases");
+    }
+
+    /**
+     * The bytes Kafka's LongSerializer and StringSerializer write for a few
+     * values, so that the Go test can check kgen's serde.Int64 and
+     * serde.String against Kafka's own serializers.
+     */
+    static String serdes() {
+        StringBuilder b = new StringBuilder("{\n  \"long\": [");
+        long[] longs = {0, 1, -1, -2, 255, 256, 1234567890123L, Long.MAX_VALUE, Long.MIN_VALUE};
+        try (LongSerializer ls = new LongSerializer(); StringSerializer ss = new StringSerializer()) {
+            for (int i = 0; i < longs.length; i++) {
+                b.append(i == 0 ? "\n" : ",\n").append("    {\"value\": ").append(longs[i])
+                        .append(", \"bytes\": \"").append(hex(ls.serialize("t", longs[i]))).append("\"}");
+            }
+            b.append("\n  ],\n  \"string\": [");
+            String[] strings = {"", "a", "h\u00e9llo", "\u65e5\u672c", "\ud83d\ude00"};
+            for (int i = 0; i < strings.length; i++) {
+                b.append(i == 0 ? "\n" : ",\n").append("    {\"value\": ").append(Json.quote(strings[i]))
+                        .append(", \"bytes\": \"").append(hex(ss.serialize("t", strings[i]))).append("\"}");
+            }
+        }
+        return b.append("\n  ]\n}\n").toString();
+    }
+
+    private static String hex(byte[] bs) {
+        StringBuilder b = new StringBuilder();
+        for (byte x : bs) {
+            b.append(String.format("%02x", x & 0xff));
+        }
+        return b.toString();
     }
 
     @SuppressWarnings("unchecked")
