@@ -3,6 +3,7 @@ package dsl
 import (
 	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -65,11 +66,14 @@ type aggregation[K, V, VA any] struct {
 }
 
 // nilTest returns a test for nil values of a type that has them (pointers,
-// slices, maps, interfaces, funcs, channels), else nil.
+// slices, maps, interfaces, funcs, channels), else nil. The kind is looked
+// up once; the test itself reads the value's first word, which for each of
+// these kinds is nil exactly when the value is (a slice's data pointer, an
+// interface's type word), so the hot path has no reflection.
 func nilTest[V any]() func(V) bool {
 	switch reflect.TypeFor[V]().Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
-		return func(v V) bool { return reflect.ValueOf(&v).Elem().IsNil() }
+		return func(v V) bool { return *(*unsafe.Pointer)(unsafe.Pointer(&v)) == nil }
 	}
 	return nil
 }

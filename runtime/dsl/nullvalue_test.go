@@ -103,3 +103,30 @@ func TestNilAggregateDeletes(t *testing.T) {
 	// a=6 replaces a=4: 4-4 leaves no aggregate, so 6 starts it afresh.
 	same(t, "table reduce", render(d.Output("out"), show), []string{"g=4@5", "g=6@5", "g=-@5", "g=2@4"})
 }
+
+// The nil test of every kind that has nil tells nil from every other value,
+// an empty slice and a nil pointer inside an interface among them.
+func TestNilTestOfEveryKind(t *testing.T) {
+	var nilPtr *int
+	one := 1
+	check := func(kind string, isNil func() (bool, bool), want bool) {
+		t.Helper()
+		got, ok := isNil()
+		if !ok {
+			t.Errorf("%s: no nil test", kind)
+		} else if got != want {
+			t.Errorf("%s: nil test says %v, want %v", kind, got, want)
+		}
+	}
+	check("nil pointer", func() (bool, bool) { f := dsl.NilTest[*int](); return f != nil && f(nilPtr), f != nil }, true)
+	check("pointer", func() (bool, bool) { f := dsl.NilTest[*int](); return f != nil && f(&one), f != nil }, false)
+	check("nil slice", func() (bool, bool) { f := dsl.NilTest[[]byte](); return f != nil && f(nil), f != nil }, true)
+	check("empty slice", func() (bool, bool) { f := dsl.NilTest[[]byte](); return f != nil && f([]byte{}), f != nil }, false)
+	check("nil map", func() (bool, bool) { f := dsl.NilTest[map[string]int](); return f != nil && f(nil), f != nil }, true)
+	check("map", func() (bool, bool) { f := dsl.NilTest[map[string]int](); return f != nil && f(map[string]int{}), f != nil }, false)
+	check("nil interface", func() (bool, bool) { f := dsl.NilTest[any](); return f != nil && f(nil), f != nil }, true)
+	check("interface holding a nil pointer", func() (bool, bool) { f := dsl.NilTest[any](); return f != nil && f(nilPtr), f != nil }, false)
+	if dsl.NilTest[int64]() != nil || dsl.NilTest[string]() != nil || dsl.NilTest[struct{ P *int }]() != nil {
+		t.Error("a type without nil values got a nil test")
+	}
+}
