@@ -123,7 +123,10 @@ func TestNilTestOfEveryKind(t *testing.T) {
 	check("nil slice", func() (bool, bool) { f := dsl.NilTest[[]byte](); return f != nil && f(nil), f != nil }, true)
 	check("empty slice", func() (bool, bool) { f := dsl.NilTest[[]byte](); return f != nil && f([]byte{}), f != nil }, false)
 	check("nil map", func() (bool, bool) { f := dsl.NilTest[map[string]int](); return f != nil && f(nil), f != nil }, true)
-	check("map", func() (bool, bool) { f := dsl.NilTest[map[string]int](); return f != nil && f(map[string]int{}), f != nil }, false)
+	check("map", func() (bool, bool) {
+		f := dsl.NilTest[map[string]int]()
+		return f != nil && f(map[string]int{}), f != nil
+	}, false)
 	check("nil interface", func() (bool, bool) { f := dsl.NilTest[any](); return f != nil && f(nil), f != nil }, true)
 	check("interface holding a nil pointer", func() (bool, bool) { f := dsl.NilTest[any](); return f != nil && f(nilPtr), f != nil }, false)
 	if dsl.NilTest[int64]() != nil || dsl.NilTest[string]() != nil || dsl.NilTest[struct{ P *int }]() != nil {
