@@ -614,8 +614,12 @@ func TestKafkaStreamsOracle(t *testing.T) {
 			} else if c.Kgen != nil {
 				t.Fatalf("case %s gives \"kgen\" outputs but no \"differs\" reason", name)
 			}
+			build, ok := topologies[c.Topology]
+			if !ok {
+				t.Fatalf("case %s: no Go topology %q", name, c.Topology)
+			}
 			for _, n := range []int32{1, 4} {
-				runCase(t, c, want, n)
+				runCase(t, c, want, n, build, func(topic string) string { return topic })
 			}
 		})
 	}
@@ -639,13 +643,11 @@ func equalResults(t *testing.T, c caseFile, a, b result) bool {
 	return slices.Equal(a.Peeked, b.Peeked)
 }
 
-func runCase(t *testing.T, c caseFile, want result, partitions int32) {
+// runCase runs case c through the topology build makes, whose topics are
+// the case's topics as named by topic, and compares with want.
+func runCase(t *testing.T, c caseFile, want result, partitions int32, build func(*env) *stream.Topology, topicOf func(string) string) {
 	t.Helper()
 	where := fmt.Sprintf("case %s, %d partition(s)", c.Name, partitions)
-	build, ok := topologies[c.Topology]
-	if !ok {
-		t.Fatalf("%s: no Go topology %q", where, c.Topology)
-	}
 	e := &env{}
 	d, err := stream.NewLocalDriver(build(e), stream.LocalConfig{
 		AppID: "oracle", Partitions: partitions, StartTime: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -673,14 +675,14 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32) {
 		// Every input carries one header, in=<its index>, as the Java runner
 		// gives it.
 		hs := []stream.Header{{Key: "in", Value: []byte(strconv.Itoa(i))}}
-		if err := d.Pipe(r.Topic, k, v, hs, time.UnixMilli(r.Timestamp)); err != nil {
+		if err := d.Pipe(topicOf(r.Topic), k, v, hs, time.UnixMilli(r.Timestamp)); err != nil {
 			t.Fatalf("%s: input %d (%v): %v", where, i, r, err)
 		}
 	}
-	for _, topic := range c.Outputs {
-		types := c.Topics[topic]
+	for _, out := range c.Outputs {
+		types, topic := c.Topics[out], out
 		var got []rec
-		for i, o := range d.Output(topic) {
+		for i, o := range d.Output(topicOf(out)) {
 			k, err := decode(types.Key, o.Key)
 			if err != nil {
 				t.Fatalf("%s: topic %s: record %d: key: %v", where, topic, i, err)
