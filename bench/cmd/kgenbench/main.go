@@ -5,7 +5,9 @@
 // an int64 store, as Kafka Streams' count does.
 //
 // KGENBENCH_CPUPROFILE=file and KGENBENCH_TRACE=file write a CPU profile
-// and an execution trace of the run, for looking into the runtime.
+// and an execution trace of the run, for looking into the runtime;
+// KGENBENCH_PEAKHEAP=file a heap profile taken when the heap was largest
+// (checked ten times a second), for looking into peak memory.
 //
 // KGENBENCH_BUFFER_RECORDS=n sets stream.BufferRecords, to look into flow
 // control; the harness never sets it.
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -343,6 +346,15 @@ func profiles() (func(), error) {
 		}
 		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 	}
+	if path := os.Getenv("KGENBENCH_PEAKHEAP"); path != "" {
+		done := make(chan struct{})
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			watchPeakHeap(path, done)
+		}()
+		stops = append(stops, func() { close(done); <-finished })
+	}
 	if path := os.Getenv("KGENBENCH_TRACE"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -354,4 +366,38 @@ func profiles() (func(), error) {
 		stops = append(stops, func() { trace.Stop(); f.Close() })
 	}
 	return stop, nil
+}
+
+// watchPeakHeap writes a heap profile to path each time the heap in use has
+// grown by a tenth over the largest seen, until done is closed.
+func watchPeakHeap(path string, done <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var peak uint64
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
+		if ms.HeapInuse <= peak+peak/10 {
+			continue
+		}
+		peak = ms.HeapInuse
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kgenbench: peak heap profile: %v\n", err)
+			return
+		}
+		goruntime.GC() // the profile's in-use figures are as of the last GC
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kgenbench: peak heap profile: %v\n", err)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "kgenbench: heap in use %d MiB (sys %d MiB): profile written\n", ms.HeapInuse>>20, ms.Sys>>20)
+	}
 }
