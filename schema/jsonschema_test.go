@@ -45,6 +45,7 @@ func TestJSONSchemaMatchesLoader(t *testing.T) {
 		"processor": keys(anyMap(js.Definitions["processor"].Properties)),
 		"forward":   keys(js.Definitions["processor"].Properties["forward"].Properties),
 		"punctuate": keys(js.Definitions["processor"].Properties["punctuate"].Items.Properties),
+		"operator":  keys(anyMap(js.Definitions["operator"].Properties)),
 	}
 	// A spec using every key the schema lists must load without an
 	// "unknown key" error.
@@ -58,18 +59,21 @@ stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
 processors:
   p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
+operators:
+  o: {op: groupBy, from: [t], to: [t], key: string, value: string, store: s, topic: t, branches: [a], default: b, partitions: 2}
 `
 	_, err := Parse("kgen.yaml", []byte(spec))
 	if err != nil && strings.Contains(err.Error(), "unknown key") {
 		t.Fatalf("the loader rejects a key of the schema: %v", err)
 	}
 	used := map[string][]string{
-		"spec":      {"app", "package", "processors", "stores", "topics", "types", "version"},
+		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
 		"topic":     {"format", "key", "key-format", "partitions", "repartition", "timestamp", "value"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},
+		"operator":  {"branches", "default", "from", "key", "op", "partitions", "store", "to", "topic", "value"},
 	}
 	for section, want := range used {
 		if got := sections[section]; !slices.Equal(want, got) {
