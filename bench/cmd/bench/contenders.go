@@ -23,6 +23,9 @@ const (
 	raw      = "raw"
 	kgen     = "kgen"
 	kstreams = "kstreams"
+	// processorForm is what an operator workload's kgen figures are
+	// compared with: kgen on the workload's processor form.
+	processorForm = "kgen, processor form"
 )
 
 var allContenders = []string{raw, kgen, kstreams}

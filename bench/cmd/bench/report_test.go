@@ -51,3 +51,35 @@ func TestRatiosAndTargets(t *testing.T) {
 		t.Errorf("targets: %+v", rep.Targets)
 	}
 }
+
+// An operator workload is compared with kgen's processor form of it, and
+// with Kafka Streams' DSL, against issue 11's targets.
+func TestOperatorFormRatios(t *testing.T) {
+	runs := []runRecord{
+		{Workload: "passthrough", Contender: kgen, Guarantee: "at-least-once", Run: 1, Status: "ok", RecordsPerSec: 100, CPUSecPerMillion: 2, PeakRSSBytes: 100, FirstOutputMs: 10},
+		{Workload: "ops-passthrough", Contender: kgen, Guarantee: "at-least-once", Run: 1, Status: "ok", RecordsPerSec: 85, CPUSecPerMillion: 2.5, PeakRSSBytes: 100, FirstOutputMs: 10},
+		{Workload: "ops-passthrough", Contender: kstreams, Guarantee: "at-least-once", Run: 1, Status: "ok", RecordsPerSec: 30, CPUSecPerMillion: 15, PeakRSSBytes: 500, FirstOutputMs: 1000},
+	}
+	o := &options{workloads: []string{"passthrough", "ops-passthrough"}, contenders: allContenders}
+	var rep report
+	rep.summarize(runs, o, []string{"at-least-once"})
+	var got *ratios
+	for i := range rep.Ratios {
+		if rep.Ratios[i].Versus == processorForm {
+			got = &rep.Ratios[i]
+		}
+	}
+	if got == nil || got.Workload != "ops-passthrough" || got.RecordsPerSec != 0.85 || got.RecordsPerCPUSec != 0.8 {
+		t.Fatalf("processor-form ratio: %+v, want ops-passthrough at 0.85× throughput and 0.8× records per CPU second", got)
+	}
+	met := map[string]bool{}
+	for _, tg := range rep.Targets {
+		met[tg.Goal] = tg.Met
+	}
+	if m, ok := met["operator form ≥ 0.9× the processor form's throughput (issue 11)"]; !ok || m {
+		t.Errorf("0.85× the processor form: target present %v, met %v; want present and missed", ok, m)
+	}
+	if m, ok := met["operator form ≥ 5× Kafka Streams' DSL records per CPU second (issue 11)"]; !ok || !m {
+		t.Errorf("6× Kafka Streams: target present %v, met %v; want present and met", ok, m)
+	}
+}

@@ -206,9 +206,9 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	if err := b.c.committedMatchesEnds(vctx, app, b.src.Topic); err != nil {
 		problems = append(problems, fmt.Errorf("group %q did not commit the whole source: %w", app, err))
 	}
-	if (w == protocol.Count || w == protocol.RepartitionCount) && b.o.verifyCounts && len(problems) == 0 {
+	if form := protocol.ProcessorForm(w); (form == protocol.Count || form == protocol.RepartitionCount) && b.o.verifyCounts && len(problems) == 0 {
 		truth := b.src.truth
-		if w == protocol.RepartitionCount {
+		if form == protocol.RepartitionCount {
 			truth = b.src.groups
 		}
 		if err := b.c.checkCounts(vctx, sink, eos, truth); err != nil {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/kgen-dev/kgen/bench/internal/protocol"
 	"github.com/kgen-dev/kgen/bench/internal/track"
+	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -196,7 +197,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	fmt.Fprintf(os.Stderr, "kgen stats: processed=%d skipped=%d commits=%d commit_time=%v restored=%d\n",
 		st.Processed, st.Skipped, st.Commits, st.CommitTime, st.Restored)
 	want := uint64(a.Expect)
-	if a.Workload == protocol.RepartitionCount {
+	if protocol.ProcessorForm(a.Workload) == protocol.RepartitionCount {
 		want *= 2 // each record is processed once per hop
 	}
 	switch {
@@ -255,6 +256,24 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*
 		stream.AddProcessor(t, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{} }, protocol.RepartitionName)
 		stream.AddKeyValueStore(t, protocol.CountStore, serde.String{}, serde.Int64{}, store, "count")
 		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Int64{}, "count")
+	case protocol.OpsPassthrough:
+		// The operator form of passthrough: filter (every record passes),
+		// then mapValues (the value itself).
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		dsl.Peek(t, "track", func([]byte, []byte) { tr.Input() }, "in")
+		dsl.Filter(t, "filter", func(_, v []byte) bool { return v != nil }, "track")
+		dsl.MapValues(t, "map-values", func(_, v []byte) []byte { return v }, "filter")
+		stream.AddSink(t, "out", a.Sink, serde.Bytes{}, serde.Bytes{}, "map-values")
+	case protocol.OpsRepartitionCount:
+		// The operator form of repartition-count, as kgen generate wires
+		// groupBy(...).count().toStream() from a kgen.yaml.
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		dsl.Peek(t, "track", func([]byte, []byte) { tr.Input() }, "in")
+		dsl.SelectKey(t, "group", func(_, v []byte) string { return protocol.Group(v) }, "track")
+		stream.AddRepartition(t, protocol.RepartitionName, serde.String{}, serde.Bytes{}, stream.RepartitionOptions{}, "group")
+		dsl.Count[string, []byte](t, "count", protocol.CountStore, serde.String{}, store, protocol.RepartitionName)
+		dsl.ToStream[string, int64](t, "updates", "count")
+		stream.AddSink(t, "out", a.Sink, serde.String{}, dsl.Nullable[int64](serde.Int64{}), "updates")
 	default:
 		return nil, fmt.Errorf("unknown workload %q", a.Workload)
 	}

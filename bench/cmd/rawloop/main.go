@@ -107,6 +107,10 @@ func (l *loop) part(p int32) *partState {
 
 func run(a *protocol.Args) (protocol.Result, error) {
 	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee}
+	if protocol.ProcessorForm(a.Workload) != a.Workload {
+		res.Unsupported, res.Error = true, a.Workload+": operators are kgen's and Kafka Streams' (the raw loop's figures are under "+protocol.ProcessorForm(a.Workload)+")"
+		return res, nil
+	}
 	exp, _ := protocol.Expected(a.Workload, a.Expect)
 	switch a.Workload {
 	case protocol.KVPut, protocol.Count, protocol.RepartitionCount:

@@ -27,10 +27,29 @@ const (
 	// (Group), sends it through a repartition topic, and counts per new
 	// key: Kafka Streams' groupBy(...).count().
 	RepartitionCount = "repartition-count"
+	// OpsPassthrough is Passthrough written with typed operators:
+	// filter (every record passes) then mapValues (the value itself).
+	OpsPassthrough = "ops-passthrough"
+	// OpsRepartitionCount is RepartitionCount written with typed
+	// operators: groupBy(...).count().toStream().
+	OpsRepartitionCount = "ops-repartition-count"
 )
 
 // Workloads lists every workload, in the order they are reported.
-var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount}
+var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount, OpsPassthrough, OpsRepartitionCount}
+
+// ProcessorForm is the workload an operator workload is the operator form
+// of (what it writes, and what a contender without operators runs), or
+// the workload itself.
+func ProcessorForm(workload string) string {
+	switch workload {
+	case OpsPassthrough:
+		return Passthrough
+	case OpsRepartitionCount:
+		return RepartitionCount
+	}
+	return workload
+}
 
 // RepartitionName names the repartition step of RepartitionCount: its topic
 // is A-by-group-repartition for application A, for every contender.
@@ -71,7 +90,7 @@ type Expect struct {
 // record per input for passthrough and count, one changelog record per input
 // for kv-put and count.
 func Expected(workload string, n int64) (Expect, error) {
-	switch workload {
+	switch ProcessorForm(workload) {
 	case SourceOnly:
 		return Expect{}, nil
 	case Passthrough:

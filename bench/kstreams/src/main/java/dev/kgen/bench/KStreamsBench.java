@@ -226,8 +226,20 @@ public final class KStreamsBench {
                         .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
                 return b.build();
             }
-            case "repartition-count": {
-                // groupBy re-keys through the repartition topic
+            case "ops-passthrough": {
+                // passthrough in the DSL: filter (every record passes),
+                // then mapValues (the value itself).
+                StreamsBuilder b = new StreamsBuilder();
+                b.stream(source, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
+                        .peek((k, v) -> input())
+                        .filter((k, v) -> v != null)
+                        .mapValues(v -> v)
+                        .to(sink, Produced.with(Serdes.ByteArray(), Serdes.ByteArray()));
+                return b.build();
+            }
+            case "repartition-count":
+            case "ops-repartition-count": {
+                // Already the DSL form. groupBy re-keys through the repartition topic
                 // <app>-by-group-repartition, then counts per new key.
                 StreamsBuilder b = new StreamsBuilder();
                 KeyValueBytesStoreSupplier supplier = persistent
@@ -443,6 +455,7 @@ public final class KStreamsBench {
         int conditions = 1;
         switch (workload) {
             case "passthrough":
+            case "ops-passthrough":
                 expectSink = inputs;
                 sinkTopic = a.get("sink");
                 conditions = 2;
@@ -455,6 +468,7 @@ public final class KStreamsBench {
                 break;
             case "count":
             case "repartition-count":
+            case "ops-repartition-count":
                 expectSink = inputs;
                 expectChangelog = inputs;
                 sinkTopic = a.get("sink");

@@ -1,0 +1,90 @@
+package dsl
+
+import (
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/stream"
+)
+
+// Aggregations of a grouped stream. The records of one key must meet in one
+// task: where the key may have changed upstream, put a stream.AddRepartition
+// in between (the generator does). Each aggregation registers its store,
+// keeps a timestamped value per key, and forwards every update as a
+// Change, timestamped with the later of the record's time and the previous
+// aggregate's.
+
+// Count counts the records of each key.
+func Count[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], opts stream.StoreOptions, parents ...string) {
+	Aggregate(t, name, store, ks, serde.Serde[int64](serde.Int64{}), opts,
+		func() int64 { return 0 }, func(_ K, _ V, n int64) int64 { return n + 1 }, parents...)
+}
+
+// Reduce combines the values of each key: the first value is the
+// aggregate, and each later one is combined into it with reducer.
+func Reduce[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], vs serde.Serde[V], opts stream.StoreOptions, reducer func(agg, value V) V, parents ...string) {
+	addAggregation(t, name, store, ks, vs, opts, func(_ K, v V, agg V, found bool) V {
+		if !found {
+			return v
+		}
+		return reducer(agg, v)
+	}, parents)
+}
+
+// Aggregate folds the values of each key into an aggregate of type VA,
+// starting from init() for a key seen for the first time.
+func Aggregate[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, init func() VA, agg func(key K, value V, agg VA) VA, parents ...string) {
+	addAggregation(t, name, store, ks, vas, opts, func(k K, v V, a VA, found bool) VA {
+		if !found {
+			a = init()
+		}
+		return agg(k, v, a)
+	}, parents)
+}
+
+func addAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, step func(K, V, VA, bool) VA, parents []string) {
+	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, Change[VA]] {
+		return &aggregation[K, V, VA]{storeName: store, step: step}
+	}, parents...)
+	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
+}
+
+type aggregation[K, V, VA any] struct {
+	storeName string
+	store     state.KeyValueStore[K, ValueAndTimestamp[VA]]
+	step      func(K, V, VA, bool) VA
+}
+
+func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err error) {
+	a.store, err = stream.GetKeyValueStore[K, ValueAndTimestamp[VA]](ctx, a.storeName)
+	return err
+}
+
+func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r stream.Record[K, V]) error {
+	old, found, err := a.store.Get(r.Key)
+	if err != nil {
+		return err
+	}
+	next := a.step(r.Key, r.Value, old.Value, found)
+	ts := r.Timestamp
+	if found {
+		ts = later(ts, old.Timestamp)
+	}
+	if err := a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts}); err != nil {
+		return err
+	}
+	ch := Change[VA]{New: &next}
+	if found {
+		ch.Old = &old.Value
+	}
+	ctx.Forward(stream.Record[K, Change[VA]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
