@@ -130,8 +130,11 @@ func lowerFirst(s string) string {
 
 // nodeName is the runtime node name of a processor's child.
 func nodeName(n Node) string {
-	if n.Topic != nil {
+	switch {
+	case n.Topic != nil:
 		return n.Topic.Go.SinkNode
+	case n.Op != nil:
+		return n.Op.entryNode()
 	}
 	return n.Proc.Name.Value
 }
@@ -140,10 +143,13 @@ func nodeName(n Node) string {
 func describeNodes(ns []Node) string {
 	var parts []string
 	for _, n := range ns {
-		if n.Topic != nil {
+		switch {
+		case n.Topic != nil:
 			parts = append(parts, fmt.Sprintf("topic %q", n.Topic.Name.Value))
-		} else {
+		case n.Proc != nil:
 			parts = append(parts, fmt.Sprintf("processor %q", n.Proc.Name.Value))
+		default:
+			parts = append(parts, n.Op.what())
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -296,6 +302,9 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 		if len(p.Children) > 1 {
 			for i, c := range p.Children {
 				what := "processor"
+				if c.Op != nil {
+					what = "operator"
+				}
 				if c.Topic != nil {
 					what = "topic"
 				}

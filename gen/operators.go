@@ -248,6 +248,16 @@ func (r *resolver) opEdges() {
 			}
 		}
 	}
+	for _, o := range r.g.Operators {
+		if len(o.Parents) == 0 && len(o.From) == 0 && o.Kind != schema.OpTable {
+			r.errs.add(o.Name.Pos, "%s has no input: add from: [TOPIC, PROCESSOR or OPERATOR]", o.what())
+		}
+	}
+	for _, o := range r.g.Operators {
+		if len(o.Parents) == 0 && len(o.From) == 0 && o.Kind != schema.OpTable {
+			r.errs.add(o.Name.Pos, "%s has no input: add from: [TOPIC, PROCESSOR or OPERATOR]", o.what())
+		}
+	}
 	for _, t := range r.g.Topics {
 		if t.Table != nil && (len(t.Readers) > 0 || len(t.OpReaders) > 0) {
 			var who []string

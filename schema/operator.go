@@ -11,24 +11,24 @@ import (
 // opKeys lists, per operator kind, the keys it takes besides op; required
 // ones are marked with a trailing "!".
 var opKeys = map[string][]string{
-	OpFilter:        {"from!", "to"},
-	OpFilterNot:     {"from!", "to"},
-	OpMap:           {"from!", "to", "key!", "value!"},
-	OpMapValues:     {"from!", "to", "value!"},
-	OpFlatMap:       {"from!", "to", "key!", "value!"},
-	OpFlatMapValues: {"from!", "to", "value!"},
-	OpSelectKey:     {"from!", "to", "key!"},
-	OpPeek:          {"from!", "to"},
-	OpForeach:       {"from!"},
-	OpBranch:        {"from!", "branches!", "default"},
-	OpMerge:         {"from!", "to"},
-	OpGroupByKey:    {"from!", "partitions"},
-	OpGroupBy:       {"from!", "key!", "value", "partitions"},
-	OpCount:         {"from!", "store!"},
-	OpReduce:        {"from!", "store!"},
-	OpAggregate:     {"from!", "store!", "value!"},
+	OpFilter:        {"from", "to"},
+	OpFilterNot:     {"from", "to"},
+	OpMap:           {"from", "to", "key!", "value!"},
+	OpMapValues:     {"from", "to", "value!"},
+	OpFlatMap:       {"from", "to", "key!", "value!"},
+	OpFlatMapValues: {"from", "to", "value!"},
+	OpSelectKey:     {"from", "to", "key!"},
+	OpPeek:          {"from", "to"},
+	OpForeach:       {"from"},
+	OpBranch:        {"from", "branches!", "default"},
+	OpMerge:         {"from", "to"},
+	OpGroupByKey:    {"from", "partitions"},
+	OpGroupBy:       {"from", "key!", "value", "partitions"},
+	OpCount:         {"from", "store!"},
+	OpReduce:        {"from", "store!"},
+	OpAggregate:     {"from", "store!", "value!"},
 	OpTable:         {"topic!", "store!"},
-	OpToStream:      {"from!", "to"},
+	OpToStream:      {"from", "to"},
 }
 
 // opKeyHelp says what a key means, for the message about a missing one.
@@ -126,4 +126,11 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 		d.errs.add(o.Keys[k], "%s: %s takes no %s%s", what, o.Op.Value, k, hint)
 	}
 	return o
+}
+
+// OpKeysOf lists the keys an operator kind takes besides op (required ones
+// end in "!"), and whether the kind exists.
+func OpKeysOf(kind string) ([]string, bool) {
+	k, ok := opKeys[kind]
+	return k, ok
 }
