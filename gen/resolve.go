@@ -40,9 +40,9 @@ type Wrap int
 
 // Wraps of a TypeRef.
 const (
-	Plain    Wrap = iota
-	ChangeOf      // dsl.Change[T]: a table row's old and new value
-	PointerTo     // *T: a table row's new value after toStream, nil when deleted
+	Plain     Wrap = iota
+	ChangeOf       // dsl.Change[T]: a table row's old and new value
+	PointerTo      // *T: a table row's new value after toStream, nil when deleted
 )
 
 // wrapped is r carried as w.
