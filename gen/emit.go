@@ -577,6 +577,12 @@ func (e *emitter) testDriver() ([]byte, error) {
 			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
 				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
+		if t.Go.Delete != "" {
+			f.Commentf("%s writes a tombstone for key with timestamp ts to topic %q and processes", t.Go.Delete, t.Name.Value)
+			f.Commentf("it: table %q deletes the key's row.", t.Table.Name.Value)
+			recv().Id(t.Go.Delete).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Qual(pkgDSL, "Nullable").Call(jen.Id("d").Dot("s").Dot(t.Go.ValueSerde)), jen.Id("key"), jen.Nil(), jen.Id("ts"))))
+		}
 		if t.Go.Read != "" && t.Nullable {
 			f.Commentf("%s returns the records written to topic %q since the last read; a nil", t.Go.Read, t.Name.Value)
 			f.Comment("value is a tombstone (a deleted table row).")

@@ -86,7 +86,8 @@ type TopicNames struct {
 	ValueSerde string // field of Serdes, "WordCountsValue"
 	// Pipe and Read are TestDriver methods; empty when no processor reads
 	// (for Pipe) or writes (for Read) the topic, so none is generated.
-	Pipe, Read string
+	// Delete pipes a tombstone to a topic a table reads.
+	Pipe, Read, Delete string
 	// SourceNode and SinkNode are the runtime's node names.
 	SourceNode, SinkNode string
 }
@@ -222,6 +223,9 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 		if t.read() || t.Table != nil {
 			t.Go.Pipe = n.declare(driver, "Pipe"+id, o("test driver input method"))
+		}
+		if t.Table != nil {
+			t.Go.Delete = n.declare(driver, "Delete"+id, o("test driver tombstone method"))
 		}
 		if t.written() {
 			t.Go.Read = n.declare(driver, "Read"+id, o("test driver output method"))

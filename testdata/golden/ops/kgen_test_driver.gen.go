@@ -82,6 +82,12 @@ func (d *TestDriver) PipeProfiles(key string, value model.Profile, ts time.Time)
 	return streamtest.Pipe(d.d, TopicProfiles, d.s.ProfilesKey, d.s.ProfilesValue, key, value, ts)
 }
 
+// DeleteProfiles writes a tombstone for key with timestamp ts to topic "profiles" and processes
+// it: table "people" deletes the key's row.
+func (d *TestDriver) DeleteProfiles(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicProfiles, d.s.ProfilesKey, dsl.Nullable(d.s.ProfilesValue), key, nil, ts)
+}
+
 // PipeSentences writes a record with timestamp ts to topic "sentences" and processes it.
 func (d *TestDriver) PipeSentences(key string, value model.Sentence, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicSentences, d.s.SentencesKey, d.s.SentencesValue, key, value, ts)
