@@ -267,7 +267,7 @@ func (r *resolver) opEdges() {
 			for _, o := range t.OpReaders {
 				who = append(who, o.Name.Value)
 			}
-			r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which %s read as a stream too: read the table's updates instead (from: [%s], then toStream)", t.Table.what(), t.Name.Value, quoteList(who), t.Table.Name.Value)
+			r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which is also read as a stream by %s: read the table's updates instead (from: [%s], then toStream)", t.Table.what(), t.Name.Value, quoteList(who), t.Table.Name.Value)
 		}
 	}
 }
@@ -726,5 +726,44 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 	}
 	for _, c := range o.Children {
 		shape.Children[out] = append(shape.Children[out], shapeKey(c))
+	}
+}
+
+// rekeyedOpState finds a key-changing operator (map, flatMap, selectKey)
+// that feeds, in its own task, a processor keeping state per key: the same
+// mistake rekeyedState reports for processors. Groupings repartition by
+// themselves, so the walk stops at them.
+func (r *resolver) rekeyedOpState() {
+	for _, o := range r.g.Operators {
+		if !keyChanging(o.Kind) {
+			continue
+		}
+		seen := map[Node]bool{}
+		var stateful *ProcNode
+		var walk func(cs []Node)
+		walk = func(cs []Node) {
+			for _, c := range cs {
+				if c.Topic != nil || seen[c] || stateful != nil {
+					continue
+				}
+				seen[c] = true
+				switch {
+				case c.Proc != nil && len(c.Proc.Stores) > 0:
+					stateful = c.Proc
+				case c.Proc != nil:
+					walk(c.Proc.Children)
+				case !isGrouping(c.Op.Kind):
+					walk(c.Op.Children)
+				}
+			}
+		}
+		walk(o.Children)
+		if stateful == nil {
+			continue
+		}
+		r.errs.add(o.Name.Pos, "%s changes the key and feeds processor %q, whose store %q keeps state per key in the same task: the records of one key "+
+			"would be spread over the tasks of every input partition. Route them through a repartition topic: "+
+			"add topics: {%s-by-key: {key: %s, value: %s, repartition: true}}, give %q to: [%s-by-key] and %q from: [%s-by-key]",
+			o.what(), stateful.Name.Value, stateful.Stores[0].Name.Value, o.Name.Value, o.Out.Key.Name, o.Out.Value.Name, o.Name.Value, o.Name.Value, stateful.Name.Value, o.Name.Value)
 	}
 }

@@ -273,6 +273,7 @@ func (r *resolver) run() {
 		r.procIns()
 		r.checkSinks()
 		r.rekeyedState()
+		r.rekeyedOpState()
 	}
 	r.subtopologies()
 }

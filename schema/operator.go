@@ -124,6 +124,7 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 			hint = " (it takes " + strings.Join(ks, ", ") + ")"
 		}
 		d.errs.add(o.Keys[k], "%s: %s takes no %s%s", what, o.Op.Value, k, hint)
+		o.clear(k) // so that resolving it adds no errors of its own
 	}
 	return o
 }
@@ -133,4 +134,28 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 func OpKeysOf(kind string) ([]string, bool) {
 	k, ok := opKeys[kind]
 	return k, ok
+}
+
+// clear forgets the value of key k.
+func (o *Operator) clear(k string) {
+	switch k {
+	case "from":
+		o.From = nil
+	case "to":
+		o.To = nil
+	case "key":
+		o.Key = Str{}
+	case "value":
+		o.Value = Str{}
+	case "store":
+		o.Store = Str{}
+	case "topic":
+		o.Topic = Str{}
+	case "branches":
+		o.Branches = nil
+	case "default":
+		o.Default = Str{}
+	case "partitions":
+		o.Partitions = 0
+	}
 }
