@@ -45,6 +45,9 @@ type OpNode struct {
 	// Grouping is the grouping an aggregation reads.
 	Grouping    *OpNode
 	Subtopology int
+	// UpSubtopology is, for a grouping that repartitions, the sub-topology
+	// writing its repartition topic (Subtopology reads it).
+	UpSubtopology int
 }
 
 // opArm is the Kind of a branch's arm.

@@ -826,6 +826,7 @@ func (r *resolver) subtopologies() {
 	}
 	for _, o := range r.g.allOps() {
 		o.Subtopology = ids["op:"+o.nodeName()]
+		o.UpSubtopology = ids["op:"+o.entryNode()]
 		n = max(n, o.Subtopology+1)
 	}
 	// readBy is the sub-topology reading topic t, -1 for none.
