@@ -175,7 +175,7 @@ var Ops = []string{OpAggregate, OpBranch, OpCount, OpFilter, OpFilterNot, OpFlat
 var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin", "suppress"}
 
 // PlannedOperatorKeys are operator keys reserved for what comes next.
-var PlannedOperatorKeys = []string{"emit", "foreign-key", "grace", "query", "versioned", "window"}
+var PlannedOperatorKeys = []string{"emit", "foreign-key", "query", "versioned", "window"}
 
 // Operator is a node of Kafka Streams' DSL: the generator writes the wiring
 // and one typed function signature per function the operator needs, which
