@@ -835,7 +835,7 @@ func (r *resolver) subtopologies() {
 		case len(t.Readers) > 0:
 			return t.Readers[0].Subtopology
 		case len(t.OpReaders) > 0:
-			return t.OpReaders[0].Subtopology
+			return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
 		case t.Table != nil:
 			return t.Table.Subtopology
 		}
@@ -896,7 +896,11 @@ func (l *errList) add(pos model.Pos, format string, args ...any) {
 
 // Describe is a one-line summary of the graph, for logs and tests.
 func (g *Graph) Describe() string {
-	return fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+	s := fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+	if len(g.Operators) > 0 {
+		s += fmt.Sprintf(", %d operators", len(g.Operators))
+	}
+	return s
 }
 
 // article is "an" before a word read with a vowel sound ("an int32", "an
