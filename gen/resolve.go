@@ -285,10 +285,10 @@ func (r *resolver) repartitions() {
 		if !t.Repartition {
 			continue
 		}
-		if len(t.Writers) == 0 {
+		if !t.written() {
 			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor writes to it (to: [%s])", t.Name.Value, t.Name.Value)
 		}
-		if len(t.Readers) == 0 {
+		if !t.read() {
 			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor reads it (from: [%s])", t.Name.Value, t.Name.Value)
 		}
 	}
