@@ -6,7 +6,7 @@ export KAFKA_PORT
 
 GO ?= go
 
-.PHONY: test test-kafka test-race vet fmt-check generate-check faults faults-ci bench bench-full bench-micro \
+.PHONY: test test-kafka test-race vet fmt-check generate-check oracle faults faults-ci bench bench-full bench-micro \
 	kafka-fetch kafka-start kafka-stop kafka-status
 
 ## test: all tests on the in-process kfake cluster
@@ -32,6 +32,12 @@ generate-check:
 	$(GO) generate ./examples/...
 	$(GO) test -count=1 -run 'TestGolden$$' ./gen/
 	@git diff --exit-code --stat -- examples testdata/golden || { echo "generated files are stale: run go generate ./examples/... and commit"; exit 1; }
+
+## oracle: Kafka Streams' TopologyTestDriver reruns every oracle case (oracle/cases) and must give the committed
+## oracle/expected; then kgen's operators must give the same records (oracle/README.md)
+oracle:
+	bash oracle/check.sh
+	$(GO) test -count=1 ./oracle
 
 ## vet: go vet on every package
 vet:

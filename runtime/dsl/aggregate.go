@@ -1,7 +1,9 @@
 package dsl
 
 import (
+	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -13,7 +15,12 @@ import (
 // in between (the generator does). Each aggregation registers its store,
 // keeps a timestamped value per key, and forwards every update as a
 // Change, timestamped with the later of the record's time and the previous
-// aggregate's.
+// aggregate's. A record whose value is nil (a tombstone read with Nullable,
+// or a nil slice or map) is dropped, as Kafka Streams drops a null value:
+// it neither changes the aggregate nor emits. An aggregator or reducer
+// that returns nil (an aggregate type that can be nil) deletes the key's
+// aggregate, as Kafka Streams' null does: the update's New is nil (a
+// tombstone after ToStream), and the key's next record starts afresh.
 
 // Count counts the records of each key.
 func Count[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], opts stream.StoreOptions, parents ...string) {
@@ -45,7 +52,7 @@ func Aggregate[K, V, VA any](t *stream.Topology, name, store string, ks serde.Se
 
 func addAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, step func(K, V, VA, bool) VA, parents []string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, Change[VA]] {
-		return &aggregation[K, V, VA]{storeName: store, step: step}
+		return &aggregation[K, V, VA]{storeName: store, step: step, isNil: nilTest[V](), aggNil: nilTest[VA]()}
 	}, parents...)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
 }
@@ -54,6 +61,21 @@ type aggregation[K, V, VA any] struct {
 	storeName string
 	store     state.KeyValueStore[K, ValueAndTimestamp[VA]]
 	step      func(K, V, VA, bool) VA
+	isNil     func(V) bool // nil for a type whose values are never nil
+	aggNil    func(VA) bool
+}
+
+// nilTest returns a test for nil values of a type that has them (pointers,
+// slices, maps, interfaces, funcs, channels), else nil. The kind is looked
+// up once; the test itself reads the value's first word, which for each of
+// these kinds is nil exactly when the value is (a slice's data pointer, an
+// interface's type word), so the hot path has no reflection.
+func nilTest[V any]() func(V) bool {
+	switch reflect.TypeFor[V]().Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return func(v V) bool { return *(*unsafe.Pointer)(unsafe.Pointer(&v)) == nil }
+	}
+	return nil
 }
 
 func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err error) {
@@ -62,6 +84,9 @@ func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err er
 }
 
 func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r stream.Record[K, V]) error {
+	if a.isNil != nil && a.isNil(r.Value) {
+		return nil
+	}
 	old, found, err := a.store.Get(r.Key)
 	if err != nil {
 		return err
@@ -71,12 +96,20 @@ func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r st
 	if found {
 		ts = later(ts, old.Timestamp)
 	}
-	if err := a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts}); err != nil {
-		return err
-	}
-	ch := Change[VA]{New: &next}
+	// One allocation holds both halves of the change.
+	halves := &[2]VA{old.Value, next}
+	ch := Change[VA]{}
 	if found {
-		ch.Old = &old.Value
+		ch.Old = &halves[0]
+	}
+	if a.aggNil != nil && a.aggNil(next) {
+		err = a.store.Delete(r.Key)
+	} else {
+		ch.New = &halves[1]
+		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts})
+	}
+	if err != nil {
+		return err
 	}
 	ctx.Forward(stream.Record[K, Change[VA]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
 	return nil

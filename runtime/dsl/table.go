@@ -145,7 +145,7 @@ func TableAggregate[K, V, VA any](t *stream.Topology, name, store string, ks ser
 // made the group's first aggregate by start when there is none.
 func addTableAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, start func(K, V) VA, adder, subtractor func(K, V, VA) VA, parents []string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, Change[V], K, Change[VA]] {
-		return &tableAggregation[K, V, VA]{storeName: store, start: start, adder: adder, subtractor: subtractor}
+		return &tableAggregation[K, V, VA]{storeName: store, start: start, adder: adder, subtractor: subtractor, aggNil: nilTest[VA]()}
 	}, parents...)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
 }
@@ -155,6 +155,10 @@ type tableAggregation[K, V, VA any] struct {
 	store             state.KeyValueStore[K, ValueAndTimestamp[VA]]
 	start             func(K, V) VA
 	adder, subtractor func(K, V, VA) VA
+	// aggNil tells a nil aggregate (of a type that can be nil): as Kafka
+	// Streams' null, it is no aggregate, so a subtraction that leaves nil
+	// makes the addition start afresh, and a nil at the end deletes the group.
+	aggNil func(VA) bool
 }
 
 func (a *tableAggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err error) {
@@ -174,20 +178,23 @@ func (a *tableAggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]],
 	}
 	if r.Value.Old != nil && has {
 		agg = a.subtractor(r.Key, *r.Value.Old, agg)
+		has = a.aggNil == nil || !a.aggNil(agg)
 	}
 	if r.Value.New != nil {
 		if has {
 			agg = a.adder(r.Key, *r.Value.New, agg)
 		} else {
-			agg, has = a.start(r.Key, *r.Value.New), true
+			agg = a.start(r.Key, *r.Value.New)
 		}
+		has = a.aggNil == nil || !a.aggNil(agg)
 	}
+	halves := &[2]VA{old.Value, agg} // one allocation for both halves
 	ch := Change[VA]{}
 	if found {
-		ch.Old = &old.Value
+		ch.Old = &halves[0]
 	}
 	if has {
-		ch.New = &agg
+		ch.New = &halves[1]
 		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: agg, Timestamp: ts})
 	} else {
 		err = a.store.Delete(r.Key)

@@ -32,7 +32,8 @@ type cacheEntry struct {
 // NewCache returns a cache of at most about limit entries over b (limit < 1
 // means 1). When it holds more and every entry is dirty, it calls onFull,
 // which should make its owner take the dirty entries soon, and keeps
-// holding them; with onFull nil it writes them back to b itself.
+// holding them; with onFull nil it writes them back to b itself, as one
+// batch, and forgets every entry.
 func NewCache(b Backend, limit int, onFull func()) *Cache {
 	limit = max(limit, 1)
 	return &Cache{b: b, entries: make(map[string]*cacheEntry, min(limit, 1<<16)), limit: limit, onFull: onFull}
@@ -114,7 +115,9 @@ func (c *Cache) overflow() error {
 		c.onFull()
 		return nil
 	}
-	if err := c.Flush(); err != nil {
+	// No owner: the dirty entries go back in one batch, unsynced (the
+	// owner's next Flush makes them durable).
+	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
 		return err
 	}
 	clear(c.entries)
@@ -259,86 +262,3 @@ func (m *mergedIter) Key() []byte   { return m.key }
 func (m *mergedIter) Value() []byte { return m.value }
 func (m *mergedIter) Err() error    { return m.back.Err() }
 func (m *mergedIter) Close() error  { return m.back.Close() }
-
-// ReadCache is a write-through cache over a Backend: every Put and Delete
-// reaches the backend at once, and the values of the keys most recently
-// read or written are kept, so that reading a key just written (a count's
-// Get before its Put) costs a map lookup instead of a backend read. It
-// holds about limit entries and forgets all of them when it overflows.
-// Get returns a copy, as the Backend contract says.
-type ReadCache struct {
-	b       Backend
-	entries map[string][]byte // nil value: known absent
-	limit   int
-}
-
-// NewReadCache returns a write-through cache of about limit entries over b.
-func NewReadCache(b Backend, limit int) *ReadCache {
-	limit = max(limit, 1)
-	return &ReadCache{b: b, entries: make(map[string][]byte, min(limit, 1<<16)), limit: limit}
-}
-
-func (c *ReadCache) Get(key []byte) ([]byte, bool, error) {
-	v, ok, err := c.view(key)
-	if !ok || err != nil {
-		return nil, ok, err
-	}
-	return append(make([]byte, 0, len(v)), v...), true, nil
-}
-
-func (c *ReadCache) view(key []byte) ([]byte, bool, error) {
-	if v, ok := c.entries[string(key)]; ok {
-		return v, v != nil, nil
-	}
-	v, ok, err := c.b.Get(key)
-	if err != nil {
-		return nil, false, err
-	}
-	c.remember(key, v)
-	return v, ok, nil
-}
-
-func (c *ReadCache) remember(key, value []byte) {
-	if len(c.entries) >= c.limit {
-		clear(c.entries)
-	}
-	c.entries[string(key)] = value
-}
-
-func (c *ReadCache) Put(key, value []byte) error {
-	return c.putOwned(key, append(make([]byte, 0, len(value)), value...))
-}
-
-// putOwned is Put of a value the caller gives up.
-func (c *ReadCache) putOwned(key, value []byte) error {
-	if err := c.b.Put(key, value); err != nil {
-		delete(c.entries, string(key))
-		return err
-	}
-	if value == nil {
-		value = []byte{}
-	}
-	c.remember(key, value)
-	return nil
-}
-
-func (c *ReadCache) Delete(key []byte) error {
-	if err := c.b.Delete(key); err != nil {
-		delete(c.entries, string(key))
-		return err
-	}
-	c.remember(key, nil)
-	return nil
-}
-
-// Range reads the backend, which has every write.
-func (c *ReadCache) Range(from, to []byte) (Iterator, error) { return c.b.Range(from, to) }
-
-func (c *ReadCache) ApproximateCount() (int64, error) { return c.b.ApproximateCount() }
-
-func (c *ReadCache) Flush() error { return c.b.Flush() }
-
-func (c *ReadCache) Close() error {
-	clear(c.entries)
-	return c.b.Close()
-}

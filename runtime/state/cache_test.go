@@ -108,7 +108,6 @@ func TestCacheCopiesCallerBytes(t *testing.T) {
 	}{
 		{"memory", state.NewMemory},
 		{"cache", func() state.Backend { return state.NewCache(state.NewMemory(), 10, func() {}) }},
-		{"read cache", func() state.Backend { return state.NewReadCache(state.NewMemory(), 10) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b()

@@ -34,9 +34,10 @@ const checkpointFile = ".checkpoint"
 //     writes are dropped, so the stores are exactly as of the last commit.
 //
 // So a store's data and position only ever move together, at a commit, and
-// a record that fails leaves no trace in the stores (with the write-back
-// cache on; with CacheRecords(0) every write reaches its store and changelog
-// at once, as in Kafka Streams without a record cache).
+// a record that fails leaves no trace in the stores. With CacheRecords(0)
+// every write is logged at once, as in Kafka Streams without a record cache;
+// a persistent store still gets its writes at the commit (or, past
+// writeBehindRecords keys between commits, early), a memory store at once.
 type stateManager struct {
 	id     TaskID
 	dir    string // "" when no store lives on disk
@@ -67,7 +68,10 @@ type taskStore struct {
 	ack      func(*kgo.Record, error)
 	// held is what prepare logged and committed will apply.
 	held []state.Change
-	t    *task
+	// loggedEachWrite says the typed store logs every write itself, so
+	// prepare only holds the cache's dirty entries (CacheRecords(0)).
+	loggedEachWrite bool
+	t               *task
 }
 
 // LogChange implements state.ChangeLogger, for stores without a cache.
@@ -181,11 +185,15 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
 		ts.backend, logger = ts.cache, nil
 	} else if t.persistent(def) {
-		// Without the write-back cache every write goes through at once,
-		// but a key just read or written is read again from memory: a
-		// count's Get before its Put would otherwise search Pebble's
-		// memtable for every record.
-		ts.backend = state.NewReadCache(ts.inner, readCacheRecords)
+		// Without the record cache every write is logged at once, one
+		// changelog record per write as in Kafka Streams without a record
+		// cache, but the store itself gets the last value of each key
+		// written since the last commit in one batch at the commit (or
+		// when this cache overflows between commits). A count's Get before
+		// its Put is a map lookup, and the store sees one write per key per
+		// commit instead of one commit-pipeline write per record.
+		ts.cache = state.NewCache(ts.inner, writeBehindRecords, nil)
+		ts.backend, ts.loggedEachWrite = ts.cache, true
 	}
 	ts.typed = def.open(ts.backend, logger)
 	return nil
@@ -252,7 +260,7 @@ func (m *stateManager) prepare() {
 			continue
 		}
 		changes := s.cache.Dirty()
-		if s.changelog != "" {
+		if s.changelog != "" && !s.loggedEachWrite {
 			for _, c := range changes {
 				m.env.logChange(s, c.Key, c.Value)
 			}
@@ -361,6 +369,6 @@ func (m *stateManager) close(clean bool) error {
 	return errors.Join(errs...)
 }
 
-// readCacheRecords is how many entries the read cache of a store without a
-// write-back cache keeps.
-const readCacheRecords = 10_000
+// writeBehindRecords is how many entries the cache of a persistent store
+// without a record cache (CacheRecords(0)) keeps between commits.
+const writeBehindRecords = 10_000

@@ -1,0 +1,11 @@
+// Command oracle runs the oracle stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import "github.com/kgen-dev/kgen/oracle/generated"
+
+func main() {
+	generated.Main(generated.Factories{})
+}

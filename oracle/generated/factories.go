@@ -1,0 +1,104 @@
+package generated
+
+import (
+	"strings"
+
+	"github.com/kgen-dev/kgen/runtime/dsl"
+)
+
+// Factories implements the operators' functions of kgen.yaml as
+// oracle/kstreams/src/main/java/dev/kgen/oracle/Topologies.java does: the
+// same trivial functions, so both give the same records. kgen wrote this
+// file once; it is the oracle's to edit.
+//
+// Peeked, when set, collects what operator "look" (a peek) sees, as the
+// Java runner records it.
+type Factories struct{ Peeked *[]string }
+
+var _ Processors = Factories{}
+
+// words splits on single spaces and drops empty words, as the Java twin.
+func words(v string) []string {
+	var out []string
+	for _, w := range strings.Split(v, " ") {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func first(v string) string {
+	if v == "" {
+		return ""
+	}
+	return v[:1]
+}
+
+func parity(v int64) string {
+	if v%2 == 0 {
+		return "even"
+	}
+	return "odd"
+}
+
+// Stateless operators.
+
+func (Factories) KeepLong(_ string, value string) bool { return len(value) > 3 }
+func (Factories) DropLong(_ string, value string) bool { return len(value) > 3 }
+func (Factories) UpperAndLength(key string, value string) (string, int64) {
+	return strings.ToUpper(key), int64(len(value))
+}
+func (Factories) KeyAndUpper(key string, value string) string {
+	return key + "=" + strings.ToUpper(value)
+}
+func (Factories) WordLengths(_ string, value string) []dsl.KeyValue[string, int64] {
+	var out []dsl.KeyValue[string, int64]
+	for _, w := range words(value) {
+		out = append(out, dsl.KeyValue[string, int64]{Key: w, Value: int64(len(w))})
+	}
+	return out
+}
+func (Factories) SplitWords(_ string, value string) []string { return words(value) }
+func (Factories) FirstLetter(_ string, value string) string  { return first(value) }
+func (f Factories) Look(key string, value string) {
+	if f.Peeked != nil {
+		*f.Peeked = append(*f.Peeked, key+"="+value)
+	}
+}
+func (Factories) SplitLong(_ string, value string) bool { return len(value) > 5 }
+func (Factories) SplitA(_ string, value string) bool    { return strings.HasPrefix(value, "a") }
+func (Factories) Upper(_ string, value string) string   { return strings.ToUpper(value) }
+
+// Aggregations of streams.
+
+func (Factories) SumByKeyReduce(agg int64, value int64) int64 { return agg + value }
+func (Factories) LengthsByKeyInit() int64                     { return 100 }
+func (Factories) LengthsByKeyAggregate(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
+}
+func (Factories) ByValue(_ string, value string) string         { return value }
+func (Factories) ByFirstOfKey(key string, _ int64) string       { return first(key) }
+func (Factories) SumByFirstReduce(agg int64, value int64) int64 { return agg + value }
+func (Factories) ByFirstLetter(key string, _ string) string     { return first(key) }
+func (Factories) LengthsByFirstInit() int64                     { return 100 }
+func (Factories) LengthsByFirstAggregate(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
+}
+func (Factories) Words(_ string, value string) []string { return words(value) }
+func (Factories) ByWord(_ string, word string) string   { return word }
+
+// Tables grouped by a new key.
+
+func (Factories) ByRegion(key string, value string) (string, string) { return value, key }
+func (Factories) ByParity(_ string, value int64) (string, int64)     { return parity(value), value }
+func (Factories) ParitySumsAdd(agg int64, value int64) int64         { return agg + value }
+func (Factories) ParitySumsSubtract(agg int64, value int64) int64    { return agg - value }
+func (Factories) ByHome(key string, value string) (string, string)   { return value, key }
+func (Factories) NameLengthsInit() int64                             { return 100 }
+func (Factories) NameLengthsAdd(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
+}
+func (Factories) NameLengthsSubtract(_ string, value string, agg int64) int64 {
+	return agg - int64(len(value))
+}

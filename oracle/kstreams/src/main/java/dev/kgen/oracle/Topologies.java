@@ -1,0 +1,195 @@
+package dev.kgen.oracle;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+
+/**
+ * The oracle's topologies, by name. Each has a twin, built with kgen's
+ * runtime/dsl, in ../../oracle_test.go: the same operators in the same order
+ * with the same functions (the helpers below and their Go copies), so any
+ * difference in what the output topics receive is a difference of semantics.
+ * Input topics are "in" (and "in2"); outputs are "out" (and "out-*").
+ * A "-nullable" topology is its plain one here (Java values are nullable
+ * anyway); its Go twin reads the values with dsl.Nullable, so that a null
+ * value is nil rather than the zero value.
+ */
+final class Topologies {
+    private static final Serde<String> S = Serdes.String();
+    private static final Serde<Long> L = Serdes.Long();
+
+    /** What a peek or foreach saw, in order: "key=value". */
+    final List<String> peeked = new ArrayList<>();
+
+    // ---- the functions: keep them trivial and identical to the Go twins ----
+
+    /** The value's words: split on single spaces, empty words dropped. */
+    static List<String> words(String v) {
+        List<String> out = new ArrayList<>();
+        for (String w : v.split(" ", -1)) {
+            if (!w.isEmpty()) {
+                out.add(w);
+            }
+        }
+        return out;
+    }
+
+    /** The first character ("" for an empty string); ASCII only in the cases. */
+    static String first(String v) {
+        return v.isEmpty() ? "" : v.substring(0, 1);
+    }
+
+    static String parity(long v) {
+        return v % 2 == 0 ? "even" : "odd";
+    }
+
+    static boolean longerThan3(String v) {
+        return v.length() > 3;
+    }
+
+    Topology build(String name) {
+        StreamsBuilder b = new StreamsBuilder();
+        switch (name) {
+            case "filter":
+                in(b).filter((k, v) -> longerThan3(v)).to("out", Produced.with(S, S));
+                break;
+            case "filterNot":
+                in(b).filterNot((k, v) -> longerThan3(v)).to("out", Produced.with(S, S));
+                break;
+            case "map":
+                in(b).map((k, v) -> KeyValue.pair(k.toUpperCase(), (long) v.length())).to("out", Produced.with(S, L));
+                break;
+            case "mapValues":
+                in(b).mapValues((k, v) -> k + "=" + v.toUpperCase()).to("out", Produced.with(S, S));
+                break;
+            case "flatMap":
+                in(b).flatMap((k, v) -> {
+                    List<KeyValue<String, Long>> out = new ArrayList<>();
+                    for (String w : words(v)) {
+                        out.add(KeyValue.pair(w, (long) w.length()));
+                    }
+                    return out;
+                }).to("out", Produced.with(S, L));
+                break;
+            case "flatMapValues":
+                in(b).flatMapValues((k, v) -> words(v)).to("out", Produced.with(S, S));
+                break;
+            case "selectKey":
+                in(b).selectKey((k, v) -> first(v)).to("out", Produced.with(S, S));
+                break;
+            case "peek":
+                in(b).peek((k, v) -> peeked.add(k + "=" + v)).to("out", Produced.with(S, S));
+                break;
+            case "foreach":
+                in(b).foreach((k, v) -> peeked.add(k + "=" + v));
+                break;
+            case "branch":
+                in(b).split(Named.as("split-"))
+                        .branch((k, v) -> v.length() > 5, Branched.withConsumer(s -> s.to("out-long", Produced.with(S, S)), "long"))
+                        .branch((k, v) -> v.startsWith("a"), Branched.withConsumer(s -> s.to("out-a", Produced.with(S, S)), "a"))
+                        .defaultBranch(Branched.withConsumer(s -> s.to("out-default", Produced.with(S, S)), "default"));
+                break;
+            case "branch-no-default":
+                in(b).split(Named.as("split-"))
+                        .branch((k, v) -> v.length() > 5, Branched.withConsumer(s -> s.to("out-long", Produced.with(S, S)), "long"))
+                        .branch((k, v) -> v.startsWith("a"), Branched.withConsumer(s -> s.to("out-a", Produced.with(S, S)), "a"))
+                        .noDefaultBranch();
+                break;
+            case "merge": {
+                KStream<String, String> upper = in(b).mapValues(v -> v.toUpperCase());
+                upper.merge(b.stream("in2", Consumed.with(S, S))).to("out", Produced.with(S, S));
+                break;
+            }
+            case "count-groupByKey":
+            case "count-groupByKey-nullable":
+                in(b).groupByKey(Grouped.with(S, S)).count().toStream().to("out", Produced.with(S, L));
+                break;
+            case "reduce-groupByKey":
+            case "reduce-groupByKey-nullable":
+                b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L)).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "aggregate-groupByKey":
+                in(b).groupByKey(Grouped.with(S, S))
+                        .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Materialized.with(S, L))
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "count-groupBy":
+                in(b).groupBy((k, v) -> v, Grouped.with(S, S)).count().toStream().to("out", Produced.with(S, L));
+                break;
+            case "reduce-groupBy":
+                b.stream("in", Consumed.with(S, L)).groupBy((k, v) -> first(k), Grouped.with(S, L)).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "aggregate-groupBy":
+            case "aggregate-groupBy-nullable":
+                in(b).groupBy((k, v) -> first(k), Grouped.with(S, S))
+                        .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Materialized.with(S, L))
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "wordcount":
+                in(b).flatMapValues(v -> words(v)).groupBy((k, w) -> w, Grouped.with(S, S)).count()
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "repartition-chain":
+                in(b).groupBy((k, v) -> v, Grouped.with(S, S)).count()
+                        .toStream().groupBy((w, n) -> first(w), Grouped.with(S, L)).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "reduce-delete":
+                // A reducer's null deletes the key's aggregate: a tombstone out, and
+                // the next value starts afresh.
+                b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v == 0 ? null : agg + v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "table-reduce-delete":
+                b.table("in", Consumed.with(S, L))
+                        .groupBy((k, v) -> KeyValue.pair(parity(v), v), Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v, (agg, v) -> agg - v == 0 ? null : agg - v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "table":
+                b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "table-count":
+                b.table("in", Consumed.with(S, S))
+                        .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with(S, S))
+                        .count().toStream().to("out", Produced.with(S, L));
+                break;
+            case "table-reduce":
+                b.table("in", Consumed.with(S, L))
+                        .groupBy((k, v) -> KeyValue.pair(parity(v), v), Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v, (agg, v) -> agg - v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            case "table-aggregate":
+                b.table("in", Consumed.with(S, S))
+                        .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with(S, S))
+                        .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), (k, v, agg) -> agg - v.length(),
+                                Materialized.with(S, L))
+                        .toStream().to("out", Produced.with(S, L));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown topology " + name);
+        }
+        return b.build();
+    }
+
+    private static KStream<String, String> in(StreamsBuilder b) {
+        return b.stream("in", Consumed.with(S, S));
+    }
+}

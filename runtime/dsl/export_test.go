@@ -1,0 +1,4 @@
+package dsl
+
+// NilTest exposes nilTest to the tests.
+func NilTest[V any]() func(V) bool { return nilTest[V]() }
