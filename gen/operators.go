@@ -193,6 +193,10 @@ func (r *resolver) opEdges() {
 				r.errs.add(o.Topic.Pos, "%s reads topic %q, which table %q reads already", o.what(), t.Name.Value, t.Table.Name.Value)
 				continue
 			}
+			if t.Timestamp.Value != "" {
+				// dsl.Table adds its own source, without an extractor.
+				r.errs.add(t.Timestamp.Pos, "topic %q: table %q reads it with the records' own timestamps: a timestamp field is not supported on a table's topic yet", t.Name.Value, o.Name.Value)
+			}
 			t.Table = o
 			o.Parents = []Node{{Topic: t}}
 			continue
