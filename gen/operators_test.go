@@ -85,3 +85,25 @@ func slicesReplace(lines []string, i int, line string) []string {
 	out[i] = line
 	return out
 }
+
+// TestTableTopicTimestamp: a table's topic cannot take its event time from
+// a field yet; kgen check says so at the field rather than ignore it.
+func TestTableTopicTimestamp(t *testing.T) {
+	spec := `version: 1
+app: a
+types: {go: [./model]}
+topics:
+  in: {key: string, value: model.Sentence, timestamp: at}
+operators:
+  rows: {op: table, topic: in, store: rows}
+`
+	s, err := schema.Parse("kgen.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(s, universe(), "example.com/m")
+	want := `kgen.yaml:5:55: topic "in": table "rows" reads it with the records' own timestamps: a timestamp field is not supported on a table's topic yet`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
