@@ -398,7 +398,6 @@ func (r *resolver) opType(o *OpNode) {
 		r.errs.add(r.opFromPos(o, 0), "%s reads grouping %q: a grouping feeds an aggregation (count, reduce or aggregate)", o.what(), first.Name())
 		return
 	}
-	decl := func(s schema.Str) TypeRef { return r.typ(s) }
 	switch kind {
 	case schema.OpFilter, schema.OpFilterNot, schema.OpPeek, schema.OpMerge, schema.OpBranch, opArm:
 		if streamOnly() {
@@ -408,15 +407,15 @@ func (r *resolver) opType(o *OpNode) {
 		streamOnly()
 	case schema.OpMap, schema.OpFlatMap:
 		if streamOnly() {
-			o.Out, o.HasOut = KV{decl(o.Key), decl(o.Value)}, true
+			o.Out, o.HasOut = KV{r.typ(o.Key), r.typ(o.Value)}, true
 		}
 	case schema.OpMapValues, schema.OpFlatMapValues:
 		if streamOnly() {
-			o.Out, o.HasOut = KV{o.In.Key, decl(o.Value)}, true
+			o.Out, o.HasOut = KV{o.In.Key, r.typ(o.Value)}, true
 		}
 	case schema.OpSelectKey:
 		if streamOnly() {
-			o.Out, o.HasOut = KV{decl(o.Key), o.In.Value}, true
+			o.Out, o.HasOut = KV{r.typ(o.Key), o.In.Value}, true
 		}
 	case schema.OpGroupByKey:
 		if !streamOnly() {
@@ -431,12 +430,12 @@ func (r *resolver) opType(o *OpNode) {
 				r.errs.add(o.Name.Pos, "%s groups table %q: say the value type its function outputs too (value: TYPE), as KTable.groupBy maps each row to a new key and value", o.what(), first.Name())
 				return
 			}
-			o.Out, o.HasOut = KV{decl(o.Key), decl(o.Value).wrapped(ChangeOf)}, true
+			o.Out, o.HasOut = KV{r.typ(o.Key), r.typ(o.Value).wrapped(ChangeOf)}, true
 		} else {
 			if o.Value.Value != "" {
 				r.errs.add(o.Keys["value"], "%s groups a stream by a new key and keeps the values: it takes no value (to change values too, put a map before it)", o.what())
 			}
-			o.Out, o.HasOut = KV{decl(o.Key), o.In.Value}, true
+			o.Out, o.HasOut = KV{r.typ(o.Key), o.In.Value}, true
 		}
 		o.Repartition, o.Why = true, "groupBy"
 	case schema.OpCount, schema.OpReduce, schema.OpAggregate:
@@ -452,7 +451,7 @@ func (r *resolver) opType(o *OpNode) {
 		case schema.OpCount:
 			va = r.builtin("int64")
 		case schema.OpAggregate:
-			va = decl(o.Value)
+			va = r.typ(o.Value)
 		}
 		o.Out, o.HasOut, o.Table = KV{g.Out.Key, va.wrapped(ChangeOf)}, true, true
 		r.opStoreTypes(o, KV{g.Out.Key, va}, "", "")
