@@ -89,3 +89,57 @@ func anyMap[V any](m map[string]V) map[string]any {
 	}
 	return out
 }
+
+// TestJSONSchemaOperators checks that the schema's operator kinds are the
+// loader's, and that each kind requires in the schema the keys the loader
+// requires.
+func TestJSONSchemaOperators(t *testing.T) {
+	var js struct {
+		Definitions struct {
+			Operator struct {
+				Properties struct {
+					Op struct {
+						Enum []string `json:"enum"`
+					} `json:"op"`
+				} `json:"properties"`
+				AllOf []struct {
+					If struct {
+						Properties struct {
+							Op struct {
+								Const string `json:"const"`
+							} `json:"op"`
+						} `json:"properties"`
+					} `json:"if"`
+					Then struct {
+						Required []string `json:"required"`
+					} `json:"then"`
+				} `json:"allOf"`
+			} `json:"operator"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(JSONSchema, &js); err != nil {
+		t.Fatal(err)
+	}
+	op := js.Definitions.Operator
+	kinds := slices.Sorted(slices.Values(op.Properties.Op.Enum))
+	if !slices.Equal(kinds, Ops) {
+		t.Errorf("schema's op kinds %v, loader's %v", kinds, Ops)
+	}
+	schemaRequired := map[string][]string{}
+	for _, c := range op.AllOf {
+		schemaRequired[c.If.Properties.Op.Const] = slices.Sorted(slices.Values(c.Then.Required))
+	}
+	for _, kind := range Ops {
+		keys, _ := OpKeysOf(kind)
+		var required []string
+		for _, k := range keys {
+			if name, ok := strings.CutSuffix(k, "!"); ok {
+				required = append(required, name)
+			}
+		}
+		slices.Sort(required)
+		if !slices.Equal(required, schemaRequired[kind]) {
+			t.Errorf("op %s: schema requires %v, the loader %v", kind, schemaRequired[kind], required)
+		}
+	}
+}

@@ -19,7 +19,7 @@ type Str struct {
 	Pos   Pos
 }
 
-// Spec is one kgen.yaml file. Topics, stores and processors are sorted by
+// Spec is one kgen.yaml file. Topics, stores, processors and operators are sorted by
 // name so everything derived from a spec is deterministic.
 type Spec struct {
 	// File is the path the spec was read from, as given to Load.
