@@ -164,6 +164,7 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 			add(ns.Name.Pos, true, "store %q moves from sub-topology %d to %d: its tasks get new ids and it has no changelog, so its state is lost", ns.Name.Value, was, is)
 		}
 	}
+	compareOperators(old, new, add)
 	newTopicPos := map[string]schema.Pos{}
 	for _, t := range new.Topics {
 		newTopicPos[t.Name.Value] = t.Name.Pos
@@ -315,4 +316,74 @@ func specSubtopologies(s *schema.Spec) subtopologyMap {
 		}
 	}
 	return m
+}
+
+// compareOperators reports the changes to operators that strand state or
+// internal topics: the store of an aggregation or table renamed, dropped or
+// given rows of another kind, and a grouping renamed or removed (its
+// repartition topic, with the records not yet read from it, is left behind).
+// Stores declared under stores are compared by CompareSpecs itself.
+func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking bool, format string, args ...any)) {
+	app := new.App.Value
+	declared := func(s *schema.Spec, name string) bool {
+		return slices.ContainsFunc(s.Stores, func(st *schema.Store) bool { return st.Name.Value == name })
+	}
+	// rows says what an operator keeps in its store, from the spec alone.
+	rows := func(o *schema.Operator) string {
+		switch o.Op.Value {
+		case schema.OpCount:
+			return "counts"
+		case schema.OpAggregate:
+			return "aggregates of type " + o.Value.Value
+		case schema.OpTable:
+			return "the rows of topic " + o.Topic.Value
+		}
+		return "reductions of its input"
+	}
+	oldByStore := map[string]*schema.Operator{}
+	for _, o := range old.Operators {
+		if o.Store.Value != "" {
+			oldByStore[o.Store.Value] = o
+		}
+	}
+	newByStore := map[string]*schema.Operator{}
+	newByName := map[string]*schema.Operator{}
+	for _, o := range new.Operators {
+		newByName[o.Name.Value] = o
+		if o.Store.Value == "" {
+			continue
+		}
+		newByStore[o.Store.Value] = o
+		was, ok := oldByStore[o.Store.Value]
+		switch {
+		case !ok && !declared(old, o.Store.Value) && !declared(new, o.Store.Value):
+			add(o.Store.Pos, false, "store %q of operator %q is new: it starts empty", o.Store.Value, o.Name.Value)
+		case ok && rows(was) != rows(o):
+			add(o.Store.Pos, true, "store %q kept %s and now keeps %s: existing entries no longer decode", o.Store.Value, rows(was), rows(o))
+		}
+	}
+	for _, o := range old.Operators {
+		st := o.Store.Value
+		if st == "" || newByStore[st] != nil || declared(new, st) {
+			continue
+		}
+		pos := new.App.Pos
+		if n := newByName[o.Name.Value]; n != nil {
+			pos = posOr(n.Store.Pos, n.Name.Pos)
+		}
+		add(pos, true, "store %q of operator %q is gone: its state is lost (%s-%s-changelog is left behind)", st, o.Name.Value, app, st)
+	}
+	for _, o := range old.Operators {
+		if o.Op.Value != schema.OpGroupBy && o.Op.Value != schema.OpGroupByKey {
+			continue
+		}
+		if n := newByName[o.Name.Value]; n != nil && n.Op.Value == o.Op.Value {
+			continue
+		}
+		pos := new.App.Pos
+		if n := newByName[o.Name.Value]; n != nil {
+			pos = n.Op.Pos
+		}
+		add(pos, true, "grouping %q is gone: records not yet read from its repartition topic %s-%s-repartition are lost (and a groupByKey that repartitions now reads another topic)", o.Name.Value, app, o.Name.Value)
+	}
 }

@@ -54,3 +54,51 @@ func TestCompareSpecs(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareOperators: operators' stores and repartition topics are named
+// from the spec, so renaming them strands state.
+func TestCompareOperators(t *testing.T) {
+	old := `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+operators:
+  by-word: {op: groupBy, from: [in], key: string}
+  counted: {op: count, from: [by-word], store: counts}
+  people:  {op: table, topic: in, store: rows}
+`
+	for _, tc := range []struct {
+		name, new string
+		want      []string
+	}{
+		{"unchanged", old, nil},
+		{"store renamed", strings.Replace(old, "store: counts", "store: word-counts", 1), []string{
+			`kgen.yaml:7:48: breaking: store "counts" of operator "counted" is gone: its state is lost (a-counts-changelog is left behind)`,
+			`kgen.yaml:7:48: safe: store "word-counts" of operator "counted" is new: it starts empty`,
+		}},
+		{"store reused for other rows", strings.Replace(old, "{op: count, from: [by-word], store: counts}", "{op: aggregate, from: [by-word], store: counts, value: int64}", 1), []string{
+			`kgen.yaml:7:52: breaking: store "counts" kept counts and now keeps aggregates of type int64: existing entries no longer decode`,
+		}},
+		{"grouping renamed", strings.ReplaceAll(old, "by-word", "per-word"), []string{
+			`kgen.yaml:2:6: breaking: grouping "by-word" is gone: records not yet read from its repartition topic a-by-word-repartition are lost (and a groupByKey that repartitions now reads another topic)`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := schema.Parse("old.yaml", []byte(old))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := schema.Parse("kgen.yaml", []byte(tc.new))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range CompareSpecs(o, n) {
+				got = append(got, c.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

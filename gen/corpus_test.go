@@ -65,6 +65,11 @@ func TestAwkwardNamesCorpus(t *testing.T) {
 	for range 8 {
 		specs = append(specs, corpusSpec(len(specs), pick(), pick(), pick(), pick(), pick(), pick()))
 	}
+	// Operators under awkward names: the branch, its arm, the grouping (its
+	// repartition serdes), the count and its implied store, the toStream.
+	for i := 0; i < len(awkwardNames); i += 3 {
+		specs = append(specs, corpusOpSpec(len(specs), awkwardNames[i], awkwardNames[(i+1)%len(awkwardNames)], awkwardNames[(i+2)%len(awkwardNames)], pick(), pick()))
+	}
 	var built []string
 	rejected := 0
 	for i, spec := range specs {
@@ -125,4 +130,24 @@ processors:
   %s: {from: [%s], forward: {key: string, value: string}, to: [%s, %s], stores: [%s], punctuate: [{name: %s, every: 1s}, {name: other, every: 2s}]}
   %s: {forward: {key: string, value: int64}, to: [shout], stores: [%s]}
 `, i, quote(a), quote(b), quote(c), quote(p), quote(a), quote(b), quote(q), quote(c), quote(pu), quote(q), quote(c))
+}
+
+// corpusOpSpec is a topology of operators with the given names: branch b
+// with arm arm (and a default), groupBy g of the arm, count c of it into
+// store st, and a toStream writing the counts.
+func corpusOpSpec(i int, b, arm, g, c, st string) string {
+	quote := func(s string) string { return fmt.Sprintf("%q", s) }
+	return fmt.Sprintf(`version: 1
+app: corpus
+package: corpusops%d
+topics:
+  words-in: {key: string, value: string}
+  counts-out: {key: string, value: int64}
+operators:
+  %s: {op: branch, from: [words-in], branches: [%s], default: rest}
+  %s: {op: groupBy, from: [%s], key: string}
+  %s: {op: count, from: [%s], store: %s}
+  to-counts: {op: toStream, from: [%s], to: [counts-out]}
+  rest-seen: {op: peek, from: [%s]}
+`, i, quote(b), quote(arm), quote(g), quote(b+"-"+arm), quote(c), quote(g), quote(st), quote(c), quote(b+"-rest"))
 }

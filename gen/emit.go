@@ -20,6 +20,7 @@ const (
 	pkgState      = "github.com/kgen-dev/kgen/runtime/state"
 	pkgSerde      = "github.com/kgen-dev/kgen/runtime/serde"
 	pkgStreamtest = "github.com/kgen-dev/kgen/runtime/streamtest"
+	pkgDSL        = "github.com/kgen-dev/kgen/runtime/dsl"
 	pkgPebble     = "github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	pkgSR         = "github.com/twmb/franz-go/pkg/sr"
 )
@@ -44,7 +45,7 @@ func (e *emitter) newFile() *jen.File {
 	f := jen.NewFilePathName(e.pkgPath, e.pkgName)
 	f.HeaderComment(genHeader)
 	names := map[string]string{
-		pkgStream: "stream", pkgState: "state", pkgSerde: "serde", pkgStreamtest: "streamtest", pkgPebble: "pebblestore",
+		pkgStream: "stream", pkgState: "state", pkgDSL: "dsl", pkgSerde: "serde", pkgStreamtest: "streamtest", pkgPebble: "pebblestore",
 		pkgSerde + "/avro": "avro", pkgSR: "sr",
 	}
 	// Name the packages of the user's record types as they name themselves,
@@ -74,7 +75,18 @@ func render(f *jen.File) ([]byte, error) {
 
 // kvTypes are the type arguments [K, V] of a key/value pair.
 func kvTypes(kv KV) []jen.Code {
-	return []jen.Code{gotype.Of(kv.Key.Type), gotype.Of(kv.Value.Type)}
+	return []jen.Code{typeOf(kv.Key), typeOf(kv.Value)}
+}
+
+// typeOf is the Go type of values of r, wrapped as operators carry it.
+func typeOf(r TypeRef) *jen.Statement {
+	switch r.Wrap {
+	case ChangeOf:
+		return jen.Qual(pkgDSL, "Change").Types(gotype.Of(r.Type))
+	case PointerTo:
+		return jen.Op("*").Add(gotype.Of(r.Type))
+	}
+	return gotype.Of(r.Type)
 }
 
 // outTypes are a processor's output type arguments; a processor that
@@ -118,8 +130,11 @@ func lowerFirst(s string) string {
 
 // nodeName is the runtime node name of a processor's child.
 func nodeName(n Node) string {
-	if n.Topic != nil {
+	switch {
+	case n.Topic != nil:
 		return n.Topic.Go.SinkNode
+	case n.Op != nil:
+		return n.Op.entryNode()
 	}
 	return n.Proc.Name.Value
 }
@@ -128,10 +143,13 @@ func nodeName(n Node) string {
 func describeNodes(ns []Node) string {
 	var parts []string
 	for _, n := range ns {
-		if n.Topic != nil {
+		switch {
+		case n.Topic != nil:
 			parts = append(parts, fmt.Sprintf("topic %q", n.Topic.Name.Value))
-		} else {
+		case n.Proc != nil:
 			parts = append(parts, fmt.Sprintf("processor %q", n.Proc.Name.Value))
+		default:
+			parts = append(parts, n.Op.what())
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -206,6 +224,9 @@ func (e *emitter) main() ([]byte, error) {
 			return nil, fmt.Errorf("store %q value: %w", s.Name.Value, err)
 		}
 	}
+	if err := e.opSerdes(func(name, doc, format string, r TypeRef) error { return side(name, doc, format, r.Type) }); err != nil {
+		return nil, err
+	}
 	f.Commentf("%s holds the serde of every topic and store side: what %s builds the", idSerdes, idNewTopology)
 	f.Commentf("topology with. %s gives the formats of %s; %s fills in", idDefaultSerdes, schema.FileName, idRegisterSchemas)
 	f.Comment("schema registry ids where a topic is avro-confluent.")
@@ -239,7 +260,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 	f.Comment("before the first record, and Close() error, called when the task closes.")
 	methods := []jen.Code{
 		jen.Comment("Process handles one input record."),
-		jen.Id("Process").Params(jen.Id("ctx").Op("*").Id(ctx), jen.Id("key").Add(gotype.Of(p.In.Key.Type)), jen.Id("value").Add(gotype.Of(p.In.Value.Type))).Error(),
+		jen.Id("Process").Params(jen.Id("ctx").Op("*").Id(ctx), jen.Id("key").Add(typeOf(p.In.Key)), jen.Id("value").Add(typeOf(p.In.Value))).Error(),
 	}
 	for _, pu := range p.Punctuations {
 		kind := "stream time"
@@ -265,7 +286,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 
 	recv := func() *jen.Statement { return f.Func().Params(jen.Id("c").Op("*").Id(ctx)) }
 	if p.HasOut && len(p.Children) > 0 {
-		kt, vt := gotype.Of(p.Out.Key.Type), gotype.Of(p.Out.Value.Type)
+		kt, vt := typeOf(p.Out.Key), typeOf(p.Out.Value)
 		newRec := jen.Qual(pkgStream, "Record").Types(kt.Clone(), vt.Clone()).Values(jen.Dict{
 			jen.Id("Key"): jen.Id("key"), jen.Id("Value"): jen.Id("value"),
 			jen.Id("Timestamp"): jen.Id("c").Dot("Timestamp").Call(),
@@ -281,6 +302,9 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 		if len(p.Children) > 1 {
 			for i, c := range p.Children {
 				what := "processor"
+				if c.Op != nil {
+					what = "operator"
+				}
 				if c.Topic != nil {
 					what = "topic"
 				}
@@ -400,9 +424,16 @@ func (e *emitter) topology(f *jen.File) {
 		methods = append(methods, jen.Commentf("%s makes the user code of processor %q.", p.Go.Factory, p.Name.Value),
 			jen.Id(p.Go.Factory).Params().Id(p.Go.Interface))
 	}
+	opMethods := e.opMethods()
+	methods = append(methods, opMethods...)
 	f.Comment("Processors makes the user code of every processor of the topology: one method")
 	f.Commentf("per processor. Each is called once per task, so an instance is used by one")
 	f.Commentf("goroutine at a time. kgen scaffolds an implementation, %s, once.", idFactories)
+	if len(opMethods) > 0 {
+		f.Comment("")
+		f.Comment("It also holds the functions of the operators, one method each: these are called")
+		f.Comment("from every task's goroutine at once, so they must not change shared state.")
+	}
 	f.Type().Id(idProcessors).Interface(methods...)
 
 	var body []jen.Code
@@ -410,7 +441,7 @@ func (e *emitter) topology(f *jen.File) {
 		jen.If(jen.Id("p").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("errors", "New").Call(jen.Lit("new topology: nil Processors")))),
 		jen.Id("t").Op(":=").Qual(pkgStream, "NewTopology").Call())
 	for _, t := range g.Topics {
-		if len(t.Readers) == 0 || t.Repartition {
+		if !t.read() || t.Repartition {
 			continue
 		}
 		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
@@ -420,17 +451,16 @@ func (e *emitter) topology(f *jen.File) {
 		}
 		body = append(body, jen.Qual(pkgStream, "AddSource").Call(args...))
 	}
-	for _, p := range topoOrder(g.Processors) {
+	for _, n := range emitOrder(g) {
+		if n.Op != nil {
+			body = append(body, e.opCalls(n.Op)...)
+			continue
+		}
+		p := n.Proc
 		args := []jen.Code{jen.Id("t"), jen.Lit(p.Name.Value),
 			jen.Func().Params().Qual(pkgStream, "Processor").Types(append(kvTypes(p.In), outTypes(p)...)...).Block(
 				jen.Return(jen.Op("&").Id(p.Go.Node).Values(jen.Dict{jen.Id("impl"): jen.Id("p").Dot(p.Go.Factory).Call()})))}
-		for _, par := range p.Parents {
-			if par.Topic != nil {
-				args = append(args, jen.Lit(par.Topic.Go.SourceNode))
-			} else {
-				args = append(args, jen.Lit(par.Proc.Name.Value))
-			}
-		}
+		args = append(args, parentNames(p.Parents)...)
 		body = append(body, jen.Qual(pkgStream, "AddProcessor").Call(args...))
 	}
 	for _, t := range g.Topics {
@@ -447,26 +477,34 @@ func (e *emitter) topology(f *jen.File) {
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
+		for _, w := range t.OpWriters {
+			args = append(args, jen.Lit(w.nodeName()))
+		}
 		body = append(body, jen.Qual(pkgStream, "AddRepartition").Call(args...))
 	}
 	for _, t := range g.Topics {
-		if len(t.Writers) == 0 || t.Repartition {
+		if !t.written() || t.Repartition {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
+		var vs jen.Code = jen.Id("s").Dot(t.Go.ValueSerde)
+		if t.Nullable {
+			vs = jen.Qual(pkgDSL, "Nullable").Call(vs) // a deleted row is a tombstone
+		}
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), vs}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
+		}
+		for _, w := range t.OpWriters {
+			args = append(args, jen.Lit(w.nodeName()))
 		}
 		body = append(body, jen.Qual(pkgStream, "AddSink").Call(args...))
 	}
 	for _, s := range g.Stores {
-		opts := jen.Dict{jen.Id("Changelog"): jen.Lit(s.Changelog)}
-		if s.Backend.Value == schema.BackendPebble {
-			// Only a program with a Pebble store imports (and links) Pebble.
-			opts[jen.Id("Persistent")] = jen.Qual(pkgPebble, "Opener").Call(jen.Qual(pkgPebble, "Options").Values())
+		if s.Op != nil {
+			continue // the operator adds it
 		}
 		args := []jen.Code{jen.Id("t"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), jen.Id("s").Dot(s.Go.ValueSerde),
-			jen.Qual(pkgStream, "StoreOptions").Values(opts)}
+			storeOptions(s)}
 		for _, o := range s.Owners {
 			args = append(args, jen.Lit(o.Name.Value))
 		}
@@ -539,7 +577,19 @@ func (e *emitter) testDriver() ([]byte, error) {
 			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
 				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
-		if t.Go.Read != "" {
+		if t.Go.Delete != "" {
+			f.Commentf("%s writes a tombstone for key with timestamp ts to topic %q and processes", t.Go.Delete, t.Name.Value)
+			f.Commentf("it: table %q deletes the key's row.", t.Table.Name.Value)
+			recv().Id(t.Go.Delete).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Qual(pkgDSL, "Nullable").Call(jen.Id("d").Dot("s").Dot(t.Go.ValueSerde)), jen.Id("key"), jen.Nil(), jen.Id("ts"))))
+		}
+		if t.Go.Read != "" && t.Nullable {
+			f.Commentf("%s returns the records written to topic %q since the last read; a nil", t.Go.Read, t.Name.Value)
+			f.Comment("value is a tombstone (a deleted table row).")
+			kv := KV{t.KV.Key, t.KV.Value.wrapped(PointerTo)}
+			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(kv)...), jen.Error()).Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Qual(pkgDSL, "Nullable").Call(jen.Id("d").Dot("s").Dot(t.Go.ValueSerde)))))
+		} else if t.Go.Read != "" {
 			f.Commentf("%s returns the records written to topic %q since the last read.", t.Go.Read, t.Name.Value)
 			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(t.KV)...), jen.Error()).Block(
 				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde))))
@@ -548,8 +598,14 @@ func (e *emitter) testDriver() ([]byte, error) {
 	for _, s := range g.Stores {
 		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
 		f.Comment("in its partition's.")
-		recv().Id(s.Go.Accessor).Params().Params(jen.Qual(pkgState, "KeyValueStore").Types(kvTypes(s.KV)...), jen.Error()).Block(
-			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStoreFor").Types(kvTypes(s.KV)...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), jen.Id("d").Dot("s").Dot(s.Go.KeySerde))))
+		types := kvTypes(s.KV)
+		if s.Op != nil {
+			// An operator's store keeps each row with its timestamp.
+			f.Commentf("%s keeps its rows in it, each with the timestamp of its last update.", s.Op.what())
+			types[1] = jen.Qual(pkgDSL, "ValueAndTimestamp").Types(types[1])
+		}
+		recv().Id(s.Go.Accessor).Params().Params(jen.Qual(pkgState, "KeyValueStore").Types(types...), jen.Error()).Block(
+			jen.Return(jen.Qual(pkgStreamtest, "KeyValueStoreFor").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), jen.Id("d").Dot("s").Dot(s.Go.KeySerde))))
 	}
 	f.Comment("AdvanceWallClock moves the driver's wall clock forward by dur, firing the")
 	f.Comment("wall-clock punctuations that fall due.")

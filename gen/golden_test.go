@@ -305,3 +305,71 @@ func (Factories) Enrich() EnrichProcessor { return &Enrich{} }
 		}
 	}
 }
+
+// TestWrongOperatorFunctionDoesNotCompile: an operator's function of the
+// wrong type, or missing, fails to compile in the user's file, at the line
+// that says Factories implements Processors.
+func TestWrongOperatorFunctionDoesNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"wrong type", `package opskeyed
+
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+func (Factories) ByPage() ByPageProcessor                            { return &ByPage{} }
+func (Factories) Real(user string, _ string) string                  { return user }
+func (Factories) Tagged(_ string, page string) string                { return page }
+func (Factories) FirstClickReduce(agg string, _ string) string       { return agg }
+func (Factories) ByBand(_ string, price int64) (string, int64)       { return "", price }
+func (Factories) BandSumAdd(agg int64, price int64) int64            { return agg + price }
+func (Factories) BandSumSubtract(agg int64, price int64) int64       { return agg - price }
+`, []string{"factories.go:5:", "wrong type for method Real", "want Real(string, string) bool"}},
+		{"missing", `package opskeyed
+
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+func (Factories) ByPage() ByPageProcessor                            { return &ByPage{} }
+func (Factories) Real(user string, _ string) bool                    { return true }
+func (Factories) Tagged(_ string, page string) string                { return page }
+func (Factories) FirstClickReduce(agg string, _ string) string       { return agg }
+func (Factories) ByBand(_ string, price int64) (string, int64)       { return "", price }
+func (Factories) BandSumAdd(agg int64, price int64) int64            { return agg + price }
+`, []string{"factories.go:5:", "missing method BandSumSubtract"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			bad := filepath.Join(tmp, "factories.go")
+			if err := os.WriteFile(bad, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			target, err := filepath.Abs(filepath.Join(goldenDir, "ops-keyed", "factories.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			overlay := filepath.Join(tmp, "overlay.json")
+			if err := os.WriteFile(overlay, []byte(`{"Replace": {`+quote(target)+`: `+quote(bad)+`}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("go", "build", "-overlay", overlay, "./testdata/golden/ops-keyed")
+			cmd.Dir = ".."
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatal("go build succeeded; want a type error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Fatalf("go build output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

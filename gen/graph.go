@@ -39,12 +39,42 @@ func Diagram(g *Graph) stream.Diagram {
 			}
 		}
 	}
+	group := func(id int) *stream.DiagramGroup {
+		i, ok := groups[id]
+		if !ok {
+			i = len(d.Groups)
+			groups[id] = i
+			d.Groups = append(d.Groups, stream.DiagramGroup{ID: id})
+		}
+		return &d.Groups[i]
+	}
+	// Operators are drawn as the nodes they are, with their kind; a
+	// grouping that repartitions sits before its repartition topic, drawn
+	// as the topic it is, and the aggregations read that topic.
+	for _, o := range g.allOps() {
+		kind := o.Kind
+		if o.Kind == opArm {
+			kind = "branch arm"
+		}
+		grp := group(o.Subtopology)
+		if o.Repartition {
+			grp = group(o.UpSubtopology)
+			topic := g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
+			d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: topic, Detail: o.Out.String() + ", repartition topic"})
+		}
+		grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramProcessor, Name: o.Name.Value, Detail: kind})
+		if s := o.Rows; s != nil && !placed[s] {
+			placed[s] = true
+			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
+		}
+	}
 	slices.SortFunc(d.Groups, func(a, b stream.DiagramGroup) int { return a.ID - b.ID })
 	key := func(n Node) string {
-		if n.Topic != nil {
+		switch {
+		case n.Topic != nil:
 			return "topic:" + n.Topic.Name.Value
 		}
-		return n.Proc.Name.Value
+		return n.Name()
 	}
 	for _, p := range g.Processors {
 		for _, par := range p.Parents {
@@ -61,6 +91,30 @@ func Diagram(g *Graph) stream.Diagram {
 		}
 		for _, s := range p.Stores {
 			d.Edges = append(d.Edges, stream.DiagramEdge{From: p.Name.Value, To: "store:" + s.Name.Value, Store: true})
+		}
+	}
+	for _, o := range g.allOps() {
+		for _, par := range o.Parents {
+			if par.Topic != nil {
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: key(par), To: o.Name.Value})
+			}
+		}
+		from := o.Name.Value
+		if o.Repartition {
+			topic := "topic:" + g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
+			d.Edges = append(d.Edges, stream.DiagramEdge{From: from, To: topic, Label: o.Out.String()})
+		}
+		for _, c := range o.Children {
+			e := stream.DiagramEdge{From: from, To: key(c)}
+			if o.Repartition {
+				e.From = "topic:" + g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
+			} else if o.HasOut {
+				e.Label = o.Out.String()
+			}
+			d.Edges = append(d.Edges, e)
+		}
+		if o.Rows != nil {
+			d.Edges = append(d.Edges, stream.DiagramEdge{From: o.Name.Value, To: "store:" + o.Rows.Name.Value, Store: true})
 		}
 	}
 	return d

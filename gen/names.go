@@ -86,7 +86,8 @@ type TopicNames struct {
 	ValueSerde string // field of Serdes, "WordCountsValue"
 	// Pipe and Read are TestDriver methods; empty when no processor reads
 	// (for Pipe) or writes (for Read) the topic, so none is generated.
-	Pipe, Read string
+	// Delete pipes a tombstone to a topic a table reads.
+	Pipe, Read, Delete string
 	// SourceNode and SinkNode are the runtime's node names.
 	SourceNode, SinkNode string
 }
@@ -220,10 +221,13 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			SourceNode: n.declare(nodes, t.Name.Value+"-source", o("source node")),
 			SinkNode:   n.declare(nodes, t.Name.Value+"-sink", o("sink node")),
 		}
-		if len(t.Readers) > 0 {
+		if t.read() || t.Table != nil {
 			t.Go.Pipe = n.declare(driver, "Pipe"+id, o("test driver input method"))
 		}
-		if len(t.Writers) > 0 {
+		if t.Table != nil {
+			t.Go.Delete = n.declare(driver, "Delete"+id, o("test driver tombstone method"))
+		}
+		if t.written() {
 			t.Go.Read = n.declare(driver, "Read"+id, o("test driver output method"))
 		}
 	}
@@ -302,6 +306,35 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 				pos = pu.Name.Pos
 			}
 			n.declare(impl, pu.Method, owner{what: fmt.Sprintf("a punctuation of processor %q", p.Name.Value), role: "method", pos: pos})
+		}
+	}
+	for _, op := range g.allOps() {
+		id, ok := n.ident("operator", op.Name)
+		if !ok {
+			continue
+		}
+		o := func(role string) owner {
+			return owner{what: op.what(), role: role, pos: op.Name.Pos}
+		}
+		op.Ident = id
+		n.declare(nodes, op.Name.Value, o("node"))
+		switch {
+		case op.Kind == schema.OpTable:
+			n.declare(nodes, op.Name.Value+"-source", o("source node"))
+		case op.Kind == schema.OpGroupBy:
+			n.declare(nodes, op.Name.Value+"-select", o("key-selecting node"))
+		}
+		if isGrouping(op.Kind) && op.Repartition {
+			n.declare(nodes, op.Name.Value+"-repartition-sink", o("repartition sink node"))
+			op.Go.KeySerde = n.declare(serdes, id+"Key", o("repartition key serde"))
+			op.Go.ValueSerde = n.declare(serdes, id+"Value", o("repartition value serde"))
+		}
+		for _, suffix := range opFuncs(op) {
+			role := "function"
+			if suffix != "" {
+				role = strings.ToLower(suffix) + " function"
+			}
+			op.Go.Funcs = append(op.Go.Funcs, n.declare(factories, id+suffix, o(role)))
 		}
 	}
 	return n.errs.errs.Sort()

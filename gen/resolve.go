@@ -20,18 +20,61 @@ type Graph struct {
 	Topics     []*TopicNode
 	Stores     []*StoreNode
 	Processors []*ProcNode
+	// Operators are the operators of the spec; a branch's arms hang off it.
+	Operators []*OpNode
 
 	pkgScope *scope // package-level generated names, set by nameGraph
 }
 
 // TypeRef is a type named in the spec, resolved.
 type TypeRef struct {
-	Name string // as written in the spec ("model.Sentence", "int64")
+	Name string // as written in the spec ("model.Sentence", "int64"), or as Go spells a wrapped one
 	Type *model.Type
+	// Wrap is how operators carry the type: as is, as a table row's change
+	// (dsl.Change[T]), or nullable (*T, nil for a deletion).
+	Wrap Wrap
+}
+
+// Wrap is how an operator's output carries a spec type.
+type Wrap int
+
+// Wraps of a TypeRef.
+const (
+	Plain     Wrap = iota
+	ChangeOf       // dsl.Change[T]: a table row's old and new value
+	PointerTo      // *T: a table row's new value after toStream, nil when deleted
+)
+
+// wrapped is r carried as w.
+func (r TypeRef) wrapped(w Wrap) TypeRef {
+	p := r.plain()
+	switch w {
+	case ChangeOf:
+		p.Name = "dsl.Change[" + p.Name + "]"
+	case PointerTo:
+		p.Name = "*" + p.Name
+	}
+	p.Wrap = w
+	return p
+}
+
+// plain is the spec type r wraps.
+func (r TypeRef) plain() TypeRef {
+	switch r.Wrap {
+	case ChangeOf:
+		r.Name = strings.TrimSuffix(strings.TrimPrefix(r.Name, "dsl.Change["), "]")
+	case PointerTo:
+		r.Name = strings.TrimPrefix(r.Name, "*")
+	}
+	r.Wrap = Plain
+	return r
 }
 
 // Same reports whether two references denote the same type.
 func (r TypeRef) Same(o TypeRef) bool {
+	if r.Wrap != o.Wrap {
+		return false
+	}
 	if r.Type == nil || o.Type == nil {
 		return true // already reported as unknown
 	}
@@ -60,7 +103,19 @@ type TopicNode struct {
 	TimestampField *model.Field
 	Readers        []*ProcNode // processors reading the topic, sorted
 	Writers        []*ProcNode // processors writing to it, sorted
+	// OpReaders and OpWriters are the operators reading and writing it
+	// (a table reading it is Table instead).
+	OpReaders, OpWriters []*OpNode
+	Table                *OpNode
+	// Nullable says toStream writes to it: a deleted row is a tombstone.
+	Nullable bool
 }
+
+// read says whether a source reads the topic as a stream.
+func (t *TopicNode) read() bool { return len(t.Readers) > 0 || len(t.OpReaders) > 0 }
+
+// written says whether the application writes the topic.
+func (t *TopicNode) written() bool { return len(t.Writers) > 0 || len(t.OpWriters) > 0 }
 
 // StoreNode is a resolved store.
 type StoreNode struct {
@@ -71,20 +126,29 @@ type StoreNode struct {
 	KeyFormat   string
 	ValueFormat string
 	Owners      []*ProcNode
+	// Op is the aggregation or table keeping its rows in the store;
+	// Implied says the store is not declared under stores but named by Op.
+	Op      *OpNode
+	Implied bool
 }
 
-// Node is a parent or child of a processor: exactly one field is set.
+// Node is a parent or child of a processor or operator: exactly one field
+// is set.
 type Node struct {
 	Topic *TopicNode
 	Proc  *ProcNode
+	Op    *OpNode
 }
 
 // Name is the spec name of the node.
 func (n Node) Name() string {
-	if n.Topic != nil {
+	switch {
+	case n.Topic != nil:
 		return n.Topic.Name.Value
+	case n.Proc != nil:
+		return n.Proc.Name.Value
 	}
-	return n.Proc.Name.Value
+	return n.Op.Name.Value
 }
 
 // ProcNode is a resolved processor.
@@ -118,7 +182,7 @@ type PunctuationNode struct {
 // schema.Errors; the graph is only returned when there are none. u may be
 // nil when no record types exist.
 func Resolve(s *schema.Spec, u *model.Universe, pkgPath string) (*Graph, error) {
-	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}}
+	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}, ops: map[string]*OpNode{}}
 	r.run()
 	// Naming runs on the graph as far as it resolved, so a clash is
 	// reported together with the other problems rather than after them.
@@ -148,6 +212,7 @@ type resolver struct {
 	topics map[string]*TopicNode
 	stores map[string]*StoreNode
 	procs  map[string]*ProcNode
+	ops    map[string]*OpNode
 }
 
 func (r *resolver) run() {
@@ -195,13 +260,20 @@ func (r *resolver) run() {
 		r.procs[p.Name.Value] = pn
 		r.g.Processors = append(r.g.Processors, pn)
 	}
+	r.operators()
 	r.edges()
+	r.opEdges()
 	r.repartitions()
+	r.opStores()
 	r.storesOf()
 	r.punctuations()
 	if !r.cycles() {
-		r.types()
+		r.procOuts()
+		r.opTypes()
+		r.procIns()
+		r.checkSinks()
 		r.rekeyedState()
+		r.rekeyedOpState()
 	}
 	r.subtopologies()
 }
@@ -213,10 +285,10 @@ func (r *resolver) repartitions() {
 		if !t.Repartition {
 			continue
 		}
-		if len(t.Writers) == 0 {
+		if !t.written() {
 			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor writes to it (to: [%s])", t.Name.Value, t.Name.Value)
 		}
-		if len(t.Readers) == 0 {
+		if !t.read() {
 			r.errs.add(t.RepartitionPos, "repartition topic %q: no processor reads it (from: [%s])", t.Name.Value, t.Name.Value)
 		}
 	}
@@ -417,8 +489,22 @@ func (r *resolver) edges() {
 				}
 				p.Parents = appendNode(p.Parents, Node{Proc: q})
 				q.Children = appendNode(q.Children, Node{Proc: p})
+			} else if o, ok := r.ops[f.Value]; ok {
+				switch {
+				case o.Kind == schema.OpBranch:
+					r.errs.add(f.Pos, "processor %q reads from branch %q itself: read one of its arms (%s-ARM)", p.Name.Value, f.Value, f.Value)
+					continue
+				case o.Kind == schema.OpForeach:
+					r.errs.add(f.Pos, "processor %q reads from %s, which is terminal: use peek to pass records on", p.Name.Value, o.what())
+					continue
+				case isGrouping(o.Kind):
+					r.errs.add(f.Pos, "processor %q reads grouping %q: a grouping feeds an aggregation (count, reduce or aggregate)", p.Name.Value, f.Value)
+					continue
+				}
+				p.Parents = appendNode(p.Parents, Node{Op: o})
+				o.Children = appendNode(o.Children, Node{Proc: p})
 			} else {
-				r.errs.add(f.Pos, "processor %q reads from %q, which is neither a topic nor a processor%s", p.Name.Value, f.Value, schema.Suggest(f.Value, r.names()))
+				r.errs.add(f.Pos, "processor %q reads from %q, which is %s%s", p.Name.Value, f.Value, r.neither(), schema.Suggest(f.Value, r.names()))
 			}
 		}
 	}
@@ -434,8 +520,15 @@ func (r *resolver) edges() {
 				}
 				p.Children = appendNode(p.Children, Node{Proc: q})
 				q.Parents = appendNode(q.Parents, Node{Proc: p})
+			} else if o, ok := r.ops[c.Value]; ok {
+				if o.Kind == schema.OpTable || o.Kind == opArm {
+					r.errs.add(c.Pos, "processor %q forwards to %s, which reads %s only", p.Name.Value, o.what(), map[bool]string{true: "its topic", false: "its branch"}[o.Kind == schema.OpTable])
+					continue
+				}
+				p.Children = appendNode(p.Children, Node{Op: o})
+				o.Parents = appendNode(o.Parents, Node{Proc: p})
 			} else {
-				r.errs.add(c.Pos, "processor %q forwards to %q, which is neither a topic nor a processor%s", p.Name.Value, c.Value, schema.Suggest(c.Value, r.names()))
+				r.errs.add(c.Pos, "processor %q forwards to %q, which is %s%s", p.Name.Value, c.Value, r.neither(), schema.Suggest(c.Value, r.names()))
 			}
 		}
 	}
@@ -448,6 +541,14 @@ func (r *resolver) edges() {
 		slices.SortFunc(t.Readers, byName)
 		slices.SortFunc(t.Writers, byName)
 	}
+}
+
+// neither names what a from or to may name, for a name that is none of them.
+func (r *resolver) neither() string {
+	if len(r.spec.Operators) == 0 {
+		return "neither a topic nor a processor"
+	}
+	return "neither a topic, a processor nor an operator"
 }
 
 func byName(a, b *ProcNode) int { return strings.Compare(a.Name.Value, b.Name.Value) }
@@ -474,6 +575,9 @@ func (r *resolver) names() []string {
 	for _, p := range r.g.Processors {
 		out = append(out, p.Name.Value)
 	}
+	for _, o := range r.g.allOps() {
+		out = append(out, o.Name.Value)
+	}
 	return out
 }
 
@@ -493,12 +597,16 @@ func (r *resolver) storesOf() {
 				r.errs.add(s.Pos, "processor %q lists store %q twice", p.Name.Value, s.Value)
 				continue
 			}
+			if sn.Op != nil {
+				r.errs.add(s.Pos, "processor %q uses store %q, where %s keeps its rows: read the operator's output instead (from: [%s])", p.Name.Value, s.Value, sn.Op.what(), sn.Op.Name.Value)
+				continue
+			}
 			p.Stores = append(p.Stores, sn)
 			sn.Owners = append(sn.Owners, r.procs[p.Name.Value])
 		}
 	}
 	for _, sn := range r.g.Stores {
-		if len(sn.Owners) == 0 {
+		if len(sn.Owners) == 0 && sn.Op == nil {
 			r.errs.add(sn.Name.Pos, "store %q has no owner: list it under stores: of the processor that uses it", sn.Name.Value)
 		}
 	}
@@ -536,21 +644,39 @@ func (r *resolver) cycles() bool {
 	for _, p := range r.g.Processors {
 		shape.Nodes = append(shape.Nodes, p.Name.Value)
 		for _, c := range p.Children {
-			if c.Proc != nil {
-				shape.Children[p.Name.Value] = append(shape.Children[p.Name.Value], c.Proc.Name.Value)
+			if c.Topic == nil {
+				shape.Children[p.Name.Value] = append(shape.Children[p.Name.Value], c.Name())
+			}
+		}
+	}
+	for _, o := range r.g.allOps() {
+		shape.Nodes = append(shape.Nodes, o.Name.Value)
+		for _, c := range o.Children {
+			if c.Topic == nil {
+				shape.Children[o.Name.Value] = append(shape.Children[o.Name.Value], c.Name())
 			}
 		}
 	}
 	cycles := shape.Cycles()
 	for _, c := range cycles {
-		r.errs.add(r.procs[c[0]].Name.Pos, "cycle among processors: %s", strings.Join(c, " -> "))
+		n, _ := r.lookup(c[0])
+		pos := schema.Pos{}
+		if n.Proc != nil {
+			pos = n.Proc.Name.Pos
+		} else if n.Op != nil {
+			pos = n.Op.Name.Pos
+		}
+		what := "processors"
+		if len(r.g.Operators) > 0 {
+			what = "processors and operators"
+		}
+		r.errs.add(pos, "cycle among %s: %s", what, strings.Join(c, " -> "))
 	}
 	return len(cycles) > 0
 }
 
-// types works out what each processor takes and forwards and checks every
-// edge.
-func (r *resolver) types() {
+// procOuts works out what each processor forwards.
+func (r *resolver) procOuts() {
 	// What a processor forwards depends only on its own declaration (or on
 	// the topics it writes to), so it can be settled first.
 	for _, p := range r.g.Processors {
@@ -566,8 +692,12 @@ func (r *resolver) types() {
 		}
 		var topic *TopicNode
 		for _, c := range p.Children {
-			if c.Proc != nil {
-				r.errs.add(p.Name.Pos, "processor %q forwards to processor %q: declare what it forwards (forward: {key: K, value: V})", p.Name.Value, c.Proc.Name.Value)
+			if c.Topic == nil {
+				what := "processor"
+				if c.Op != nil {
+					what = "operator"
+				}
+				r.errs.add(p.Name.Pos, "processor %q forwards to %s %q: declare what it forwards (forward: {key: K, value: V})", p.Name.Value, what, c.Name())
 				topic = nil
 				break
 			}
@@ -579,16 +709,17 @@ func (r *resolver) types() {
 			p.Out, p.HasOut = topic.KV, true
 		}
 	}
+}
+
+// procIns works out what each processor takes, from its parents (topics,
+// processors and operators, whose outputs are settled), and checks every
+// edge.
+func (r *resolver) procIns() {
 	for _, p := range r.g.Processors {
 		var first Node
 		for i, par := range p.Parents {
-			var kv KV
-			switch {
-			case par.Topic != nil:
-				kv = par.Topic.KV
-			case par.Proc.HasOut:
-				kv = par.Proc.Out
-			default:
+			kv, ok := outOf(par)
+			if !ok {
 				continue
 			}
 			if first == (Node{}) {
@@ -641,14 +772,9 @@ func (r *resolver) childPos(p *ProcNode, c Node) model.Pos {
 // by one sub-topology can be co-partitioned.
 func (r *resolver) subtopologies() {
 	shape := stream.TopologyShape{Sources: map[string]bool{}, Children: map[string][]string{}}
-	key := func(n Node) string {
-		if n.Topic != nil {
-			return "sink:" + n.Topic.Name.Value
-		}
-		return "processor:" + n.Proc.Name.Value
-	}
 	// Nodes in the order NewTopology adds them, so that the numbers are the
-	// runtime's: sources, processors, then the repartition steps.
+	// runtime's: sources, processors and operators, then the repartition
+	// steps.
 	source := func(t *TopicNode) {
 		src := "source:" + t.Name.Value
 		shape.Nodes = append(shape.Nodes, src)
@@ -656,21 +782,29 @@ func (r *resolver) subtopologies() {
 		for _, p := range t.Readers {
 			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
+		for _, o := range t.OpReaders {
+			shape.Children[src] = append(shape.Children[src], shapeKey(Node{Op: o}))
+		}
 	}
 	for _, t := range r.g.Topics {
-		if len(t.Readers) > 0 && !t.Repartition {
+		if t.read() && !t.Repartition {
 			source(t)
 		}
 	}
-	for _, p := range topoOrder(r.g.Processors) {
+	for _, n := range emitOrder(r.g) {
+		if n.Op != nil {
+			addOpShape(&shape, n.Op)
+			continue
+		}
+		p := n.Proc
 		k := "processor:" + p.Name.Value
 		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
-			shape.Children[k] = append(shape.Children[k], key(c))
+			shape.Children[k] = append(shape.Children[k], shapeKey(c))
 		}
 	}
 	for _, t := range r.g.Topics {
-		if len(t.Readers) > 0 && t.Repartition {
+		if t.read() && t.Repartition {
 			shape.Nodes = append(shape.Nodes, "sink:"+t.Name.Value)
 			source(t)
 		}
@@ -690,12 +824,29 @@ func (r *resolver) subtopologies() {
 		p.Subtopology = ids["processor:"+p.Name.Value]
 		n = max(n, p.Subtopology+1)
 	}
+	for _, o := range r.g.allOps() {
+		o.Subtopology = ids["op:"+o.nodeName()]
+		o.UpSubtopology = ids["op:"+o.entryNode()]
+		n = max(n, o.Subtopology+1)
+	}
+	// readBy is the sub-topology reading topic t, -1 for none.
+	readBy := func(t *TopicNode) int {
+		switch {
+		case len(t.Readers) > 0:
+			return t.Readers[0].Subtopology
+		case len(t.OpReaders) > 0:
+			return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
+		case t.Table != nil:
+			return t.Table.Subtopology
+		}
+		return -1
+	}
 	// Co-partitioning: every topic a sub-topology reads must have the same
 	// partition count, when counts are given.
 	for id := range n {
 		var first *TopicNode
 		for _, t := range r.g.Topics {
-			if t.Partitions == 0 || len(t.Readers) == 0 || t.Readers[0].Subtopology != id {
+			if t.Partitions == 0 || readBy(t) != id {
 				continue
 			}
 			if first == nil {
@@ -745,7 +896,11 @@ func (l *errList) add(pos model.Pos, format string, args ...any) {
 
 // Describe is a one-line summary of the graph, for logs and tests.
 func (g *Graph) Describe() string {
-	return fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+	s := fmt.Sprintf("app %s: %d topics, %d stores, %d processors", g.Spec.App.Value, len(g.Topics), len(g.Stores), len(g.Processors))
+	if len(g.Operators) > 0 {
+		s += fmt.Sprintf(", %d operators", len(g.Operators))
+	}
+	return s
 }
 
 // article is "an" before a word read with a vowel sound ("an int32", "an

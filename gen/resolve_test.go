@@ -2,6 +2,8 @@ package gen
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -235,6 +237,12 @@ func FuzzResolve(f *testing.F) {
 	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
+	for _, c := range []string{"ops", "ops-keyed", "err-ops-types", "err-ops-syntax"} {
+		if data, err := os.ReadFile(filepath.Join(goldenDir, c, schema.FileName)); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("version: 1\napp: a\ntopics: {t: {key: string, value: string}}\noperators: {b: {op: branch, from: [t], branches: [x], default: y}, m: {op: merge, from: [b-x, b-y]}, g: {op: groupByKey, from: [m]}, c: {op: count, from: [g], store: c}, s: {op: toStream, from: [c], to: [t]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := schema.Parse("kgen.yaml", data)
 		if s == nil {

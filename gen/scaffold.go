@@ -160,6 +160,13 @@ func (e *emitter) factories(dir string, res *Result, methods map[string][]string
 				res.Notes = append(res.Notes, fmt.Sprintf("%s: %s has no method for processor %q yet (it will not compile): add\n\tfunc (%s) %s() %s { return &%s{} }", path.Join(filepath.Base(dir), file), idFactories, p.Name.Value, idFactories, p.Go.Factory, p.Go.Interface, p.Go.Impl))
 			}
 		}
+		for _, o := range e.g.allOps() {
+			for _, fn := range funcsOf(o) {
+				if !slices.Contains(methods[idFactories], fn.method) {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s has no method %s for %s yet (it will not compile): add\n\tfunc (%s) %s", path.Join(filepath.Base(dir), file), idFactories, fn.method, o.what(), idFactories, fn.signature(e.pkgPath, map[string]string{}, false)))
+				}
+			}
+		}
 		return nil
 	}
 	type procRef struct{ Name, Factory, Interface, Impl string }
@@ -167,8 +174,19 @@ func (e *emitter) factories(dir string, res *Result, methods map[string][]string
 	for _, p := range e.g.Processors {
 		procs = append(procs, procRef{p.Name.Value, p.Go.Factory, p.Go.Interface, p.Go.Impl})
 	}
+	// Stubs of the operators' functions, with named results so that each
+	// compiles as a bare return.
+	type opRef struct{ Doc, Signature, What string }
+	var ops []opRef
+	imports := map[string]string{}
+	for _, o := range e.g.allOps() {
+		for _, fn := range funcsOf(o) {
+			ops = append(ops, opRef{fn.method + " " + fn.doc, fn.signature(e.pkgPath, imports, true), o.what()})
+		}
+	}
 	src, err := executeTemplate("factories.go.tmpl", map[string]any{
 		"Package": e.pkgName, "SpecFile": schema.FileName, "Type": idFactories, "Interface": idProcessors, "Processors": procs,
+		"Operators": ops, "Imports": importLines(imports),
 	})
 	if err != nil {
 		return err
@@ -186,7 +204,7 @@ func (e *emitter) scaffolds(dir string, res *Result) error {
 	}
 	for _, p := range e.g.Processors {
 		imports := map[string]string{"errors": "errors"}
-		key, value := typeText(p.In.Key.Type, e.pkgPath, imports), typeText(p.In.Value.Type, e.pkgPath, imports)
+		key, value := refText(p.In.Key, e.pkgPath, imports), refText(p.In.Value, e.pkgPath, imports)
 		ctx := p.Go.Context
 		type punct struct{ Method, Every, Kind string }
 		var puncts []punct

@@ -45,6 +45,7 @@ func TestJSONSchemaMatchesLoader(t *testing.T) {
 		"processor": keys(anyMap(js.Definitions["processor"].Properties)),
 		"forward":   keys(js.Definitions["processor"].Properties["forward"].Properties),
 		"punctuate": keys(js.Definitions["processor"].Properties["punctuate"].Items.Properties),
+		"operator":  keys(anyMap(js.Definitions["operator"].Properties)),
 	}
 	// A spec using every key the schema lists must load without an
 	// "unknown key" error.
@@ -58,18 +59,21 @@ stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
 processors:
   p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
+operators:
+  o: {op: groupBy, from: [t], to: [t], key: string, value: string, store: s, topic: t, branches: [a], default: b, partitions: 2}
 `
 	_, err := Parse("kgen.yaml", []byte(spec))
 	if err != nil && strings.Contains(err.Error(), "unknown key") {
 		t.Fatalf("the loader rejects a key of the schema: %v", err)
 	}
 	used := map[string][]string{
-		"spec":      {"app", "package", "processors", "stores", "topics", "types", "version"},
+		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
 		"topic":     {"format", "key", "key-format", "partitions", "repartition", "timestamp", "value"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},
+		"operator":  {"branches", "default", "from", "key", "op", "partitions", "store", "to", "topic", "value"},
 	}
 	for section, want := range used {
 		if got := sections[section]; !slices.Equal(want, got) {
@@ -84,4 +88,58 @@ func anyMap[V any](m map[string]V) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// TestJSONSchemaOperators checks that the schema's operator kinds are the
+// loader's, and that each kind requires in the schema the keys the loader
+// requires.
+func TestJSONSchemaOperators(t *testing.T) {
+	var js struct {
+		Definitions struct {
+			Operator struct {
+				Properties struct {
+					Op struct {
+						Enum []string `json:"enum"`
+					} `json:"op"`
+				} `json:"properties"`
+				AllOf []struct {
+					If struct {
+						Properties struct {
+							Op struct {
+								Const string `json:"const"`
+							} `json:"op"`
+						} `json:"properties"`
+					} `json:"if"`
+					Then struct {
+						Required []string `json:"required"`
+					} `json:"then"`
+				} `json:"allOf"`
+			} `json:"operator"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(JSONSchema, &js); err != nil {
+		t.Fatal(err)
+	}
+	op := js.Definitions.Operator
+	kinds := slices.Sorted(slices.Values(op.Properties.Op.Enum))
+	if !slices.Equal(kinds, Ops) {
+		t.Errorf("schema's op kinds %v, loader's %v", kinds, Ops)
+	}
+	schemaRequired := map[string][]string{}
+	for _, c := range op.AllOf {
+		schemaRequired[c.If.Properties.Op.Const] = slices.Sorted(slices.Values(c.Then.Required))
+	}
+	for _, kind := range Ops {
+		keys, _ := OpKeysOf(kind)
+		var required []string
+		for _, k := range keys {
+			if name, ok := strings.CutSuffix(k, "!"); ok {
+				required = append(required, name)
+			}
+		}
+		slices.Sort(required)
+		if !slices.Equal(required, schemaRequired[kind]) {
+			t.Errorf("op %s: schema requires %v, the loader %v", kind, schemaRequired[kind], required)
+		}
+	}
 }

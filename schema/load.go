@@ -251,6 +251,9 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 		{"processors", func(_, v *yaml.Node) {
 			d.named(v, "processors", func(name Str, v *yaml.Node) { s.Processors = append(s.Processors, d.processor(name, v)) })
 		}},
+		{"operators", func(_, v *yaml.Node) {
+			d.named(v, "operators", func(name Str, v *yaml.Node) { s.Operators = append(s.Operators, d.operator(name, v)) })
+		}},
 	})
 	if !ok {
 		return
@@ -264,6 +267,7 @@ func (d *decoder) spec(n *yaml.Node, s *Spec) {
 	slices.SortFunc(s.Topics, func(a, b *Topic) int { return strings.Compare(a.Name.Value, b.Name.Value) })
 	slices.SortFunc(s.Stores, func(a, b *Store) int { return strings.Compare(a.Name.Value, b.Name.Value) })
 	slices.SortFunc(s.Processors, func(a, b *Processor) int { return strings.Compare(a.Name.Value, b.Name.Value) })
+	slices.SortFunc(s.Operators, func(a, b *Operator) int { return strings.Compare(a.Name.Value, b.Name.Value) })
 }
 
 func (d *decoder) types(n *yaml.Node, t *Types) {

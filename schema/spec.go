@@ -19,7 +19,7 @@ type Str struct {
 	Pos   Pos
 }
 
-// Spec is one kgen.yaml file. Topics, stores and processors are sorted by
+// Spec is one kgen.yaml file. Topics, stores, processors and operators are sorted by
 // name so everything derived from a spec is deterministic.
 type Spec struct {
 	// File is the path the spec was read from, as given to Load.
@@ -35,6 +35,7 @@ type Spec struct {
 	Topics     []*Topic
 	Stores     []*Store
 	Processors []*Processor
+	Operators  []*Operator
 }
 
 // Types says where record types come from.
@@ -141,4 +142,68 @@ type Punctuation struct {
 	EveryPos Pos
 	Time     Str // stream-time (default) or wall-clock
 	Pos      Pos
+}
+
+// Operator kinds: Kafka Streams' DSL operators, by their Java method names.
+const (
+	OpFilter        = "filter"
+	OpFilterNot     = "filterNot"
+	OpMap           = "map"
+	OpMapValues     = "mapValues"
+	OpFlatMap       = "flatMap"
+	OpFlatMapValues = "flatMapValues"
+	OpSelectKey     = "selectKey"
+	OpPeek          = "peek"
+	OpForeach       = "foreach"
+	OpBranch        = "branch"
+	OpMerge         = "merge"
+	OpGroupByKey    = "groupByKey"
+	OpGroupBy       = "groupBy"
+	OpCount         = "count"
+	OpReduce        = "reduce"
+	OpAggregate     = "aggregate"
+	OpTable         = "table"
+	OpToStream      = "toStream"
+)
+
+// Ops lists every operator kind this kgen supports, sorted.
+var Ops = []string{OpAggregate, OpBranch, OpCount, OpFilter, OpFilterNot, OpFlatMap, OpFlatMapValues, OpForeach,
+	OpGroupBy, OpGroupByKey, OpMap, OpMapValues, OpMerge, OpPeek, OpReduce, OpSelectKey, OpTable, OpToStream}
+
+// PlannedOps are operator kinds the spec format reserves for what comes next
+// (windowed aggregations, joins, global tables): a spec naming one is told so.
+var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin", "suppress"}
+
+// PlannedOperatorKeys are operator keys reserved for what comes next.
+var PlannedOperatorKeys = []string{"emit", "foreign-key", "query", "versioned", "window"}
+
+// Operator is a node of Kafka Streams' DSL: the generator writes the wiring
+// and one typed function signature per function the operator needs, which
+// the user implements.
+type Operator struct {
+	Name Str
+	Op   Str
+	// From lists the inputs: topics, processors or operators (a branch's
+	// arms are named <branch>-<arm>).
+	From []Str
+	// To lists topics (and processors) the operator's output goes to.
+	To []Str
+	// Key and Value declare output types where the operator changes them
+	// (map, selectKey, groupBy...); for aggregate, Value is the aggregate's.
+	Key   Str
+	Value Str
+	// Store names the store of an aggregation or a table; it may be
+	// declared under stores, else it is implied with the inferred types.
+	Store Str
+	// Topic is the topic a table reads.
+	Topic Str
+	// Branches and Default name a branch's arms.
+	Branches []Str
+	Default  Str
+	// Partitions is the partition count of a grouping's repartition
+	// topic, 0 when not given.
+	Partitions    int
+	PartitionsPos Pos
+	// Keys holds where each key of the operator's mapping was written.
+	Keys map[string]Pos
 }

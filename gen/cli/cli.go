@@ -24,7 +24,7 @@ const (
 	ExitInternal = 3 // kgen itself failed
 )
 
-const usage = `kgen generates typed Kafka stream processors from a topology spec (kgen.yaml).
+const usage = `kgen generates typed Kafka stream processors and operators from a topology spec (kgen.yaml).
 
 Usage:
 

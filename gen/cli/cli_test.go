@@ -34,6 +34,10 @@ func TestCommands(t *testing.T) {
 		{[]string{"check", "/nonexistent"}, 1, "", "no spec here"},
 		{[]string{"check", "a", "b"}, 2, "", "usage: kgen check"},
 		{[]string{"graph", "../../testdata/golden/multichild"}, 0, "route -->|string,model.Reading| check", ""},
+		// Operators, and where the repartition topics are: after a groupBy, and
+		// after a groupByKey whose input a map re-keyed.
+		{[]string{"graph", "../../testdata/golden/ops"}, 0, "by_letter -->|string,int64| topic_ops_by_letter_repartition\n  topic_ops_by_letter_repartition --> total", ""},
+		{[]string{"graph", "../../testdata/golden/ops"}, 0, `by_word["by-word<br/>groupBy"]`, ""},
 		{[]string{"graph", "-format", "dot", "../../testdata/golden/multichild"}, 0, `"sum" -> "topic:stats" [label="model.Key,int64"];`, ""},
 		{[]string{"graph", "-format", "svg", "../../testdata/golden/multichild"}, 2, "", "unknown format"},
 		{[]string{"diff", "../../testdata/golden/basic"}, 0, "", ""},

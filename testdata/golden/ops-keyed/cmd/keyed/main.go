@@ -1,0 +1,11 @@
+// Command keyed runs the keyed stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import opskeyed "github.com/kgen-dev/kgen/testdata/golden/ops-keyed"
+
+func main() {
+	opskeyed.Main(opskeyed.Factories{})
+}
