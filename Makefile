@@ -27,11 +27,11 @@ test-race:
 		$(GO) test -race -count=1 ./runtime/...; \
 	fi
 
-## generate-check: regenerate the examples and golden cases; fail if anything committed was stale
+## generate-check: regenerate the examples, the oracle's generated topologies and the golden cases; fail if anything committed was stale
 generate-check:
-	$(GO) generate ./examples/...
+	$(GO) generate ./examples/... ./oracle/...
 	$(GO) test -count=1 -run 'TestGolden$$' ./gen/
-	@git diff --exit-code --stat -- examples testdata/golden || { echo "generated files are stale: run go generate ./examples/... and commit"; exit 1; }
+	@git diff --exit-code --stat -- examples oracle testdata/golden || { echo "generated files are stale: run go generate ./examples/... ./oracle/... and commit"; exit 1; }
 
 ## oracle: Kafka Streams' TopologyTestDriver reruns every oracle case (oracle/cases) and must give the committed
 ## oracle/expected; then kgen's operators must give the same records (oracle/README.md)
