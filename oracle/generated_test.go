@@ -20,7 +20,7 @@ var generatedPrefix = map[string]string{
 	"count-groupByKey": "count-by-key", "reduce-groupByKey": "reduce-by-key", "aggregate-groupByKey": "aggregate-by-key",
 	"count-groupBy": "count-group-by", "reduce-groupBy": "reduce-group-by", "aggregate-groupBy": "aggregate-group-by",
 	"wordcount": "wordcount",
-	"table": "table", "table-count": "table-count", "table-reduce": "table-reduce", "table-aggregate": "table-aggregate",
+	"table":     "table", "table-count": "table-count", "table-reduce": "table-reduce", "table-aggregate": "table-aggregate",
 }
 
 // TestGeneratedOperatorsMatchKafkaStreams runs the oracle cases of the
