@@ -73,9 +73,17 @@ type Project struct {
 	Avro map[string]*model.Type
 }
 
-// Load reads DIR/kgen.yaml and the record types it names, and validates
-// them. Problems in the user's files come back as schema.Errors, all of them.
+// Load reads DIR/kgen.yaml (dir may also be that file) and the record types
+// it names, and validates them. Problems in the user's files come back as schema.Errors, all of them.
 func Load(dir string) (*Project, error) {
+	// The spec file itself names its directory; any other file is a mistake
+	// to say plainly, not an error opening dir/kgen.yaml.
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		if filepath.Base(dir) != schema.FileName {
+			return nil, schema.Errors{{Pos: model.Pos{File: dir}, Msg: "not a directory: give the directory that holds " + schema.FileName}}
+		}
+		dir = filepath.Dir(dir)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

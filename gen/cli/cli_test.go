@@ -32,6 +32,9 @@ func TestCommands(t *testing.T) {
 		{[]string{"check", "../../testdata/golden/err-cycle"}, 1, "", "kgen.yaml:6:3: cycle among processors: a -> b -> c -> a"},
 		{[]string{"check", "../../testdata/golden/err-typos"}, 1, "", `kgen.yaml:10:71: unknown key "frm" in processor "p" (did you mean "from"?)`},
 		{[]string{"check", "/nonexistent"}, 1, "", "no spec here"},
+		// The spec file names its directory; another file is no directory.
+		{[]string{"check", "../../testdata/golden/basic/kgen.yaml"}, 0, "ok: app basic", ""},
+		{[]string{"check", "../../testdata/golden/basic/model/model.go"}, 1, "", "model.go: not a directory: give the directory that holds kgen.yaml"},
 		{[]string{"check", "a", "b"}, 2, "", "usage: kgen check"},
 		{[]string{"graph", "../../testdata/golden/multichild"}, 0, "route -->|string,model.Reading| check", ""},
 		// Operators, and where the repartition topics are: after a groupBy, and
