@@ -48,12 +48,20 @@ type ValueAndTimestamp[V any] struct {
 // Timestamped encodes a ValueAndTimestamp as the timestamp in milliseconds
 // (8 bytes, big-endian) followed by the value as s encodes it.
 func Timestamped[V any](s serde.Serde[V]) serde.Serde[ValueAndTimestamp[V]] {
-	return timestamped[V]{s}
+	a, _ := s.(serde.Appender[V])
+	return timestamped[V]{s, a}
 }
 
-type timestamped[V any] struct{ s serde.Serde[V] }
+type timestamped[V any] struct {
+	s serde.Serde[V]
+	a serde.Appender[V] // nil when s cannot append
+}
 
 func (t timestamped[V]) Serialize(v ValueAndTimestamp[V]) ([]byte, error) {
+	if t.a != nil {
+		out := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(v.Timestamp.UnixMilli()))
+		return t.a.AppendSerialize(out, v.Value)
+	}
 	b, err := t.s.Serialize(v.Value)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,14 @@ type Serde[T any] interface {
 	Deserializer[T]
 }
 
+// Appender is implemented by serializers that can write a value after bytes
+// a caller already has, so a wrapper that prefixes the value (a timestamp,
+// a length) makes one allocation instead of two. The primitives have it.
+type Appender[T any] interface {
+	// AppendSerialize appends the bytes Serialize would return to dst.
+	AppendSerialize(dst []byte, v T) ([]byte, error)
+}
+
 // String encodes strings as their UTF-8 bytes, as Kafka's StringSerializer.
 // A null decodes to "".
 type String struct{}
@@ -37,11 +45,15 @@ type String struct{}
 func (String) Serialize(v string) ([]byte, error)   { return []byte(v), nil }
 func (String) Deserialize(b []byte) (string, error) { return string(b), nil }
 
+func (String) AppendSerialize(dst []byte, v string) ([]byte, error) { return append(dst, v...), nil }
+
 // Bytes passes byte slices through unchanged; a null stays nil.
 type Bytes struct{}
 
 func (Bytes) Serialize(v []byte) ([]byte, error)   { return v, nil }
 func (Bytes) Deserialize(b []byte) ([]byte, error) { return b, nil }
+
+func (Bytes) AppendSerialize(dst []byte, v []byte) ([]byte, error) { return append(dst, v...), nil }
 
 // SizeError reports a fixed-width value whose bytes have the wrong length.
 type SizeError struct {
@@ -61,6 +73,10 @@ func (Int32) Serialize(v int32) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(v)), nil
 }
 
+func (Int32) AppendSerialize(dst []byte, v int32) ([]byte, error) {
+	return binary.BigEndian.AppendUint32(dst, uint32(v)), nil
+}
+
 func (Int32) Deserialize(b []byte) (int32, error) {
 	if len(b) != 4 {
 		return 0, &SizeError{"int32", 4, len(b)}
@@ -75,6 +91,10 @@ func (Int64) Serialize(v int64) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(v)), nil
 }
 
+func (Int64) AppendSerialize(dst []byte, v int64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)), nil
+}
+
 func (Int64) Deserialize(b []byte) (int64, error) {
 	if len(b) != 8 {
 		return 0, &SizeError{"int64", 8, len(b)}
@@ -87,6 +107,10 @@ type Float64 struct{}
 
 func (Float64) Serialize(v float64) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), math.Float64bits(v)), nil
+}
+
+func (Float64) AppendSerialize(dst []byte, v float64) ([]byte, error) {
+	return binary.BigEndian.AppendUint64(dst, math.Float64bits(v)), nil
 }
 
 func (Float64) Deserialize(b []byte) (float64, error) {

@@ -102,3 +102,24 @@ func FuzzDecoders(f *testing.F) {
 		(serde.String{}).Deserialize(b)
 	})
 }
+
+// Each primitive's AppendSerialize appends exactly what Serialize returns.
+func TestAppendSerializeIsSerialize(t *testing.T) {
+	prefix := []byte("pre")
+	check := func(name string, ser func() ([]byte, error), app func([]byte) ([]byte, error)) {
+		t.Helper()
+		want, err := ser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := app(append([]byte(nil), prefix...))
+		if err != nil || string(got) != string(prefix)+string(want) {
+			t.Errorf("%s: AppendSerialize gave %x (%v), want %x after the prefix", name, got, err, want)
+		}
+	}
+	check("string", func() ([]byte, error) { return serde.String{}.Serialize("héllo") }, func(d []byte) ([]byte, error) { return serde.String{}.AppendSerialize(d, "héllo") })
+	check("bytes", func() ([]byte, error) { return serde.Bytes{}.Serialize([]byte{1, 2}) }, func(d []byte) ([]byte, error) { return serde.Bytes{}.AppendSerialize(d, []byte{1, 2}) })
+	check("int32", func() ([]byte, error) { return serde.Int32{}.Serialize(-7) }, func(d []byte) ([]byte, error) { return serde.Int32{}.AppendSerialize(d, -7) })
+	check("int64", func() ([]byte, error) { return serde.Int64{}.Serialize(-1 << 40) }, func(d []byte) ([]byte, error) { return serde.Int64{}.AppendSerialize(d, -1<<40) })
+	check("float64", func() ([]byte, error) { return serde.Float64{}.Serialize(2.5) }, func(d []byte) ([]byte, error) { return serde.Float64{}.AppendSerialize(d, 2.5) })
+}
