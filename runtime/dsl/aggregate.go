@@ -92,21 +92,29 @@ func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r st
 		return err
 	}
 	next := a.step(r.Key, r.Value, old.Value, found)
+	return writeAggregate(ctx, a.store, r, old, found, next, a.aggNil == nil || !a.aggNil(next))
+}
+
+// writeAggregate stores key r.Key's new aggregate next (or, when keep is
+// false, deletes the key: a nil aggregate is none) and forwards the change
+// from old (found says it existed), stamped with the later of the record's
+// time and the old aggregate's: the common end of every aggregation.
+func writeAggregate[K, V, VA any](ctx *stream.Context[K, Change[VA]], store state.KeyValueStore[K, ValueAndTimestamp[VA]], r stream.Record[K, V], old ValueAndTimestamp[VA], found bool, next VA, keep bool) error {
 	ts := r.Timestamp
 	if found {
 		ts = later(ts, old.Timestamp)
 	}
-	// One allocation holds both halves of the change.
-	halves := &[2]VA{old.Value, next}
+	halves := &[2]VA{old.Value, next} // one allocation for both halves of the change
 	ch := Change[VA]{}
 	if found {
 		ch.Old = &halves[0]
 	}
-	if a.aggNil != nil && a.aggNil(next) {
-		err = a.store.Delete(r.Key)
-	} else {
+	var err error
+	if keep {
 		ch.New = &halves[1]
-		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts})
+		err = store.Put(r.Key, ValueAndTimestamp[VA]{Value: next, Timestamp: ts})
+	} else {
+		err = store.Delete(r.Key)
 	}
 	if err != nil {
 		return err

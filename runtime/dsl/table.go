@@ -172,10 +172,6 @@ func (a *tableAggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]],
 		return err
 	}
 	agg, has := old.Value, found
-	ts := r.Timestamp
-	if found {
-		ts = later(ts, old.Timestamp)
-	}
 	if r.Value.Old != nil && has {
 		agg = a.subtractor(r.Key, *r.Value.Old, agg)
 		has = a.aggNil == nil || !a.aggNil(agg)
@@ -188,20 +184,5 @@ func (a *tableAggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]],
 		}
 		has = a.aggNil == nil || !a.aggNil(agg)
 	}
-	halves := &[2]VA{old.Value, agg} // one allocation for both halves
-	ch := Change[VA]{}
-	if found {
-		ch.Old = &halves[0]
-	}
-	if has {
-		ch.New = &halves[1]
-		err = a.store.Put(r.Key, ValueAndTimestamp[VA]{Value: agg, Timestamp: ts})
-	} else {
-		err = a.store.Delete(r.Key)
-	}
-	if err != nil {
-		return err
-	}
-	ctx.Forward(stream.Record[K, Change[VA]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
-	return nil
+	return writeAggregate(ctx, a.store, r, old, found, agg, has)
 }
