@@ -74,7 +74,8 @@ type taskStore struct {
 	t               *task
 }
 
-// LogChange implements state.ChangeLogger, for stores without a cache.
+// LogChange implements state.ChangeLogger, for stores whose typed store logs
+// each write itself (no record cache: CacheRecords(0)).
 func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
 
 // offsetMax holds the largest offset+1 seen, written from producer callbacks.
