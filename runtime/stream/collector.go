@@ -12,15 +12,15 @@ import (
 
 // collector is everything a unit produces (Kafka Streams' RecordCollector):
 // sink outputs, dead letters and changelog records, through the unit's one
-// producer, inside the open transaction under exactly-once. It owns the
-// transaction's open/closed flag and the first fatal production error.
+// producer, inside the open transaction under exactly-once (it opens one
+// before the first record of a commit period). It owns the first fatal
+// production error.
 // Producer callbacks run on franz-go's goroutines and touch only atomics.
 type collector struct {
-	cl    *kgo.Client
-	sess  *kgo.GroupTransactSession // nil under at-least-once
-	inTxn bool
-	cfg   *config
-	log   *slog.Logger
+	cl  *kgo.Client
+	tx  *transaction // nil under at-least-once
+	cfg *config
+	log *slog.Logger
 	// partitions gives a topic's partition count, for dead letters.
 	partitions func(topic string) int32
 	// maxRecordBytes is the largest record the producer accepts; larger
@@ -78,9 +78,9 @@ func newCollector(cfg *config, log *slog.Logger, partitions func(string) int32) 
 }
 
 // use sets the client the collector produces with (and, under exactly-once,
-// its transactional session).
-func (c *collector) use(cl *kgo.Client, sess *kgo.GroupTransactSession) {
-	c.cl, c.sess = cl, sess
+// its transaction).
+func (c *collector) use(cl *kgo.Client, tx *transaction) {
+	c.cl, c.tx = cl, tx
 	c.maxRecordBytes = int(cl.OptValue(kgo.ProducerBatchMaxBytes).(int32))
 }
 
@@ -113,6 +113,9 @@ func recordSize(r *kgo.Record) int {
 // produced is the producer callback of outputs and dead letters.
 func (c *collector) produced(r *kgo.Record, err error) {
 	if err == nil {
+		if c.tx != nil {
+			c.tx.produced()
+		}
 		return
 	}
 	src, _ := r.Context.(*produceSource)
@@ -180,6 +183,9 @@ func (c *collector) logChange(s *taskStore, key, value []byte) {
 				return
 			}
 			s.produced.observe(r.Offset + 1)
+			if c.tx != nil {
+				c.tx.produced()
+			}
 		}
 	}
 	c.begin()
@@ -188,14 +194,12 @@ func (c *collector) logChange(s *taskStore, key, value []byte) {
 
 // begin opens a transaction before the first record of a commit period.
 func (c *collector) begin() {
-	if c.sess == nil || c.inTxn {
+	if c.tx == nil || c.tx.open {
 		return
 	}
-	if err := c.sess.Begin(); err != nil {
-		c.fail(fmt.Errorf("begin transaction: %w", err))
-		return
+	if err := c.tx.begin(); err != nil {
+		c.fail(err)
 	}
-	c.inTxn = true
 }
 
 // fail keeps the first fatal error; the unit's loop returns it.
@@ -217,10 +221,12 @@ func (c *collector) flush(ctx context.Context) error {
 	return c.err()
 }
 
-// abort ends an open transaction without committing it.
-func (c *collector) abort(ctx context.Context) {
-	if c.inTxn {
-		c.sess.End(ctx, kgo.TryAbort)
-		c.inTxn = false
+// abort ends an open transaction without committing it; closing drops
+// what is still buffered instead of flushing it.
+func (c *collector) abort(ctx context.Context, closing bool) {
+	if c.tx != nil {
+		if err := c.tx.abort(ctx, closing); err != nil {
+			c.log.Warn("abort transaction", "error", err)
+		}
 	}
 }

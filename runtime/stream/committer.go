@@ -53,7 +53,7 @@ func (c *committer) due(now time.Time, processed int) bool {
 }
 
 func (c *committer) commit(ctx context.Context) error {
-	if c.u.sess != nil {
+	if c.u.tx != nil {
 		return c.exactlyOnce(ctx)
 	}
 	return c.atLeastOnce(ctx)
@@ -78,18 +78,7 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 		}
 	}
 	u.sb.checkpoint()
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	for _, t := range u.tm.order {
-		for _, in := range t.inputs {
-			st := in.state()
-			if st.next >= 0 && st.next != st.committed {
-				if offsets[in.topic()] == nil {
-					offsets[in.topic()] = map[int32]kgo.EpochOffset{}
-				}
-				offsets[in.topic()][st.partition] = kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}
-			}
-		}
-	}
+	offsets := c.processed()
 	if len(offsets) > 0 {
 		if err := commitOffsets(ctx, u.cl, offsets); err != nil {
 			// Under at-least-once a failed offset commit only means some
@@ -112,6 +101,24 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	return nil
 }
 
+// processed is the offset after the last record each task input has
+// processed, where it moved since the last commit.
+func (c *committer) processed() map[string]map[int32]kgo.EpochOffset {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, t := range c.u.tm.order {
+		for _, in := range t.inputs {
+			st := in.state()
+			if st.next >= 0 && st.next != st.committed {
+				if offsets[in.topic()] == nil {
+					offsets[in.topic()] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[in.topic()][st.partition] = kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}
+			}
+		}
+	}
+	return offsets
+}
+
 func commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
 	var cerr error
 	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
@@ -130,46 +137,39 @@ func commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[i
 	return cerr
 }
 
-// exactlyOnce is the transactional commit. Everything polled is processed
-// first, because the transaction commits the consumer's polled positions;
-// the state managers log their cached writes inside the transaction; the
-// transaction ends; then, only if it committed, the writes reach the stores
-// with their positions. An aborted transaction (a rebalance, a fence, an
-// unconfirmed outcome franz-go downgraded to an abort) drops them and
-// rebuilds the tasks on their stores, which hold exactly the committed
-// state: the consumer has been rewound to the committed offsets.
+// exactlyOnce is the transactional commit: the state managers log their
+// cached writes inside the transaction, which then commits with the offsets
+// the tasks have processed; only if it committed do the writes reach the
+// stores with their positions. An aborted transaction (a rebalance that
+// ended the generation first, a coordinator away) drops them and rebuilds
+// the tasks on their stores, which hold exactly the committed state, with
+// the consumer rewound to the committed offsets. A commit in a rebalance
+// callback leaves the rebuild to the unit's loop.
 func (c *committer) exactlyOnce(ctx context.Context) error {
 	u := c.u
 	start := time.Now()
-	now := u.cfg.now()
-	for _, t := range u.tm.order {
-		if !t.restoring {
-			if err := t.drain(now); err != nil {
-				return err
-			}
-		}
-	}
 	for _, t := range u.tm.order {
 		t.sm.prepare()
 	}
-	if !u.rc.inTxn && c.uncommitted {
-		u.rc.begin() // progress without output still commits offsets
-	}
 	if err := u.rc.err(); err != nil {
-		u.rc.abort(ctx)
+		u.rc.abort(ctx, true)
 		return fmt.Errorf("commit: %w", err)
 	}
-	if !u.rc.inTxn {
+	offsets := c.processed()
+	if !u.tx.open && len(offsets) == 0 {
+		c.done(start)
 		return nil
 	}
 	// A deadline: with the broker gone, ending a transaction can wait
-	// forever on a heartbeat that cannot happen.
+	// forever.
 	endCtx, cancel := context.WithTimeout(ctx, txnEndTimeout)
-	committed, err := u.sess.End(endCtx, kgo.TryCommit)
+	committed, err := u.tx.commit(endCtx, offsets)
 	cancel()
-	u.rc.inTxn = false
+	if err == nil {
+		err = u.rc.err() // a record the flush failed
+	}
 	if err != nil {
-		err = fmt.Errorf("end transaction (outcome unknown): %w", err)
+		err = fmt.Errorf("commit transaction (outcome unknown): %w", err)
 		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
 			return err // another producer has our id, or we may not use it
 		}
@@ -182,6 +182,10 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 		u.log.Warn("transaction aborted; rebuilding tasks on their committed state")
 		c.aborts++
 		c.done(start)
+		if u.inRebalance > 0 {
+			u.tm.rebuildPending = true
+			return nil
+		}
 		return u.tm.rebuild(ctx)
 	}
 	for _, t := range u.tm.order {

@@ -195,3 +195,36 @@ func TestExactlyOnceRestoreSkipsOpenTransaction(t *testing.T) {
 		t.Errorf("counts %v, want [6 7]: the committed 5 restored, the open 100 left out", got)
 	}
 }
+
+// A commit period that produced nothing (every record filtered out) still
+// commits its offsets under exactly-once. franz-go ends a transaction with no
+// record in it without an EndTxn, so offsets added to it would hang in an
+// open transaction until it timed out; kgen commits them as a consumer does.
+// ExitWhenCaughtUp returns only once the committed offsets reach the ends.
+func TestExactlyOnceCommitsOffsetsWithoutOutput(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+	recs, _ := keyedRecords(in, 2000, 40, 9)
+	produceAll(t, c.Client(t), recs)
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "drop", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(*stream.Context[string, string], stream.Record[string, string]) error {
+			return nil
+		})
+	}, "in")
+	stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "drop")
+	appID := "eos-no-output-" + in
+	app, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
+		stream.Parallelism(2), stream.Guarantee(stream.ExactlyOnce), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := app.Stats(); st.Commits == 0 || st.Aborts != 0 {
+		t.Errorf("%d commits, %d aborts; want some commits and no abort", st.Commits, st.Aborts)
+	}
+	waitCaughtUp(t, c.Admin(t), appID, in)
+	if got := c.ReadToEnd(t, out); len(got) != 0 {
+		t.Errorf("%d records in the output, want none", len(got))
+	}
+}

@@ -4,28 +4,34 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
-// Under exactly-once, a rebalance aborts the open transaction; the tasks an
-// instance keeps must then go on from their stores, which hold exactly the
-// committed state, instead of being rebuilt from their changelogs (before,
-// a second instance joining made the first restore all its stores, in
-// memory from offset 0). The counts stay exact.
-func TestExactlyOnceRebalanceKeepsTasksWarm(t *testing.T) {
+// Under exactly-once, a rebalance that revokes tasks commits the open
+// transaction, as Kafka Streams does, instead of aborting it: the tasks an
+// instance keeps go on running (never closed, never rebuilt) and replay
+// nothing from their changelogs. Before, franz-go's transaction session
+// aborted every transaction a revocation ran into, and each instance
+// rebuilt all its tasks. Here a third instance joins a group of two while
+// records flow and transactions stay open for seconds; the counts stay
+// exact.
+func TestExactlyOnceRebalanceCommitsAndKeepsTasks(t *testing.T) {
 	for _, kind := range storeKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			c := kafkatest.New(t)
-			in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
-			appID := "eos-warm-" + in
-			recs, truth := keyedRecords(in, 8000, 400, 11)
-			produceAll(t, c.Client(t), recs[:4000])
+			in, out := c.CreateTopic(t, 6, nil), c.CreateTopic(t, 6, nil)
+			appID := "eos-keep-" + in
+			recs, truth := keyedRecords(in, 9000, 600, 11)
+			produceAll(t, c.Client(t), recs[:3000])
 			start := func(name string) (*stream.App, func()) {
 				app, err := stream.New(countTopology(in, out, kind.persistent), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
-					stream.Parallelism(1), stream.Guarantee(stream.ExactlyOnce), stream.Logger(testLogger(t)))
+					stream.Parallelism(1), stream.Guarantee(stream.ExactlyOnce),
+					// Long transactions: the join below lands inside one.
+					stream.CommitInterval(5*time.Second), stream.Logger(testLogger(t)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -44,31 +50,74 @@ func TestExactlyOnceRebalanceKeepsTasksWarm(t *testing.T) {
 			}
 			a, stopA := start("a")
 			defer stopA()
-			adm := c.Admin(t)
-			waitCaughtUp(t, adm, appID, in)
-			restoredBefore := a.Stats().Restored
 			b, stopB := start("b")
 			defer stopB()
-			waitFor(t, "both instances to own tasks", func() bool {
-				sa, sb := a.Stats(), b.Stats()
-				return len(sa.Tasks) > 0 && len(sb.Tasks) > 0 && len(sa.Tasks)+len(sb.Tasks) == 4 &&
-					a.State() == stream.Running && b.State() == stream.Running
+			waitFor(t, "a and b to own three restored tasks each", func() bool {
+				return settled(a, 3) && settled(b, 3)
 			})
-			kept := keys(a.Stats().Tasks)
-			produceAll(t, c.Client(t), recs[4000:])
+			adm := c.Admin(t)
 			waitCaughtUp(t, adm, appID, in)
-			if got := a.Stats().Restored; got != restoredBefore {
-				t.Errorf("instance a restored %d changelog records while keeping tasks %v through the rebalance, want 0", got-restoredBefore, kept)
+			before := map[string]stream.Stats{"a": a.Stats(), "b": b.Stats()}
+
+			// Records keep flowing while c joins, so both transactions are
+			// open when their tasks are revoked.
+			cl := c.Client(t)
+			flowing := make(chan struct{})
+			go func() {
+				defer close(flowing)
+				for i := 3000; i < 6000; i += 100 {
+					produceAll(t, cl, recs[i:i+100])
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			cApp, stopC := start("c")
+			defer stopC()
+			waitFor(t, "every instance to own two restored tasks", func() bool {
+				return settled(a, 2) && settled(b, 2) && settled(cApp, 2)
+			})
+			<-flowing
+			produceAll(t, cl, recs[6000:])
+			waitCaughtUp(t, adm, appID, in)
+
+			for name, app := range map[string]*stream.App{"a": a, "b": b} {
+				was, now := before[name], app.Stats()
+				if now.Aborts != was.Aborts {
+					t.Errorf("instance %s aborted %d transactions in the rebalance, want 0", name, now.Aborts-was.Aborts)
+				}
+				if now.Restored != was.Restored {
+					t.Errorf("instance %s restored %d changelog records, want 0: its tasks stayed put", name, now.Restored-was.Restored)
+				}
+				if now.TasksCreated != was.TasksCreated {
+					t.Errorf("instance %s created %d tasks, want 0: the ones it kept must go on", name, now.TasksCreated-was.TasksCreated)
+				}
+				if got := now.TasksClosed - was.TasksClosed; got != 1 {
+					t.Errorf("instance %s closed %d tasks, want 1 (the one c took)", name, got)
+				}
+				if now.Commits <= was.Commits {
+					t.Errorf("instance %s committed nothing after the rebalance", name)
+				}
 			}
-			if a.Stats().Aborts == 0 {
-				t.Logf("no transaction was aborted by the rebalance: nothing to rebuild this time")
-			}
-			if len(kept) == 0 {
-				t.Fatal("instance a kept no task")
-			}
+			stopC()
 			stopB()
 			stopA()
 			checkExactlyOnce(t, c, out, truth)
 		})
 	}
+}
+
+// settled says whether app runs with n tasks, none restoring, as its
+// published Stats say: a Stats showing them restored counts what they
+// restored.
+func settled(app *stream.App, n int) bool {
+	st := app.Stats()
+	if app.State() != stream.Running || len(st.Tasks) != n {
+		return false
+	}
+	for _, ts := range st.Tasks {
+		if ts.Restoring {
+			return false
+		}
+	}
+	return true
 }

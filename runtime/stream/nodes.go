@@ -33,11 +33,23 @@ type input interface {
 type inputState struct {
 	partition int32
 	next      int64     // offset after the last record taken off the buffer; -1 before the first
-	committed int64     // next as of the last commit
+	committed int64     // next as of the last commit; -1 before the first
+	start     int64     // offset of the first record fetched; -1 before it
 	hwm       int64     // high watermark from the last fetch; -1 while unknown
 	fetchedTo int64     // offset after the last record fetched
 	epoch     int32     // leader epoch of the last record taken
 	idleSince time.Time // when the task began waiting for this input while empty; zero when not waiting
+}
+
+// rewindTo is where consuming must start again to redo everything since
+// the last commit: the committed offset, or before the first commit, the
+// first record fetched (where the group's committed offset, or the reset,
+// put the consumer). -1: nothing was fetched, nothing to redo.
+func (s *inputState) rewindTo() int64 {
+	if s.committed >= 0 {
+		return s.committed
+	}
+	return s.start
 }
 
 type sourceNode[K, V any] struct {
@@ -72,6 +84,9 @@ func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
 	s.buf = append(s.buf, recs...)
 	if n := len(recs); n > 0 {
 		s.st.fetchedTo = recs[n-1].Offset + 1
+		if s.st.start < 0 {
+			s.st.start = recs[0].Offset
+		}
 	}
 }
 

@@ -89,7 +89,7 @@ func newTestTask(t *testing.T, cfg config, specs ...inputSpec) (*task, map[strin
 	byName := map[string]*fakeInput{}
 	for _, s := range specs {
 		in := &fakeInput{name: s.name, ts: append([]int64(nil), s.ts...), off: 100}
-		in.st = inputState{partition: 3, next: -1, committed: -1, hwm: -1, fetchedTo: -1}
+		in.st = inputState{partition: 3, next: -1, committed: -1, start: -1, hwm: -1, fetchedTo: -1}
 		switch s.fetch {
 		case "never":
 		case "end":
@@ -121,7 +121,6 @@ func TestPartitionGroupNext(t *testing.T) {
 	cases := []struct {
 		name         string
 		cfg          config
-		draining     bool
 		inputs       []inputSpec
 		steps        []pgStep
 		wantEnforced uint64
@@ -252,16 +251,6 @@ func TestPartitionGroupNext(t *testing.T) {
 			steps: []pgStep{{want: "a"}},
 		},
 		{
-			name:     "draining for a commit never waits",
-			cfg:      idle(time.Hour),
-			draining: true,
-			inputs: []inputSpec{
-				{name: "a", ts: []int64{10}, fetch: "end"},
-				{name: "b", fetch: "behind"},
-			},
-			steps: []pgStep{{want: "a"}},
-		},
-		{
 			name: "one input that may deliver holds back the task however many others have data",
 			cfg:  defaults,
 			inputs: []inputSpec{
@@ -275,7 +264,6 @@ func TestPartitionGroupNext(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tk, inputs := newTestTask(t, c.cfg, c.inputs...)
-			tk.draining = c.draining
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			var want, got []string
 			for _, s := range c.steps {

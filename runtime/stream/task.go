@@ -31,7 +31,6 @@ type task struct {
 	running     string // the processor being called, for panics
 
 	commitRequested bool
-	draining        bool // processing everything buffered before a transaction commits
 	standby         bool // a standby: stores only, following their changelogs
 	restoring       bool
 	restore         restoreProgress
@@ -187,7 +186,7 @@ func (t *task) next(now time.Time) (input, error) {
 // holdsBack says whether an empty input keeps the task from processing the
 // others, so that records stay in timestamp order across inputs.
 func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
-	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 || t.draining {
+	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 {
 		return false
 	}
 	// The wait for an empty input runs from when it was first found empty
@@ -365,19 +364,6 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 	clear(t.schedules[len(live):])
 	t.schedules = live
 	return firstErr
-}
-
-// drain processes every buffered record, in timestamp order but without
-// waiting for empty inputs: a transaction may commit only what was polled.
-func (t *task) drain(now time.Time) error {
-	t.draining = true
-	defer func() { t.draining = false }()
-	for {
-		n, err := t.process(batch, now)
-		if err != nil || n == 0 {
-			return err
-		}
-	}
 }
 
 // initProcessors runs the processors' Init, parents first, once the task's

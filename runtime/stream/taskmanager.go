@@ -23,6 +23,9 @@ type taskManager struct {
 	inputs   map[string]map[int32]input
 	assigned map[string]map[int32]bool // what the group gave, to rebuild tasks after an abort
 	retry    map[TaskID]bool           // tasks whose directory was still locked
+	// rebuildPending: a transaction was aborted in a rebalance callback;
+	// the unit's loop rebuilds the tasks before it routes another record.
+	rebuildPending bool
 }
 
 func newTaskManager(u *unit) *taskManager {
@@ -73,17 +76,25 @@ func (m *taskManager) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[
 		u.inRebalance--
 		u.phase()
 	}()
+	// Every task commits, not only the revoked ones: under exactly-once
+	// they share one transaction, and the tasks this unit keeps go on
+	// from it (Kafka Streams commits all tasks on revocation too).
 	clean := true
-	if u.sess != nil {
-		// The session aborts the open transaction at the next commit; the
-		// revoked tasks' work since the last commit is redone by their next
-		// owner, and the tasks this unit keeps are rebuilt on their stores.
-		clean = false
-	} else if u.fatal == nil {
+	if u.fatal == nil {
 		if err := u.cm.commit(ctx); err != nil {
 			u.log.Error("commit before revocation failed", "error", err)
 			clean = false
+			if u.tx != nil {
+				// The transaction's outcome is unknown: the loop stops
+				// the unit and a fresh one starts from what Kafka has.
+				u.fatal = err
+			}
 		}
+	} else {
+		clean = false
+	}
+	if m.rebuildPending {
+		clean = false // the commit was aborted: nothing since the last one holds
 	}
 	m.drop(gone, clean)
 	u.log.Info("tasks revoked", "tasks", taskIDs(gone))
@@ -98,6 +109,11 @@ func (m *taskManager) onLost(_ context.Context, _ *kgo.Client, lost map[string][
 	m.unassign(lost)
 	gone := m.tasksOf(lost)
 	m.drop(gone, false)
+	if u.tx != nil && u.tx.open {
+		// The open transaction holds the lost tasks' work: it must not
+		// commit. The loop aborts it and rebuilds the tasks left.
+		m.rebuildPending = true
+	}
 	// Out of the group until it joins again (an outage, a session that
 	// timed out): not running, whatever tasks it still had.
 	u.joined = false
@@ -192,15 +208,30 @@ func (m *taskManager) retryLocked() error {
 // transaction, and creates them again for the current assignment. The
 // aborted writes never reached the stores: each new task takes over its
 // predecessor's open stores, at their committed positions, and replays
-// nothing from the changelog. Its processors start afresh, and franz-go
-// has rewound the consumer to the committed offsets.
+// nothing from the changelog. Its processors start afresh, and the
+// consumer is rewound to the committed offsets. It runs on the unit's
+// goroutine, where franz-go wants SetOffsets.
 func (m *taskManager) rebuild(ctx context.Context) error {
+	m.rebuildPending = false
+	if m.u.tx != nil {
+		m.u.rc.abort(ctx, false) // when a lost partition left one open
+	}
 	old := map[TaskID]*task{}
+	rewind := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range m.order {
 		t.sm.aborted()
 		old[t.id] = t
+		for _, in := range t.inputs {
+			if to := in.state().rewindTo(); to >= 0 {
+				if rewind[in.topic()] == nil {
+					rewind[in.topic()] = map[int32]kgo.EpochOffset{}
+				}
+				rewind[in.topic()][t.id.Partition] = kgo.EpochOffset{Epoch: -1, Offset: to}
+			}
+		}
 	}
 	m.forget(m.order)
+	m.u.cl.SetOffsets(rewind)
 	assigned := map[string][]int32{}
 	for topic, ps := range m.assigned {
 		for p := range ps {
@@ -286,31 +317,11 @@ func (m *taskManager) reorder() {
 
 // setRestoring is the one place a task's restoring flag changes, keeping
 // the unit's phase (and so the App's state) in step with it.
-//
-// Under exactly-once a restoring task's input partitions are also paused:
-// a transaction commits the consumer's polled positions, and a restoring
-// task cannot process (so cannot drain) what it would be handed, so a
-// commit by the unit's other tasks would mark those records done with no
-// output; a crash before the task caught up would lose them. A task starts
-// restoring before anything is polled for it (it is new, or rebuilt after
-// an abort rewound the consumer), so pausing then keeps its positions at
-// what it has processed.
 func (m *taskManager) setRestoring(t *task, on bool) {
 	if t.restoring == on {
 		return
 	}
 	t.restoring = on
-	if m.u.sess != nil && m.u.cl != nil {
-		parts := map[string][]int32{}
-		for _, in := range t.inputs {
-			parts[in.topic()] = append(parts[in.topic()], t.id.Partition)
-		}
-		if on {
-			m.u.cl.PauseFetchPartitions(parts)
-		} else {
-			m.u.cl.ResumeFetchPartitions(parts)
-		}
-	}
 	m.u.phase()
 }
 

@@ -30,12 +30,12 @@ const (
 // running while the goroutine is between a poll and AllowRebalance, which
 // is where it works.
 type unit struct {
-	a    *App
-	idx  int
-	cfg  *config
-	log  *slog.Logger
-	cl   *kgo.Client
-	sess *kgo.GroupTransactSession // exactly-once only
+	a   *App
+	idx int
+	cfg *config
+	log *slog.Logger
+	cl  *kgo.Client
+	tx  *transaction // exactly-once only
 
 	bal *coPartitionBalancer
 	rc  *collector
@@ -99,33 +99,35 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsRevoked(u.tm.onRevoked),
 		kgo.OnPartitionsLost(u.tm.onLost),
 	}
+	var static *string // group.instance.id
 	if a.cfg.static {
-		opts = append(opts, kgo.InstanceID(fmt.Sprintf("%s-%d", a.cfg.instanceID, idx)))
+		id := fmt.Sprintf("%s-%d", a.cfg.instanceID, idx)
+		static = &id
+		opts = append(opts, kgo.InstanceID(id))
 	}
+	var tx *transaction
 	if a.cfg.guarantee == ExactlyOnce {
 		// Stable across restarts, unique per unit: a restarted unit fences
 		// its own zombie and aborts its unfinished transaction. Committed
 		// offsets are fetched with require_stable (KIP-447), which franz-go
 		// always asks for: a partition's new owner waits for the old owner's
 		// transaction instead of processing its input again.
+		tx = &transaction{id: fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx), group: a.cfg.appID, instance: static}
 		opts = append(opts,
-			kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
+			kgo.TransactionalID(tx.id),
 			// Longer than a rebalance that waits out a dead member's session,
 			// so a transaction left open across it is not rolled back.
 			kgo.TransactionTimeout(30*time.Second))
-		sess, err := kgo.NewGroupTransactSession(append(opts, a.cfg.clientOpts...)...)
-		if err != nil {
-			return nil, fmt.Errorf("unit %d: %w", idx, err)
-		}
-		u.sess, u.cl = sess, sess.Client()
-	} else {
-		cl, err := kgo.NewClient(append(opts, a.cfg.clientOpts...)...)
-		if err != nil {
-			return nil, fmt.Errorf("unit %d: %w", idx, err)
-		}
-		u.cl = cl
 	}
-	u.rc.use(u.cl, u.sess)
+	cl, err := kgo.NewClient(append(opts, a.cfg.clientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("unit %d: %w", idx, err)
+	}
+	u.cl, u.tx = cl, tx
+	if tx != nil {
+		tx.cl = cl
+	}
+	u.rc.use(u.cl, u.tx)
 	return u, nil
 }
 
@@ -168,7 +170,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	if u.sess == nil {
+	if u.tx == nil {
 		// The idempotent producer's id is otherwise fetched at the first
 		// produce, one more round trip before the first output; get it
 		// while the group is being joined. Failing here costs nothing: the
@@ -231,6 +233,10 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	}
 	if err := u.rc.err(); err != nil {
 		return err
+	}
+	if u.tm.rebuildPending {
+		// What this poll returned follows positions the rewind discards.
+		return u.tm.rebuild(context.Background())
 	}
 	if err := u.route(fetches); err != nil {
 		return err
@@ -397,9 +403,9 @@ func (u *unit) shutdown(clean bool) error {
 		err = u.cm.commit(ctx)
 		cancel()
 		clean = err == nil
-	} else if u.sess != nil {
+	} else if u.tx != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		u.rc.abort(ctx)
+		u.rc.abort(ctx, true)
 		cancel()
 	} else {
 		// Outputs already handed to the producer are delivered, as Kafka
