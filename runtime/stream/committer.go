@@ -147,6 +147,14 @@ func commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[i
 // callback leaves the rebuild to the unit's loop.
 func (c *committer) exactlyOnce(ctx context.Context) error {
 	u := c.u
+	if u.tm.rebuildPending {
+		// The open transaction holds work of tasks lost to another member:
+		// it must not commit. Only the loop rewinds.
+		if u.inRebalance > 0 {
+			return nil
+		}
+		return u.tm.rebuild(ctx)
+	}
 	start := time.Now()
 	for _, t := range u.tm.order {
 		t.sm.prepare()
