@@ -36,7 +36,10 @@ type cacheEntry struct {
 // batch, and forgets every entry.
 func NewCache(b Backend, limit int, onFull func()) *Cache {
 	limit = max(limit, 1)
-	return &Cache{b: b, entries: make(map[string]*cacheEntry, min(limit, 1<<16)), limit: limit, onFull: onFull}
+	// The map grows with the keys actually written: sized for the limit up
+	// front, every store of a task would hold its full cache's worth of
+	// buckets (about 4 MiB for 8 stores of 10,000) however few keys it sees.
+	return &Cache{b: b, entries: make(map[string]*cacheEntry), limit: limit, onFull: onFull}
 }
 
 // Get returns a copy of the value of key, from the cache or the backend.

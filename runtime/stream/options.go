@@ -194,11 +194,38 @@ func Logger(l *slog.Logger) Option {
 
 // ClientOpts passes extra options (TLS, SASL, tuning) to every franz-go
 // client the app creates. They apply after kgen's own, which differ from
-// franz-go's defaults in three ways: a 500 ms fetch max wait (Kafka's
+// franz-go's defaults in these ways: a 500 ms fetch max wait (Kafka's
 // default), and a 10 s session timeout with a 1 s heartbeat, so a crashed
-// instance's tasks move within seconds.
+// instance's tasks move within seconds; and, to bound a unit's memory
+// (runtime/DESIGN.md, "Memory"), its producer holds at most 5,000 records
+// until acknowledged (kgo.MaxBufferedRecords; franz-go's default is 50,000)
+// and one fetch response is at most 4 MiB (kgo.FetchMaxBytes; Kafka's and
+// franz-go's default is 50 MiB, and kgo.FetchMaxPartitionBytes above it is
+// lowered to it). Raise the first where acknowledgements are slow: a unit
+// cannot produce faster than about that many records per acknowledgement.
 func ClientOpts(opts ...kgo.Opt) Option {
 	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
+}
+
+// A unit's memory is mostly records on their way through (runtime/DESIGN.md,
+// "Memory"): these bound it, ahead of ClientOpts, which may change them.
+const (
+	// produceBufferRecords bounds the outputs and changelog records a unit's
+	// producer holds until the broker acknowledges them. Each one keeps its
+	// input's fetch buffer alive, and its own record costs several times
+	// its bytes: at franz-go's 50,000, the producer held most of a
+	// passthrough's heap, for no throughput on a local broker.
+	produceBufferRecords = 5000
+	// fetchMaxBytes bounds one fetch response of a unit, whatever the
+	// number of partitions it reads: four partitions of Kafka's 1 MiB, so a
+	// unit reading more (a repartition topic beside its source) holds no
+	// more, and one reading four or fewer is not slowed.
+	fetchMaxBytes = 4 << 20
+)
+
+// unitMemoryOpts are the client options of a unit that bound its memory.
+func unitMemoryOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.MaxBufferedRecords(produceBufferRecords), kgo.FetchMaxBytes(fetchMaxBytes)}
 }
 
 // GuaranteeKind is a processing guarantee.

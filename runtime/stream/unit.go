@@ -77,7 +77,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	if a.cfg.guarantee == ExactlyOnce {
 		isolation = kgo.ReadCommitted()
 	}
-	opts := []kgo.Opt{
+	opts := append(unitMemoryOpts(), []kgo.Opt{
 		kgo.SeedBrokers(a.cfg.brokers...),
 		kgo.ClientID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
 		kgo.ConsumerGroup(a.cfg.appID),
@@ -98,7 +98,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsAssigned(u.tm.onAssigned),
 		kgo.OnPartitionsRevoked(u.tm.onRevoked),
 		kgo.OnPartitionsLost(u.tm.onLost),
-	}
+	}...)
 	var static *string // group.instance.id
 	if a.cfg.static {
 		id := fmt.Sprintf("%s-%d", a.cfg.instanceID, idx)
