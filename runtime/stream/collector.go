@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,11 @@ type collector struct {
 	// maxRecordBytes is the largest record the producer accepts; larger
 	// outputs are refused before they reach it, with the input in hand.
 	maxRecordBytes int
+
+	mu sync.Mutex
+	// deadLetters are the dead letters of failed outputs, made by the
+	// producer's callback, for flush to send.
+	deadLetters []*kgo.Record
 
 	failure      atomic.Pointer[error]
 	skipped      atomic.Uint64 // outputs dropped by LogAndContinue
@@ -131,10 +137,14 @@ func (c *collector) produced(r *kgo.Record, err error) {
 		}
 		c.log.Warn("dead-lettering the input of an output that could not be produced", "error", perr, "dead_letter_topic", c.cfg.onProduceError.topic)
 		c.deadLettered.Add(1)
-		// No begin: this runs on the producer's goroutine, and the commit
-		// that will flush this record has not ended the transaction yet.
+		// Queued for the unit's goroutine, which sends it before the
+		// commit this output belongs to: here, on the producer's goroutine,
+		// a produce could not wait for room in a full buffer (franz-go
+		// frees the failed record's slot only after this callback).
 		topic := c.cfg.onProduceError.topic
-		c.cl.TryProduce(context.Background(), deadLetter(topic, c.partitions(topic), src.in, src.node, perr), c.onProduced)
+		c.mu.Lock()
+		c.deadLetters = append(c.deadLetters, deadLetter(topic, c.partitions(topic), src.in, src.node, perr))
+		c.mu.Unlock()
 	default:
 		c.fail(perr)
 	}
@@ -213,12 +223,24 @@ func (c *collector) err() error {
 	return nil
 }
 
-// flush waits until every record produced so far is acknowledged.
+// flush waits until every record produced so far is acknowledged,
+// including the dead letters of outputs that failed on the way.
 func (c *collector) flush(ctx context.Context) error {
-	if err := c.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("flush producer: %w", err)
+	for {
+		if err := c.cl.Flush(ctx); err != nil {
+			return fmt.Errorf("flush producer: %w", err)
+		}
+		c.mu.Lock()
+		queued := c.deadLetters
+		c.deadLetters = nil
+		c.mu.Unlock()
+		if len(queued) == 0 {
+			return c.err()
+		}
+		for _, r := range queued {
+			c.cl.Produce(ctx, r, c.onProduced)
+		}
 	}
-	return c.err()
 }
 
 // abort ends an open transaction without committing it; closing drops

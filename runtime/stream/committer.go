@@ -171,11 +171,18 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	// A deadline: with the broker gone, ending a transaction can wait
 	// forever.
 	endCtx, cancel := context.WithTimeout(ctx, txnEndTimeout)
-	committed, err := u.tx.commit(endCtx, offsets)
-	cancel()
-	if err == nil {
-		err = u.rc.err() // a record the flush failed
+	defer cancel()
+	// Everything produced is acknowledged (dead letters of failed outputs
+	// included) before anything is committed; a record that failed for
+	// good stops the unit, and its transaction must not commit.
+	if err := u.rc.flush(endCtx); err != nil {
+		if ferr := u.rc.err(); ferr != nil {
+			u.rc.abort(ctx, true)
+			return fmt.Errorf("commit: %w", ferr)
+		}
+		return &restartError{fmt.Errorf("commit transaction: %w", err)}
 	}
+	committed, err := u.tx.commit(endCtx, offsets)
 	if err != nil {
 		err = fmt.Errorf("commit transaction (outcome unknown): %w", err)
 		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {

@@ -115,3 +115,55 @@ func incompressible(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// A dead letter for an output the broker rejected is made in the producer's
+// callback, while the failed record still holds its slot in the producer's
+// buffer: sent from there, it failed with ErrMaxBuffered whenever the
+// buffer was full (the normal state of a producer-bound unit) and stopped
+// the app. Here the buffer holds one record, under both guarantees; the
+// dead letter must still arrive, and the records after it too.
+func TestDeadLetterWithAFullProducerBuffer(t *testing.T) {
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			c := kafkatest.New(t)
+			in := c.CreateTopic(t, 1, nil)
+			limit := "4000"
+			out := c.CreateTopic(t, 1, map[string]*string{"max.message.bytes": &limit})
+			dlq := c.CreateTopic(t, 1, nil)
+			var recs []*kgo.Record
+			for i := range 40 {
+				v := fmt.Sprint(i)
+				if i == 20 {
+					v = "big"
+				}
+				recs = append(recs, &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte(v)})
+			}
+			produceAll(t, c.Client(t), recs)
+			topo := stream.NewTopology()
+			stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
+			stream.AddProcessor(topo, "inflate", func() stream.Processor[string, string, string, string] {
+				return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+					if r.Value == "big" {
+						r.Value = incompressible(10_000)
+					}
+					ctx.Forward(r)
+					return nil
+				})
+			}, "in")
+			stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "inflate")
+			app, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID("dlq-full-"+in), stream.StateDir(t.TempDir()),
+				stream.Parallelism(1), stream.Guarantee(g), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(),
+				stream.OnProduceError(stream.DeadLetter(dlq)), stream.ClientOpts(kgo.MaxBufferedRecords(1)))
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			dead := c.ReadToEnd(t, dlq, kafkatest.ReadCommitted())
+			if len(dead) != 1 || string(dead[0].Value) != "big" || app.Stats().DeadLettered != 1 {
+				t.Fatalf("%d dead letters (stats: %d), want the one input record big", len(dead), app.Stats().DeadLettered)
+			}
+			if got := len(c.ReadToEnd(t, out, kafkatest.ReadCommitted())); got != 39 {
+				t.Fatalf("%d outputs, want the 39 small ones", got)
+			}
+		})
+	}
+}
