@@ -16,7 +16,8 @@ import (
 // producer, inside the open transaction under exactly-once (it opens one
 // before the first record of a commit period). It owns the first fatal
 // production error.
-// Producer callbacks run on franz-go's goroutines and touch only atomics.
+// Producer callbacks run on franz-go's goroutines and touch only atomics and
+// the dead-letter queue (under mu).
 type collector struct {
 	cl  *kgo.Client
 	tx  *transaction // nil under at-least-once

@@ -65,15 +65,14 @@ func (x *transaction) begin() error {
 // produced counts an acknowledged record of the open transaction.
 func (x *transaction) produced() { x.acked.Add(1) }
 
-// commit makes offsets and everything produced since begin durable at once.
-// committed is false when Kafka refused in a way that only means this
-// transaction must go (a rebalance ended the generation, the coordinator
-// moved): it has then been aborted, and the caller rewinds to the last
-// commit. An error means the outcome is unknown or the producer is fenced.
+// commit makes offsets and everything produced since begin durable at once;
+// the caller has flushed the producer (the collector's flush, which also
+// sends dead letters). committed is false when Kafka refused in a way that
+// only means this transaction must go (a rebalance ended the generation,
+// the coordinator moved): it has then been aborted, and the caller rewinds
+// to the last commit. An error means the outcome is unknown or the producer
+// is fenced.
 func (x *transaction) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (committed bool, err error) {
-	if err := x.cl.Flush(ctx); err != nil {
-		return false, fmt.Errorf("flush producer: %w", err)
-	}
 	if !x.open || x.acked.Load() == 0 {
 		// Nothing reached a partition, so nothing but offsets changed (a
 		// store write always logs a changelog record). End whatever was
