@@ -22,10 +22,12 @@ type Cache struct {
 	dirty   []string // keys in the order they became dirty
 	limit   int
 	onFull  func()
+	clock   RecordClock // nil: writes carry NoTimestamp
 }
 
 type cacheEntry struct {
 	value   []byte // nil: deleted, or absent in the backend. Never modified in place.
+	ts      int64  // the time of the record that made the last write
 	isDirty bool
 }
 
@@ -41,6 +43,13 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 	// buckets (about 4 MiB for 8 stores of 10,000) however few keys it sees.
 	return &Cache{b: b, entries: make(map[string]*cacheEntry), limit: limit, onFull: onFull}
 }
+
+// SetClock makes each write carry the time clock tells when it is made
+// (the time of the record being processed), which Dirty hands out with the
+// write: the changelog record logged for it at the commit has the time of
+// the record that caused it, however late the commit comes. Without a
+// clock, writes carry NoTimestamp.
+func (c *Cache) SetClock(clock RecordClock) { c.clock = clock }
 
 // Get returns a copy of the value of key, from the cache or the backend.
 func (c *Cache) Get(key []byte) ([]byte, bool, error) {
@@ -83,15 +92,19 @@ func (c *Cache) putOwned(key, value []byte) error {
 func (c *Cache) Delete(key []byte) error { return c.write(key, nil) }
 
 func (c *Cache) write(key, value []byte) error {
+	ts := NoTimestamp
+	if c.clock != nil {
+		ts = c.clock.RecordTime()
+	}
 	if e, ok := c.entries[string(key)]; ok {
-		e.value = value
+		e.value, e.ts = value, ts
 		if !e.isDirty {
 			e.isDirty = true
 			c.dirty = append(c.dirty, string(key))
 		}
 	} else {
 		k := string(key)
-		c.entries[k] = &cacheEntry{value: value, isDirty: true}
+		c.entries[k] = &cacheEntry{value: value, ts: ts, isDirty: true}
 		c.dirty = append(c.dirty, k)
 	}
 	return c.overflow()
@@ -128,7 +141,8 @@ func (c *Cache) overflow() error {
 }
 
 // Dirty returns the dirty entries as changes, in the order they became
-// dirty (Value nil for a deletion), and marks them clean: they stay cached
+// dirty (Value nil for a deletion; Timestamp that of the entry's last
+// write), and marks them clean: they stay cached
 // with their values. The changes' bytes must not be modified.
 func (c *Cache) Dirty() []Change {
 	if len(c.dirty) == 0 {
@@ -138,7 +152,7 @@ func (c *Cache) Dirty() []Change {
 	for _, k := range c.dirty {
 		e := c.entries[k]
 		e.isDirty = false
-		changes = append(changes, Change{Key: []byte(k), Value: e.value})
+		changes = append(changes, Change{Key: []byte(k), Value: e.value, Timestamp: e.ts})
 	}
 	c.dirty = c.dirty[:0]
 	return changes

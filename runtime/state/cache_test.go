@@ -31,7 +31,7 @@ func TestCacheHoldsWritesUntilTaken(t *testing.T) {
 	if _, ok, _ := mem.Get([]byte("a")); ok {
 		t.Fatal("backend has a: the cache wrote through")
 	}
-	want := []state.Change{{Key: []byte("a"), Value: []byte("2")}, {Key: []byte("b")}}
+	want := []state.Change{{Key: []byte("a"), Value: []byte("2"), Timestamp: state.NoTimestamp}, {Key: []byte("b"), Timestamp: state.NoTimestamp}}
 	if diff := cmp.Diff(want, c.Dirty()); diff != "" {
 		t.Fatalf("Dirty (-want +got):\n%s", diff)
 	}
@@ -127,7 +127,7 @@ func TestCacheCopiesCallerBytes(t *testing.T) {
 				t.Fatalf("Get after the caller modified a returned value = %q; want first", again)
 			}
 			if c, ok := b.(*state.Cache); ok {
-				if diff := cmp.Diff([]state.Change{{Key: []byte("k"), Value: []byte("first")}}, c.Dirty()); diff != "" {
+				if diff := cmp.Diff([]state.Change{{Key: []byte("k"), Value: []byte("first"), Timestamp: state.NoTimestamp}}, c.Dirty()); diff != "" {
 					t.Fatalf("change handed on (-want +got):\n%s", diff)
 				}
 			}

@@ -86,8 +86,27 @@ type Iterator interface {
 // LogChange may keep key and value: the store does not modify them after the
 // call.
 type ChangeLogger interface {
-	LogChange(key, value []byte)
+	// LogChange logs one write. timestamp, in milliseconds since the epoch,
+	// becomes the changelog record's timestamp: the time of the record that
+	// caused the write (RecordTime, for stores whose operations take no
+	// time, such as key-value stores), or the time a kind's write carries
+	// (a versioned store's validity start). NoTimestamp leaves it to the
+	// producer (the wall clock).
+	LogChange(key, value []byte, timestamp int64)
+	RecordClock
 }
+
+// RecordClock tells the time of the record being processed: the input
+// record's timestamp, or the punctuation's time while a punctuation runs, as
+// Kafka Streams' record context. It is NoTimestamp while nothing is being
+// processed (a processor's Init).
+type RecordClock interface {
+	RecordTime() int64
+}
+
+// NoTimestamp is the timestamp of a write made while no record is being
+// processed; its changelog record takes the producer's wall clock.
+const NoTimestamp int64 = -1
 
 // Restorer applies changelog records in bulk; the in-memory and Pebble
 // backends implement it.
@@ -98,7 +117,30 @@ type Restorer interface {
 	ApplyBatch(changes []Change) error
 }
 
-// Change is one changelog record: Value nil means delete.
+// Change is one changelog record: Value nil means delete. Timestamp is the
+// record's timestamp (milliseconds since the epoch, NoTimestamp for none):
+// what a write was logged with, and what restoration hands back, so that a
+// kind that keeps times (a versioned store's validity) restores them. The
+// changelog's format is otherwise a kind's own: a key-value store's record
+// is its key and value, as in Kafka Streams.
 type Change struct {
 	Key, Value []byte
+	Timestamp  int64
+}
+
+// RangeDeleter is a Backend that drops every key in [from, to) at once (nil
+// from or to: unbounded), without reading them one by one: Pebble writes one
+// range tombstone, the in-memory backend cuts them out of its tree. Both
+// backends of this package's runtime implement it.
+//
+// A dropped range is never logged, key by key or otherwise: it is how a kind
+// with a retention period (window and session stores, a segment at a time)
+// forgets what expired, and its changelog, kept compact,delete for longer
+// than the store's retention (StoreKind.Changelog), loses the same records by
+// Kafka's own retention, as Kafka Streams' segmented stores rely on.
+// Restoring such a changelog may bring expired records back for a while; the
+// kind drops them again by its retention. Iterators opened before the drop
+// do not see it.
+type RangeDeleter interface {
+	DeleteRange(from, to []byte) error
 }

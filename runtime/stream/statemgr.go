@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,7 +77,23 @@ type taskStore struct {
 
 // LogChange implements state.ChangeLogger, for stores whose typed store logs
 // each write itself (no record cache: CacheRecords(0)).
-func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
+func (s *taskStore) LogChange(key, value []byte, timestamp int64) {
+	s.t.env.logChange(s, key, value, timestamp)
+}
+
+// RecordTime implements state.RecordClock: the time of the record the task
+// is processing, or of the punctuation it runs, which each write of the
+// store carries to its changelog record.
+func (s *taskStore) RecordTime() int64 { return s.t.currentTime }
+
+// changelogTime is a changelog record's timestamp: none (the producer
+// stamps it with its clock) for state.NoTimestamp.
+func changelogTime(ms int64) time.Time {
+	if ms < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
 
 // offsetMax holds the largest offset+1 seen, written from producer callbacks.
 type offsetMax struct{ v atomic.Int64 }
@@ -184,6 +201,7 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		// the typed store logs nothing itself. A full cache asks for a
 		// commit rather than letting writes reach the store between commits.
 		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
+		ts.cache.SetClock(ts) // what prepare logs carries its write's time
 		ts.backend, logger = ts.cache, nil
 	} else if t.persistent(def) {
 		// Without the record cache every write is logged at once, one
@@ -263,7 +281,7 @@ func (m *stateManager) prepare() {
 		changes := s.cache.Dirty()
 		if s.changelog != "" && !s.loggedEachWrite {
 			for _, c := range changes {
-				m.env.logChange(s, c.Key, c.Value)
+				m.env.logChange(s, c.Key, c.Value, c.Timestamp)
 			}
 		}
 		s.held = append(s.held, changes...)

@@ -165,10 +165,10 @@ func RangeEmptyAndReversed(t *testing.T, kind Kind) {
 	}
 	// An empty, not nil, upper bound is a bound: nothing sorts before it.
 	if got := DrainRaw(t, must(b.Range(nil, []byte{}))); len(got) != 0 {
-		t.Errorf("backend Range(nil, []byte{}) = %q, want nothing", got)
+		t.Errorf("backend Range(nil, []byte{}) = %v, want nothing", got)
 	}
 	if got := DrainRaw(t, must(b.Range([]byte{}, nil))); len(got) != 3 {
-		t.Errorf("backend Range([]byte{}, nil) = %q, want all 3", got)
+		t.Errorf("backend Range([]byte{}, nil) = %v, want all 3", got)
 	}
 }
 
