@@ -1,8 +1,10 @@
 // Package state owns the local state of a kgen task: typed key-value stores
 // over an ordered byte backend (in memory here; on disk through an Opener,
-// such as the one of package runtime/state/pebblestore), the logging of
-// every write to a changelog, the bulk application of changelog records when
-// a store is restored, and the task directory helpers (an exclusive lock and
+// such as the one of package runtime/state/pebblestore), the kinds of stores
+// (StoreKind: what each kind's changelog topic needs and how it is
+// restored), the logging of every write to a changelog with the time of the
+// record that caused it, the bulk application of changelog records when a
+// store is restored, and the task directory helpers (an exclusive lock and
 // the checkpoint file of restored offsets).
 //
 // # Concurrency
