@@ -339,3 +339,33 @@ func topicConfigs(t *testing.T, c *kafkatest.Cluster, topics ...string) map[stri
 	}
 	return got
 }
+
+// TestLocalDriverChangelogCarriesTime checks the LocalDriver's changelogs
+// too: each record has the time of the record, or of the stream-time
+// punctuation, that wrote it.
+func TestLocalDriverChangelogCarriesTime(t *testing.T) {
+	d, err := NewLocalDriver(kindsTopology("in", "out", newRetainedKind().kind, nil), LocalConfig{Partitions: 2, Logger: kindsLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for _, r := range stampedRecords("in", 30) {
+		if err := d.Pipe("in", r.Key, r.Value, nil, r.Timestamp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, store := range []string{"kv", "win"} {
+		logged, ticks := d.Changelog(store), 0
+		for _, r := range logged {
+			if got, want := r.Timestamp.UnixMilli(), stampOf(t, r.Value); got != want {
+				t.Errorf("%s/%d@%d: %s=%s has timestamp %d, want %d", r.Topic, r.Partition, r.Offset, r.Key, r.Value, got, want)
+			}
+			if string(r.Key) == "tick" {
+				ticks++
+			}
+		}
+		if len(logged) < 30 || ticks == 0 {
+			t.Errorf("changelog of %s: %d records, %d of a punctuation; want 30 or more, and some", store, len(logged), ticks)
+		}
+	}
+}
