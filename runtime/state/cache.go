@@ -142,8 +142,8 @@ func (c *Cache) overflow() error {
 
 // Dirty returns the dirty entries as changes, in the order they became
 // dirty (Value nil for a deletion; Timestamp that of the entry's last
-// write), and marks them clean: they stay cached
-// with their values. The changes' bytes must not be modified.
+// write), and marks them clean: they stay cached with their values. The
+// changes' bytes must not be modified.
 func (c *Cache) Dirty() []Change {
 	if len(c.dirty) == 0 {
 		return nil
