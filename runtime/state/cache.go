@@ -240,6 +240,9 @@ type mergedIter struct {
 	values [][]byte
 	key    []byte
 	value  []byte
+	// kbuf and vbuf hold the backend's current key and value: never the
+	// buffers of a cached entry that key or value last lent out.
+	kbuf, vbuf []byte
 }
 
 func (m *mergedIter) Next() bool {
@@ -260,8 +263,9 @@ func (m *mergedIter) Next() bool {
 			fromCache = cmp <= 0
 		}
 		if !fromCache {
-			m.key = append(m.key[:0], m.back.Key()...)
-			m.value = append(m.value[:0], m.back.Value()...)
+			m.kbuf = append(m.kbuf[:0], m.back.Key()...)
+			m.vbuf = append(m.vbuf[:0], m.back.Value()...)
+			m.key, m.value = m.kbuf, m.vbuf
 			m.backOK = m.back.Next()
 			return true
 		}
