@@ -164,6 +164,109 @@ func BenchmarkCachedCount(b *testing.B) {
 	}
 }
 
+// TestCacheDeleteRange checks a range drop held by the cache: the range's
+// keys are gone for readers at once, cached or only in the backend; the
+// dirty entries in it are forgotten; the backend keeps its keys until the
+// owner applies Drops before Dirty, which then leaves exactly what the
+// reads showed.
+func TestCacheDeleteRange(t *testing.T) {
+	mem := state.NewMemory()
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if err := mem.Put([]byte(k), []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := state.NewCache(mem, 100, func() {})
+	must(0, c.Put([]byte("b"), []byte("dirty")))
+	if _, ok, _ := c.Get([]byte("c")); !ok {
+		t.Fatal("Get(c) before the drop: missing")
+	}
+	must(0, c.Put([]byte("e"), []byte("new")))
+	must(0, c.DeleteRange([]byte("b"), []byte("d")))
+	must(0, c.DeleteRange([]byte("x"), []byte("a"))) // reversed: nothing
+	for _, k := range []string{"b", "c"} {
+		if v, ok, err := c.Get([]byte(k)); ok || err != nil {
+			t.Errorf("Get(%s) after the drop = %q, %v, %v; want missing", k, v, ok, err)
+		}
+	}
+	keys := func() []string {
+		var out []string
+		for _, ch := range statetest.DrainRaw(t, must(c.Range(nil, nil))) {
+			out = append(out, string(ch.Key)+"="+string(ch.Value))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"a=old", "d=old", "e=new"}, keys()); diff != "" {
+		t.Errorf("Range after the drop (-want +got):\n%s", diff)
+	}
+	must(0, c.Put([]byte("c"), []byte("again"))) // a write after the drop stays
+	if diff := cmp.Diff([]string{"a=old", "c=again", "d=old", "e=new"}, keys()); diff != "" {
+		t.Errorf("Range after a write in the dropped range (-want +got):\n%s", diff)
+	}
+	if v, _, _ := mem.Get([]byte("b")); string(v) != "old" {
+		t.Errorf("the backend lost b before the owner applied the drop: %q", v)
+	}
+	drops := c.Drops()
+	if diff := cmp.Diff([]state.KeyRange{{From: []byte("b"), To: []byte("d")}}, drops); diff != "" {
+		t.Errorf("Drops (-want +got):\n%s", diff)
+	}
+	dirty := c.Dirty()
+	var dirtyKeys []string
+	for _, ch := range dirty {
+		dirtyKeys = append(dirtyKeys, string(ch.Key))
+	}
+	if diff := cmp.Diff([]string{"e", "c"}, dirtyKeys); diff != "" {
+		t.Errorf("Dirty keys (-want +got):\n%s", diff)
+	}
+	must(0, state.DeleteRanges(mem, drops))
+	must(0, state.ApplyChanges(mem, dirty))
+	var got []string
+	for _, ch := range statetest.DrainRaw(t, must(mem.Range(nil, nil))) {
+		got = append(got, string(ch.Key)+"="+string(ch.Value))
+	}
+	if diff := cmp.Diff([]string{"a=old", "c=again", "d=old", "e=new"}, got); diff != "" {
+		t.Errorf("backend after the owner applied drops and writes (-want +got):\n%s", diff)
+	}
+	if c.Drops() != nil {
+		t.Error("Drops returned the drops twice")
+	}
+}
+
+// TestCacheDropWrittenBack checks that a cache with no owner, when it
+// flushes or overflows, applies its drops to the backend before its
+// writes, and that Discard forgets a drop as it forgets writes.
+func TestCacheDropWrittenBack(t *testing.T) {
+	for _, how := range []string{"flush", "overflow", "discard"} {
+		t.Run(how, func(t *testing.T) {
+			mem := state.NewMemory()
+			must(0, mem.Put([]byte("a"), []byte("old")))
+			must(0, mem.Put([]byte("b"), []byte("old")))
+			c := state.NewCache(mem, 2, nil)
+			must(0, c.DeleteRange(nil, []byte("b")))
+			must(0, c.Put([]byte("c"), []byte("new")))
+			want := []string{"b=old", "c=new"}
+			switch how {
+			case "flush":
+				must(0, c.Flush())
+			case "overflow":
+				must(0, c.Put([]byte("x"), []byte("1")))
+				must(0, c.Put([]byte("y"), []byte("1"))) // three dirty entries: written back
+				want = []string{"b=old", "c=new", "x=1", "y=1"}
+			case "discard":
+				c.Discard()
+				want = []string{"a=old", "b=old"}
+			}
+			var got []string
+			for _, ch := range statetest.DrainRaw(t, must(mem.Range(nil, nil))) {
+				got = append(got, string(ch.Key)+"="+string(ch.Value))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("backend (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestCacheRangeKeepsCachedValues checks that walking a cache whose range
 // returns a cached value and then one from the backend leaves the cached
 // value intact: the iterator once copied the backend's value into the

@@ -28,7 +28,10 @@
 // claims the store holds everything up to the checkpointed offsets.
 package state
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // ErrClosed is returned, wrapped, by any operation on a closed backend.
 var ErrClosed = errors.New("store is closed")
@@ -133,7 +136,8 @@ type Change struct {
 // RangeDeleter is a Backend that drops every key in [from, to) at once (nil
 // from or to: unbounded), without reading them one by one: Pebble writes one
 // range tombstone, the in-memory backend cuts them out of its tree. Both
-// backends of this package's runtime implement it.
+// backends of the runtime implement it, and so does Cache, which holds the
+// drop like its other writes until its owner takes it (Drops).
 //
 // A dropped range is never logged, key by key or otherwise: it is how a kind
 // with a retention period (window and session stores, a segment at a time)
@@ -145,4 +149,44 @@ type Change struct {
 // do not see it.
 type RangeDeleter interface {
 	DeleteRange(from, to []byte) error
+}
+
+// KeyRange is the range of keys [From, To); nil From or To is unbounded.
+type KeyRange struct {
+	From, To []byte
+}
+
+// Contains says whether key is in r.
+func (r KeyRange) Contains(key []byte) bool {
+	return (r.From == nil || bytes.Compare(key, r.From) >= 0) && (r.To == nil || bytes.Compare(key, r.To) < 0)
+}
+
+// DeleteRanges drops every key of ranges from b: at once where b is a
+// RangeDeleter, else by walking each range and deleting its keys.
+func DeleteRanges(b Backend, ranges []KeyRange) error {
+	for _, r := range ranges {
+		if d, ok := b.(RangeDeleter); ok {
+			if err := d.DeleteRange(r.From, r.To); err != nil {
+				return err
+			}
+			continue
+		}
+		it, err := b.Range(r.From, r.To)
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		for it.Next() {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -67,8 +67,10 @@ type taskStore struct {
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)
-	// held is what prepare logged and committed will apply.
-	held []state.Change
+	// held is what prepare logged and committed will apply, after
+	// heldDrops, the ranges dropped (not logged) since the last commit.
+	held      []state.Change
+	heldDrops []state.KeyRange
 	// loggedEachWrite says the typed store logs every write itself, so
 	// prepare only holds the cache's dirty entries (CacheRecords(0)).
 	loggedEachWrite bool
@@ -272,11 +274,19 @@ func (m *stateManager) wipeIfNotEmpty(ts *taskStore, log *slog.Logger) error {
 }
 
 // prepare is the first commit step: it logs each cache's dirty entries to
-// the changelog and holds them for committed.
+// the changelog and holds them for committed, with the ranges dropped since
+// the last commit (not logged: see state.RangeDeleter).
 func (m *stateManager) prepare() {
 	for _, s := range m.order {
 		if s.cache == nil {
 			continue
+		}
+		if drops := s.cache.Drops(); len(drops) > 0 {
+			// A drop comes after what was held before it.
+			s.held = slices.DeleteFunc(s.held, func(c state.Change) bool {
+				return slices.ContainsFunc(drops, func(r state.KeyRange) bool { return r.Contains(c.Key) })
+			})
+			s.heldDrops = append(s.heldDrops, drops...)
 		}
 		changes := s.cache.Dirty()
 		if s.changelog != "" && !s.loggedEachWrite {
@@ -292,10 +302,13 @@ func (m *stateManager) prepare() {
 // in Kafka: the held writes reach the stores, with their positions.
 func (m *stateManager) committed() error {
 	for _, s := range m.order {
+		if err := state.DeleteRanges(s.inner, s.heldDrops); err != nil {
+			return fmt.Errorf("task %s: store %q: %w", m.id, s.def.name, err)
+		}
 		if err := state.ApplyChanges(s.inner, s.held); err != nil {
 			return fmt.Errorf("task %s: store %q: %w", m.id, s.def.name, err)
 		}
-		s.held = nil
+		s.held, s.heldDrops = nil, nil
 	}
 	return m.checkpoint()
 }
@@ -304,7 +317,7 @@ func (m *stateManager) committed() error {
 // as of the last commit.
 func (m *stateManager) aborted() {
 	for _, s := range m.order {
-		s.held = nil
+		s.held, s.heldDrops = nil, nil
 		if s.cache != nil {
 			s.cache.Discard()
 		}

@@ -369,3 +369,60 @@ func TestLocalDriverChangelogCarriesTime(t *testing.T) {
 		}
 	}
 }
+
+// TestStateManagerHoldsDrops checks that a range dropped through a task's
+// cache reaches the store only at committed, before the writes held with it
+// and after those held before it (a commit that did not complete), and not
+// at all when the commit is aborted.
+func TestStateManagerHoldsDrops(t *testing.T) {
+	for _, outcome := range []string{"committed", "aborted"} {
+		t.Run(outcome, func(t *testing.T) {
+			mem := state.NewMemory()
+			for _, k := range []string{"a", "b", "c"} {
+				if err := mem.Put([]byte(k), []byte("old")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cache := state.NewCache(mem, 100, func() {})
+			ts := &taskStore{def: &storeDef{name: "s", kind: state.KeyValue}, inner: mem, cache: cache, backend: cache}
+			m := &stateManager{stores: map[string]*taskStore{"s": ts}, order: []*taskStore{ts}, env: &fakeEnv{}}
+			write := func(k, v string) {
+				t.Helper()
+				if err := cache.Put([]byte(k), []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("b", "held") // held by a prepare whose commit did not complete
+			m.prepare()
+			if err := cache.DeleteRange([]byte("a"), []byte("c")); err != nil {
+				t.Fatal(err)
+			}
+			write("a", "after")
+			m.prepare()
+			if v, _, _ := mem.Get([]byte("b")); string(v) != "old" {
+				t.Fatalf("the store changed before the commit: b=%q", v)
+			}
+			want := []string{"a=old", "b=old", "c=old"}
+			if outcome == "committed" {
+				if err := m.committed(); err != nil {
+					t.Fatal(err)
+				}
+				want = []string{"a=after", "c=old"}
+			} else {
+				m.aborted()
+			}
+			it, err := mem.Range(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for it.Next() {
+				got = append(got, string(it.Key())+"="+string(it.Value()))
+			}
+			it.Close()
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("store after %s: %v, want %v", outcome, got, want)
+			}
+		})
+	}
+}
