@@ -285,3 +285,20 @@ func TestCacheRangeKeepsCachedValues(t *testing.T) {
 		t.Errorf("Dirty after a Range (-want +got):\n%s", diff)
 	}
 }
+
+// TestDeleteRangesWithoutRangeDeleter checks DeleteRanges over a backend
+// that cannot drop a range at once: it deletes the range's keys one by one.
+func TestDeleteRangesWithoutRangeDeleter(t *testing.T) {
+	mem := state.NewMemory()
+	for _, k := range []string{"a", "b", "c", "d"} {
+		must(0, mem.Put([]byte(k), []byte("v")))
+	}
+	plain := struct{ state.Backend }{mem} // only the Backend methods
+	if _, ok := state.Backend(plain).(state.RangeDeleter); ok {
+		t.Fatal("the wrapper still drops ranges")
+	}
+	must(0, state.DeleteRanges(plain, []state.KeyRange{{From: []byte("b"), To: []byte("d")}, {From: []byte("d")}}))
+	if got := statetest.DrainRaw(t, must(mem.Range(nil, nil))); len(got) != 1 || string(got[0].Key) != "a" {
+		t.Errorf("keys left: %v, want only a", got)
+	}
+}
