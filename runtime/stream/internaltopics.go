@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -35,16 +34,24 @@ func repartitionNeeds(string) topicNeeds {
 // changelogNeeds tells what each changelog topic needs: what its store's
 // kind says, for the store's retention and the app's margin.
 func (a *App) changelogNeeds() func(topic string) topicNeeds {
-	need := map[string]state.ChangelogTopic{}
+	need := map[string]topicNeeds{}
 	for _, name := range a.topo.storeOrder {
-		if def := a.topo.stores[name]; def.opts.Changelog {
-			need[changelogTopic(a.cfg.appID, name)] = def.kind.Changelog(def.retention, a.cfg.changelogMargin)
+		def := a.topo.stores[name]
+		if !def.opts.Changelog {
+			continue
+		}
+		c := def.kind.Changelog(def.retention, a.cfg.changelogMargin)
+		need[changelogTopic(a.cfg.appID, name)] = topicNeeds{
+			configs: c.Configs(),
+			check: func(topic string, configs map[string]string) error {
+				if err := c.Check(topic, configs); err != nil {
+					return fmt.Errorf("%w (the changelog of %s store %q)", err, def.kind.Name, name)
+				}
+				return nil
+			},
 		}
 	}
-	return func(topic string) topicNeeds {
-		c := need[topic]
-		return topicNeeds{configs: c.Configs(), check: c.Check}
-	}
+	return func(topic string) topicNeeds { return need[topic] }
 }
 
 // ensureInternalTopics creates the app's own topics of one kind (changelog:

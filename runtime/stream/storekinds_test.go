@@ -243,9 +243,11 @@ func TestChangelogThatDoesNotFitItsKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = app.Run(ctx)
+			kind := map[string]string{"kv": "key-value", "win": "test-retained"}[tc.store]
 			want := fmt.Sprintf("changelog topic %q %s", topic, tc.want)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("Run: %v, want an error containing %q", err, want)
+			of := fmt.Sprintf("(the changelog of %s store %q)", kind, tc.store)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), of) {
+				t.Fatalf("Run: %v, want an error containing %q and %q", err, want, of)
 			}
 		})
 	}
