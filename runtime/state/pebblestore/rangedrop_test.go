@@ -48,3 +48,24 @@ func TestDeleteRangeKeepsPosition(t *testing.T) {
 		t.Errorf("keys left after DeleteRange(nil, nil): %v", got)
 	}
 }
+
+// TestDeleteRangeFromLastKey checks a drop with no upper bound that starts
+// at the last key, where the range tombstone before it is empty.
+func TestDeleteRangeFromLastKey(t *testing.T) {
+	b, err := Open(filepath.Join(t.TempDir(), "store"), Options{CacheSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statetest.CloseAtEnd(t, b)
+	for _, k := range []string{"a", "b"} {
+		if err := b.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.(state.RangeDeleter).DeleteRange([]byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := statetest.DrainRaw(t, must(b.Range(nil, nil))); len(got) != 1 || string(got[0].Key) != "a" {
+		t.Errorf("keys after DeleteRange(b, nil): %v, want only a", got)
+	}
+}
