@@ -56,6 +56,11 @@ type ChangelogTopic struct {
 	// last record of each key forever: cleanup.policy=compact. More is
 	// cleanup.policy=compact,delete with retention.ms = Retention.
 	Retention time.Duration
+	// RecordTimes says the kind restores from its records' timestamps (a
+	// versioned store's validity times), so the topic must keep the
+	// producer's: message.timestamp.type=CreateTime, never the broker's
+	// LogAppendTime. Key-value stores do not need it.
+	RecordTimes bool
 }
 
 // kafkaDefaultRetention is Kafka's retention.ms default (seven days), for a
@@ -64,21 +69,27 @@ const kafkaDefaultRetention = 7 * 24 * time.Hour
 
 // Configs returns the configs a new changelog topic is created with.
 func (c ChangelogTopic) Configs() map[string]string {
-	if c.Retention <= 0 {
-		return map[string]string{"cleanup.policy": "compact"}
+	configs := map[string]string{"cleanup.policy": "compact"}
+	if c.Retention > 0 {
+		configs["cleanup.policy"] = "compact,delete"
+		configs["retention.ms"] = strconv.FormatInt(c.Retention.Milliseconds(), 10)
 	}
-	return map[string]string{
-		"cleanup.policy": "compact,delete",
-		"retention.ms":   strconv.FormatInt(c.Retention.Milliseconds(), 10),
+	if c.RecordTimes {
+		configs["message.timestamp.type"] = "CreateTime"
 	}
+	return configs
 }
 
 // Check tells why the existing changelog topic with configs (as described
 // by the broker, defaults included) would lose records its store needs, or
 // nil if it keeps them: it must be compacted, and a topic that also deletes
 // must keep records at least Retention (forever when Retention is zero), by
-// time and by size.
+// time and by size; a kind that restores record times needs them kept as
+// the producer set them.
 func (c ChangelogTopic) Check(topic string, configs map[string]string) error {
+	if t, ok := configs["message.timestamp.type"]; ok && c.RecordTimes && t != "CreateTime" {
+		return fmt.Errorf("changelog topic %q has message.timestamp.type=%s, it needs CreateTime: its store restores the times its records carry", topic, t)
+	}
 	want := c.Configs()["cleanup.policy"]
 	policy, ok := configs["cleanup.policy"]
 	if !ok {

@@ -25,6 +25,11 @@ func TestChangelogConfigs(t *testing.T) {
 	if diff := cmp.Diff(want, retained.Configs()); diff != "" {
 		t.Errorf("retained changelog configs (-want +got):\n%s", diff)
 	}
+	timed := state.ChangelogTopic{RecordTimes: true}
+	want = map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+	if diff := cmp.Diff(want, timed.Configs()); diff != "" {
+		t.Errorf("changelog configs of a kind that restores record times (-want +got):\n%s", diff)
+	}
 }
 
 // TestChangelogCheck checks which existing changelogs fit a kind: those
@@ -51,6 +56,10 @@ func TestChangelogCheck(t *testing.T) {
 		{"retained by size", retained, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "1000"}, "retention.bytes=1000"},
 		{"retained delete", retained, map[string]string{"cleanup.policy": "delete", "retention.ms": "90000000"}, `has cleanup.policy=delete, it needs compact,delete`},
 		{"not described", retained, map[string]string{}, ""},
+		{"kv log append time", kv, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"}, ""},
+		{"record times", state.ChangelogTopic{RecordTimes: true}, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}, ""},
+		{"record times log append time", state.ChangelogTopic{RecordTimes: true}, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"},
+			`changelog topic "t" has message.timestamp.type=LogAppendTime, it needs CreateTime`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.need.Check("t", c.configs)

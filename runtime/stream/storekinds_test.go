@@ -33,7 +33,8 @@ func kindsLogger() *slog.Logger {
 
 // retainedKind is a store kind with a retention period, as window and
 // session stores will be: a key-value store whose changelog is compact,delete
-// and kept for its retention plus the app's margin. Its Restore records what
+// and kept for its retention plus the app's margin, with the producer's
+// record times (as a versioned store needs). Its Restore records what
 // restoration hands it.
 type retainedKind struct {
 	kind *state.StoreKind
@@ -44,8 +45,12 @@ type retainedKind struct {
 func newRetainedKind() *retainedKind {
 	k := &retainedKind{}
 	k.kind = &state.StoreKind{
-		Name:      "test-retained",
-		Changelog: state.RetainedChangelog,
+		Name: "test-retained",
+		Changelog: func(retention, margin time.Duration) state.ChangelogTopic {
+			c := state.RetainedChangelog(retention, margin)
+			c.RecordTimes = true
+			return c
+		},
 		Restore: func(b state.Backend, changes []state.Change) error {
 			k.mu.Lock()
 			for _, c := range changes {
@@ -200,6 +205,9 @@ func TestChangelogTopicsPerKind(t *testing.T) {
 			if r := got[win]["retention.ms"]; r != tc.retention {
 				t.Errorf("%s: retention.ms=%s, want %s", win, r, tc.retention)
 			}
+			if ty := got[win]["message.timestamp.type"]; ty != "CreateTime" {
+				t.Errorf("%s: message.timestamp.type=%s, want CreateTime", win, ty)
+			}
 		})
 	}
 }
@@ -221,6 +229,8 @@ func TestChangelogThatDoesNotFitItsKind(t *testing.T) {
 			"has retention.ms=3600000, it needs at least 90000000"},
 		{"not compacted", "win", map[string]string{"cleanup.policy": "delete"},
 			"has cleanup.policy=delete, it needs compact,delete"},
+		{"broker times", "win", map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "90000000", "message.timestamp.type": "LogAppendTime"},
+			"has message.timestamp.type=LogAppendTime, it needs CreateTime"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			appID := "unfit-" + strings.ReplaceAll(tc.name, " ", "-") + "-" + in
