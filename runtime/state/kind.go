@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,9 +88,15 @@ func (c ChangelogTopic) Configs() map[string]string {
 // time and by size; a kind that restores record times needs them kept as
 // the producer set them.
 func (c ChangelogTopic) Check(topic string, configs map[string]string) error {
+	var errs []error
 	if t, ok := configs["message.timestamp.type"]; ok && c.RecordTimes && t != "CreateTime" {
-		return fmt.Errorf("changelog topic %q has message.timestamp.type=%s, it needs CreateTime: its store restores the times its records carry", topic, t)
+		errs = append(errs, fmt.Errorf("changelog topic %q has message.timestamp.type=%s, it needs CreateTime: its store restores the times its records carry", topic, t))
 	}
+	return errors.Join(append(errs, c.checkRetention(topic, configs))...)
+}
+
+// checkRetention is Check's part about what the topic keeps, and how long.
+func (c ChangelogTopic) checkRetention(topic string, configs map[string]string) error {
 	want := c.Configs()["cleanup.policy"]
 	policy, ok := configs["cleanup.policy"]
 	if !ok {
