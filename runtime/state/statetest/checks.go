@@ -183,14 +183,15 @@ func ClosedBackendErrors(t *testing.T, kind Kind) {
 	_, rangeErr := b.Range(nil, nil)
 	_, countErr := b.ApproximateCount()
 	for name, err := range map[string]error{
-		"Get":        getErr,
-		"Put":        b.Put([]byte("k"), []byte("v")),
-		"Delete":     b.Delete([]byte("k")),
-		"Range":      rangeErr,
-		"Count":      countErr,
-		"Flush":      b.Flush(),
-		"ApplyBatch": b.(state.Restorer).ApplyBatch([]state.Change{{Key: []byte("k")}}),
-		"Close":      b.Close(),
+		"Get":         getErr,
+		"Put":         b.Put([]byte("k"), []byte("v")),
+		"Delete":      b.Delete([]byte("k")),
+		"Range":       rangeErr,
+		"Count":       countErr,
+		"Flush":       b.Flush(),
+		"ApplyBatch":  b.(state.Restorer).ApplyBatch([]state.Change{{Key: []byte("k")}}),
+		"DeleteRange": b.(state.RangeDeleter).DeleteRange(nil, nil),
+		"Close":       b.Close(),
 	} {
 		if !errors.Is(err, state.ErrClosed) {
 			t.Errorf("%s after Close = %v, want state.ErrClosed", name, err)
