@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,4 +303,100 @@ func TestDeleteRangesWithoutRangeDeleter(t *testing.T) {
 	if got := statetest.DrainRaw(t, must(mem.Range(nil, nil))); len(got) != 1 || string(got[0].Key) != "a" {
 		t.Errorf("keys left: %v, want only a", got)
 	}
+}
+
+// TestCacheModel runs random writes, deletions, range drops, reads,
+// commits (the owner applying Drops then Dirty to the backend) and aborts
+// (Discard) against a cache over a memory backend, and compares every read,
+// and the backend after each commit, with a map. With no owner the cache
+// writes back by itself when full, and nothing is aborted.
+func TestCacheModel(t *testing.T) {
+	for _, owned := range []bool{true, false} {
+		for seed := uint64(1); seed <= 20; seed++ {
+			t.Run(fmt.Sprintf("owned=%v/%d", owned, seed), func(t *testing.T) { cacheModel(t, owned, seed) })
+		}
+	}
+}
+
+func cacheModel(t *testing.T, owned bool, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, seed))
+	keys := []string{"", "a", "a\x00", "ab", "b", "ba", "c", "\xff"}
+	key := func() string { return keys[r.IntN(len(keys))] }
+	bound := func() []byte {
+		if r.IntN(4) == 0 {
+			return nil
+		}
+		return []byte(key())
+	}
+	mem := state.NewMemory()
+	var onFull func()
+	if owned {
+		onFull = func() {}
+	}
+	c := state.NewCache(mem, 4, onFull)
+	current, committed := map[string]string{}, map[string]string{}
+	contents := func(it state.Iterator) map[string]string {
+		got := map[string]string{}
+		for _, ch := range statetest.DrainRaw(t, it) {
+			got[string(ch.Key)] = string(ch.Value)
+		}
+		return got
+	}
+	in := func(k string, from, to []byte) bool { return state.KeyRange{From: from, To: to}.Contains([]byte(k)) }
+	for op := range 300 {
+		switch n := r.IntN(100); {
+		case n < 30:
+			k, v := key(), fmt.Sprintf("v%d", op)
+			must(0, c.Put([]byte(k), []byte(v)))
+			current[k] = v
+		case n < 40:
+			k := key()
+			must(0, c.Delete([]byte(k)))
+			delete(current, k)
+		case n < 55:
+			k := key()
+			v, ok := must2(c.Get([]byte(k)))
+			if want, wantOK := current[k]; ok != wantOK || string(v) != want {
+				t.Fatalf("op %d: Get(%q) = %q, %v; want %q, %v", op, k, v, ok, want, wantOK)
+			}
+		case n < 65:
+			from, to := bound(), bound()
+			want := map[string]string{}
+			for k, v := range current {
+				if in(k, from, to) {
+					want[k] = v
+				}
+			}
+			if diff := cmp.Diff(want, contents(must(c.Range(from, to)))); diff != "" {
+				t.Fatalf("op %d: Range(%q, %q) (-want +got):\n%s", op, from, to, diff)
+			}
+		case n < 75:
+			from, to := bound(), bound()
+			must(0, c.DeleteRange(from, to))
+			for k := range current {
+				if in(k, from, to) {
+					delete(current, k)
+				}
+			}
+		case n < 90:
+			must(0, state.DeleteRanges(mem, c.Drops()))
+			must(0, state.ApplyChanges(mem, c.Dirty()))
+			committed = maps.Clone(current)
+			if diff := cmp.Diff(committed, contents(must(mem.Range(nil, nil)))); diff != "" {
+				t.Fatalf("op %d: backend after a commit (-want +got):\n%s", op, diff)
+			}
+		default:
+			if owned {
+				c.Discard()
+				current = maps.Clone(committed)
+			}
+		}
+	}
+}
+
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
 }
