@@ -334,7 +334,10 @@ func cacheModel(t *testing.T, owned bool, seed uint64) {
 		onFull = func() {}
 	}
 	c := state.NewCache(mem, 4, onFull)
+	clock := &fakeClock{}
+	c.SetClock(clock)
 	current, committed := map[string]string{}, map[string]string{}
+	written := map[string]int64{} // the time of each key's last write
 	contents := func(it state.Iterator) map[string]string {
 		got := map[string]string{}
 		for _, ch := range statetest.DrainRaw(t, it) {
@@ -344,15 +347,17 @@ func cacheModel(t *testing.T, owned bool, seed uint64) {
 	}
 	in := func(k string, from, to []byte) bool { return state.KeyRange{From: from, To: to}.Contains([]byte(k)) }
 	for op := range 300 {
+		clock.now = int64(op)
 		switch n := r.IntN(100); {
 		case n < 30:
 			k, v := key(), fmt.Sprintf("v%d", op)
 			must(0, c.Put([]byte(k), []byte(v)))
-			current[k] = v
+			current[k], written[k] = v, clock.now
 		case n < 40:
 			k := key()
 			must(0, c.Delete([]byte(k)))
 			delete(current, k)
+			written[k] = clock.now
 		case n < 55:
 			k := key()
 			v, ok := must2(c.Get([]byte(k)))
@@ -380,7 +385,13 @@ func cacheModel(t *testing.T, owned bool, seed uint64) {
 			}
 		case n < 90:
 			must(0, state.DeleteRanges(mem, c.Drops()))
-			must(0, state.ApplyChanges(mem, c.Dirty()))
+			dirty := c.Dirty()
+			for _, ch := range dirty {
+				if ch.Timestamp != written[string(ch.Key)] {
+					t.Fatalf("op %d: %q is held with time %d, its last write was at %d", op, ch.Key, ch.Timestamp, written[string(ch.Key)])
+				}
+			}
+			must(0, state.ApplyChanges(mem, dirty))
 			committed = maps.Clone(current)
 			if diff := cmp.Diff(committed, contents(must(mem.Range(nil, nil)))); diff != "" {
 				t.Fatalf("op %d: backend after a commit (-want +got):\n%s", op, diff)
