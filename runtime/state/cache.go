@@ -22,10 +22,17 @@ type Cache struct {
 	dirty   []string // keys in the order they became dirty
 	limit   int
 	onFull  func()
+	clock   RecordClock // nil: writes carry NoTimestamp
+	// drops are the ranges dropped since the owner last took them
+	// (Drops), not yet applied to b: the backend's keys in them are hidden.
+	drops []KeyRange
 }
+
+var _ RangeDeleter = (*Cache)(nil)
 
 type cacheEntry struct {
 	value   []byte // nil: deleted, or absent in the backend. Never modified in place.
+	ts      int64  // the time of the record that made the last write
 	isDirty bool
 }
 
@@ -42,6 +49,13 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 	return &Cache{b: b, entries: make(map[string]*cacheEntry), limit: limit, onFull: onFull}
 }
 
+// SetClock makes each write carry the time clock tells when it is made
+// (the time of the record being processed), which Dirty hands out with the
+// write: the changelog record logged for it at the commit has the time of
+// the record that caused it, however late the commit comes. Without a
+// clock, writes carry NoTimestamp.
+func (c *Cache) SetClock(clock RecordClock) { c.clock = clock }
+
 // Get returns a copy of the value of key, from the cache or the backend.
 func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 	v, ok, err := c.view(key)
@@ -56,6 +70,9 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 func (c *Cache) view(key []byte) ([]byte, bool, error) {
 	if e, ok := c.entries[string(key)]; ok {
 		return e.value, e.value != nil, nil
+	}
+	if len(c.drops) > 0 && inRanges(c.drops, key) {
+		return nil, false, nil // dropped, not yet from the backend
 	}
 	v, ok, err := c.b.Get(key)
 	if err != nil {
@@ -83,15 +100,19 @@ func (c *Cache) putOwned(key, value []byte) error {
 func (c *Cache) Delete(key []byte) error { return c.write(key, nil) }
 
 func (c *Cache) write(key, value []byte) error {
+	ts := NoTimestamp
+	if c.clock != nil {
+		ts = c.clock.RecordTime()
+	}
 	if e, ok := c.entries[string(key)]; ok {
-		e.value = value
+		e.value, e.ts = value, ts
 		if !e.isDirty {
 			e.isDirty = true
 			c.dirty = append(c.dirty, string(key))
 		}
 	} else {
 		k := string(key)
-		c.entries[k] = &cacheEntry{value: value, isDirty: true}
+		c.entries[k] = &cacheEntry{value: value, ts: ts, isDirty: true}
 		c.dirty = append(c.dirty, k)
 	}
 	return c.overflow()
@@ -118,8 +139,11 @@ func (c *Cache) overflow() error {
 		c.onFull()
 		return nil
 	}
-	// No owner: the dirty entries go back in one batch, unsynced (the
+	// No owner: the drops and the dirty entries go back, unsynced (the
 	// owner's next Flush makes them durable).
+	if err := DeleteRanges(c.b, c.Drops()); err != nil {
+		return err
+	}
 	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
 		return err
 	}
@@ -127,9 +151,39 @@ func (c *Cache) overflow() error {
 	return nil
 }
 
+// DeleteRange implements RangeDeleter as a write held like the others: the
+// range's cached entries, dirty ones included, are forgotten, and the range
+// hides the backend's keys in it until the owner takes it (Drops) or it is
+// written back. Nothing is logged: see RangeDeleter.
+func (c *Cache) DeleteRange(from, to []byte) error {
+	r := KeyRange{From: bytes.Clone(from), To: bytes.Clone(to)}
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		return nil // an empty range
+	}
+	for k := range c.entries {
+		if r.Contains([]byte(k)) {
+			delete(c.entries, k)
+		}
+	}
+	c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
+	c.drops = append(c.drops, r)
+	return nil
+}
+
+// Drops returns the ranges dropped since the last call, in order, and
+// forgets them: the owner applies them to the backend (DeleteRanges) before
+// the changes Dirty returns, which were all written after the drops of the
+// keys they touch. Call it with Dirty.
+func (c *Cache) Drops() []KeyRange {
+	d := c.drops
+	c.drops = nil
+	return d
+}
+
 // Dirty returns the dirty entries as changes, in the order they became
-// dirty (Value nil for a deletion), and marks them clean: they stay cached
-// with their values. The changes' bytes must not be modified.
+// dirty (Value nil for a deletion; Timestamp that of the entry's last
+// write), and marks them clean: they stay cached with their values. The
+// changes' bytes must not be modified.
 func (c *Cache) Dirty() []Change {
 	if len(c.dirty) == 0 {
 		return nil
@@ -138,7 +192,7 @@ func (c *Cache) Dirty() []Change {
 	for _, k := range c.dirty {
 		e := c.entries[k]
 		e.isDirty = false
-		changes = append(changes, Change{Key: []byte(k), Value: e.value})
+		changes = append(changes, Change{Key: []byte(k), Value: e.value, Timestamp: e.ts})
 	}
 	c.dirty = c.dirty[:0]
 	return changes
@@ -149,6 +203,7 @@ func (c *Cache) Dirty() []Change {
 func (c *Cache) Discard() {
 	clear(c.entries)
 	c.dirty = c.dirty[:0]
+	c.drops = nil
 }
 
 // Range merges the cache over the backend: a cached entry is the key's
@@ -171,16 +226,20 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	for i, k := range keys {
 		values[i] = c.entries[k].value
 	}
-	m := &mergedIter{back: it, keys: keys, values: values}
-	m.backOK = it.Next()
+	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops)}
+	m.nextBack()
 	return m, nil
 }
 
 // ApproximateCount is the backend's estimate: cached writes are not counted.
 func (c *Cache) ApproximateCount() (int64, error) { return c.b.ApproximateCount() }
 
-// Flush writes the dirty entries back to the backend, then flushes it.
+// Flush writes the drops and the dirty entries back to the backend, then
+// flushes it.
 func (c *Cache) Flush() error {
+	if err := DeleteRanges(c.b, c.Drops()); err != nil {
+		return err
+	}
 	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
 		return err
 	}
@@ -218,14 +277,18 @@ func ApplyChanges(b Backend, changes []Change) error {
 
 // mergedIter walks the backend's iterator and the sorted cached keys
 // together; for a key in both, the cache wins, and a cached deletion hides
-// the key.
+// the key, as a pending drop hides the backend's keys in its range.
 type mergedIter struct {
 	back   Iterator
 	backOK bool
+	drops  []KeyRange
 	keys   []string
 	values [][]byte
 	key    []byte
 	value  []byte
+	// kbuf and vbuf hold the backend's current key and value: never the
+	// buffers of a cached entry that key or value last lent out.
+	kbuf, vbuf []byte
 }
 
 func (m *mergedIter) Next() bool {
@@ -241,14 +304,15 @@ func (m *mergedIter) Next() bool {
 		default:
 			cmp := bytes.Compare([]byte(m.keys[0]), m.back.Key())
 			if cmp == 0 {
-				m.backOK = m.back.Next() // shadowed by the cache
+				m.nextBack() // shadowed by the cache
 			}
 			fromCache = cmp <= 0
 		}
 		if !fromCache {
-			m.key = append(m.key[:0], m.back.Key()...)
-			m.value = append(m.value[:0], m.back.Value()...)
-			m.backOK = m.back.Next()
+			m.kbuf = append(m.kbuf[:0], m.back.Key()...)
+			m.vbuf = append(m.vbuf[:0], m.back.Value()...)
+			m.key, m.value = m.kbuf, m.vbuf
+			m.nextBack()
 			return true
 		}
 		k, v := m.keys[0], m.values[0]
@@ -259,6 +323,23 @@ func (m *mergedIter) Next() bool {
 		m.key, m.value = []byte(k), v
 		return true
 	}
+}
+
+// nextBack moves the backend's iterator to its next key outside the drops.
+func (m *mergedIter) nextBack() {
+	for m.backOK = m.back.Next(); m.backOK && len(m.drops) > 0 && inRanges(m.drops, m.back.Key()); {
+		m.backOK = m.back.Next()
+	}
+}
+
+// inRanges says whether key is in any of ranges.
+func inRanges(ranges []KeyRange, key []byte) bool {
+	for _, r := range ranges {
+		if r.Contains(key) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *mergedIter) Key() []byte   { return m.key }

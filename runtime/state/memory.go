@@ -15,6 +15,11 @@ const memIterBatch = 32
 
 type memTree = btreemap.BTreeMap[[]byte, []byte]
 
+var (
+	_ Restorer     = (*memory)(nil)
+	_ RangeDeleter = (*memory)(nil)
+)
+
 // memory is the in-memory Backend: a copy-on-write B-tree whose stored key
 // and value bytes are never modified once written, so that iterators can
 // walk a cheap snapshot (a clone) while the store keeps changing.
@@ -107,6 +112,35 @@ func (m *memory) Close() error {
 		return fmt.Errorf("memory store: close: %w", ErrClosed)
 	}
 	m.tree = nil
+	return nil
+}
+
+// DeleteRange implements RangeDeleter. The tree has no range cut, so the
+// keys of the range are found in one walk and deleted one by one: nothing is
+// logged or copied, and a whole-store drop replaces the tree at once.
+// Iterators keep their snapshot.
+func (m *memory) DeleteRange(from, to []byte) error {
+	if m.tree == nil {
+		return fmt.Errorf("memory store: delete range: %w", ErrClosed)
+	}
+	if from == nil && to == nil {
+		m.tree = btreemap.New[[]byte, []byte](memDegree, bytes.Compare)
+		return nil
+	}
+	lo, hi := btreemap.Min[[]byte](), btreemap.Max[[]byte]()
+	if from != nil {
+		lo = btreemap.GE(from)
+	}
+	if to != nil {
+		hi = btreemap.LT(to)
+	}
+	var keys [][]byte
+	for k := range m.tree.Ascend(lo, hi) {
+		keys = append(keys, k) // stored keys are never modified: no copy
+	}
+	for _, k := range keys {
+		m.tree.Delete(k)
+	}
 	return nil
 }
 

@@ -1,8 +1,10 @@
 // Package state owns the local state of a kgen task: typed key-value stores
 // over an ordered byte backend (in memory here; on disk through an Opener,
-// such as the one of package runtime/state/pebblestore), the logging of
-// every write to a changelog, the bulk application of changelog records when
-// a store is restored, and the task directory helpers (an exclusive lock and
+// such as the one of package runtime/state/pebblestore), the kinds of stores
+// (StoreKind: what each kind's changelog topic needs and how it is
+// restored), the logging of every write to a changelog with the time of the
+// record that caused it, the bulk application of changelog records when a
+// store is restored, and the task directory helpers (an exclusive lock and
 // the checkpoint file of restored offsets).
 //
 // # Concurrency
@@ -26,7 +28,10 @@
 // claims the store holds everything up to the checkpointed offsets.
 package state
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
 // ErrClosed is returned, wrapped, by any operation on a closed backend.
 var ErrClosed = errors.New("store is closed")
@@ -86,8 +91,27 @@ type Iterator interface {
 // LogChange may keep key and value: the store does not modify them after the
 // call.
 type ChangeLogger interface {
-	LogChange(key, value []byte)
+	// LogChange logs one write. timestamp, in milliseconds since the epoch,
+	// becomes the changelog record's timestamp: the time of the record that
+	// caused the write (RecordTime, for stores whose operations take no
+	// time, such as key-value stores), or the time a kind's write carries
+	// (a versioned store's validity start). NoTimestamp leaves it to the
+	// producer (the wall clock).
+	LogChange(key, value []byte, timestamp int64)
+	RecordClock
 }
+
+// RecordClock tells the time of the record being processed: the input
+// record's timestamp, or the punctuation's time while a punctuation runs, as
+// Kafka Streams' record context. It is NoTimestamp while nothing is being
+// processed (a processor's Init).
+type RecordClock interface {
+	RecordTime() int64
+}
+
+// NoTimestamp is the timestamp of a write made while no record is being
+// processed; its changelog record takes the producer's wall clock.
+const NoTimestamp int64 = -1
 
 // Restorer applies changelog records in bulk; the in-memory and Pebble
 // backends implement it.
@@ -98,7 +122,71 @@ type Restorer interface {
 	ApplyBatch(changes []Change) error
 }
 
-// Change is one changelog record: Value nil means delete.
+// Change is one changelog record: Value nil means delete. Timestamp is the
+// record's timestamp (milliseconds since the epoch, NoTimestamp for none):
+// what a write was logged with, and what restoration hands back, so that a
+// kind that keeps times (a versioned store's validity) restores them. The
+// changelog's format is otherwise a kind's own: a key-value store's record
+// is its key and value, as in Kafka Streams.
 type Change struct {
 	Key, Value []byte
+	Timestamp  int64
+}
+
+// RangeDeleter is a Backend that drops every key in [from, to) at once (nil
+// from or to: unbounded), without reading them one by one: Pebble writes one
+// range tombstone, the in-memory backend cuts them out of its tree. Both
+// backends of the runtime implement it, and so does Cache, which holds the
+// drop like its other writes until its owner takes it (Drops).
+//
+// A dropped range is never logged, key by key or otherwise: it is how a kind
+// with a retention period (window and session stores, a segment at a time)
+// forgets what expired, and its changelog, kept compact,delete for longer
+// than the store's retention (StoreKind.Changelog), loses the same records by
+// Kafka's own retention, as Kafka Streams' segmented stores rely on.
+// Restoring such a changelog may bring expired records back for a while; the
+// kind drops them again by its retention. Iterators opened before the drop
+// do not see it.
+type RangeDeleter interface {
+	DeleteRange(from, to []byte) error
+}
+
+// KeyRange is the range of keys [From, To); nil From or To is unbounded.
+type KeyRange struct {
+	From, To []byte
+}
+
+// Contains says whether key is in r.
+func (r KeyRange) Contains(key []byte) bool {
+	return (r.From == nil || bytes.Compare(key, r.From) >= 0) && (r.To == nil || bytes.Compare(key, r.To) < 0)
+}
+
+// DeleteRanges drops every key of ranges from b: at once where b is a
+// RangeDeleter, else by walking each range and deleting its keys.
+func DeleteRanges(b Backend, ranges []KeyRange) error {
+	for _, r := range ranges {
+		if d, ok := b.(RangeDeleter); ok {
+			if err := d.DeleteRange(r.From, r.To); err != nil {
+				return err
+			}
+			continue
+		}
+		it, err := b.Range(r.From, r.To)
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		for it.Next() {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -45,7 +45,8 @@ type KeyValueIterator[K, V any] interface {
 // NewKeyValueStore types a backend with serdes; logger may be nil (not logged).
 // When logger is not nil, every Put, successful PutIfAbsent and Delete is
 // passed to it, after the backend write succeeded, as the serialized key and
-// value (nil for a delete).
+// value (nil for a delete), with the logger's RecordTime as its timestamp.
+// Its kind is KeyValue.
 func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V], logger ChangeLogger) KeyValueStore[K, V] {
 	return &kvStore[K, V]{
 		name:   name,
@@ -165,7 +166,7 @@ func (s *kvStore[K, V]) put(kb []byte, value V) error {
 		return s.errorf("put", err)
 	}
 	if s.logger != nil {
-		s.logger.LogChange(kb, vb)
+		s.logger.LogChange(kb, vb, s.logger.RecordTime())
 	}
 	return nil
 }
@@ -203,7 +204,7 @@ func (s *kvStore[K, V]) delete(kb []byte) error {
 		return s.errorf("delete", err)
 	}
 	if s.logger != nil {
-		s.logger.LogChange(kb, nil)
+		s.logger.LogChange(kb, nil, s.logger.RecordTime())
 	}
 	return nil
 }

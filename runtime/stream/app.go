@@ -353,7 +353,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 			}
 		}
 		// The units subscribe to these at once: they exist before.
-		if err := a.ensureInternalTopics(ctx, "repartition", repart, "delete"); err != nil {
+		if err := a.ensureInternalTopics(ctx, "repartition", repart, repartitionNeeds); err != nil {
 			return nil, err
 		}
 		maps.Copy(a.partitions, repart)
@@ -391,7 +391,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 // others, then waits for their partitions to have leaders. It must not
 // touch a.partitions: the units read it meanwhile.
 func (a *App) prepareChangelogs(ctx context.Context, want map[string]int32) error {
-	return a.ensureInternalTopics(ctx, "changelog", want, "compact")
+	return a.ensureInternalTopics(ctx, "changelog", want, a.changelogNeeds())
 }
 
 // endOffsets lists the end offsets (or, if committed, the last stable

@@ -8,12 +8,14 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -223,6 +225,41 @@ func BenchmarkCount(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkKVPut is make bench's kv-put: each record put under its key in
+// a Pebble store with a changelog, no output. It ends when every record is
+// processed.
+func BenchmarkKVPut(b *testing.B) {
+	c, in := benchSource(b)
+	for i := 0; b.Loop(); i++ {
+		group := fmt.Sprintf("bench-kvput-%d-%s", i, in)
+		var processed atomic.Int64
+		topo := stream.NewTopology()
+		stream.AddSource(topo, "in", in, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(topo, "put", func() stream.Processor[[]byte, []byte, []byte, []byte] {
+			return &bytesPutter{n: &processed}
+		}, "in")
+		stream.AddKeyValueStore(topo, "kv", serde.Bytes{}, serde.Bytes{}, stream.StoreOptions{Persistent: onDisk, Changelog: true}, "put")
+		measureUntil(b, benchRecords, func() bool { return processed.Load() >= benchRecords }, func(ctx context.Context) {
+			runKgen(ctx, b, c, topo, group, stream.AtLeastOnce)
+		})
+	}
+}
+
+type bytesPutter struct {
+	n     *atomic.Int64
+	store state.KeyValueStore[[]byte, []byte]
+}
+
+func (p *bytesPutter) Init(ctx *stream.Context[[]byte, []byte]) (err error) {
+	p.store, err = stream.GetKeyValueStore[[]byte, []byte](ctx, "kv")
+	return err
+}
+
+func (p *bytesPutter) Process(_ *stream.Context[[]byte, []byte], r stream.Record[[]byte, []byte]) error {
+	p.n.Add(1)
+	return p.store.Put(r.Key, r.Value)
 }
 
 type bytesCounter struct{ keyCounter }

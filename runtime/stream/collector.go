@@ -184,9 +184,10 @@ func (c *collector) sendDeadLetter(topic string, in *kgo.Record, node string, ca
 	c.cl.Produce(context.Background(), deadLetter(topic, c.partitions(topic), in, node, cause), c.onProduced)
 }
 
-// logChange produces one changelog record of s. Its failure is always
-// fatal: the write it carries would be lost.
-func (c *collector) logChange(s *taskStore, key, value []byte) {
+// logChange produces one changelog record of s, stamped with the time of
+// the record that caused the write. Its failure is always fatal: the write
+// it carries would be lost.
+func (c *collector) logChange(s *taskStore, key, value []byte, timestamp int64) {
 	if s.ack == nil {
 		s.ack = func(r *kgo.Record, err error) {
 			if err != nil {
@@ -200,7 +201,7 @@ func (c *collector) logChange(s *taskStore, key, value []byte) {
 		}
 	}
 	c.begin()
-	c.cl.Produce(context.Background(), &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value}, s.ack)
+	c.cl.Produce(context.Background(), &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value, Timestamp: changelogTime(timestamp)}, s.ack)
 }
 
 // begin opens a transaction before the first record of a commit period.

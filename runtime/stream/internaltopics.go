@@ -9,12 +9,57 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// topicNeeds is what one of the app's own topics needs besides its
+// partitions: the configs it is created with, and why an existing one does
+// not fit (nil when it does).
+type topicNeeds struct {
+	configs map[string]string
+	check   func(topic string, configs map[string]string) error
+}
+
+// repartitionNeeds are a repartition topic's: deleted, with unlimited
+// retention, since the app deletes what it has committed.
+func repartitionNeeds(string) topicNeeds {
+	return topicNeeds{
+		configs: map[string]string{"cleanup.policy": "delete", "retention.ms": "-1"},
+		check: func(topic string, configs map[string]string) error {
+			if p, ok := configs["cleanup.policy"]; ok && p != "delete" {
+				return fmt.Errorf("repartition topic %q has cleanup.policy=%s, it needs delete", topic, p)
+			}
+			return nil
+		},
+	}
+}
+
+// changelogNeeds tells what each changelog topic needs: what its store's
+// kind says, for the store's retention and the app's margin.
+func (a *App) changelogNeeds() func(topic string) topicNeeds {
+	need := map[string]topicNeeds{}
+	for _, name := range a.topo.storeOrder {
+		def := a.topo.stores[name]
+		if !def.opts.Changelog {
+			continue
+		}
+		c := def.kind.Changelog(def.retention, a.cfg.changelogMargin)
+		need[changelogTopic(a.cfg.appID, name)] = topicNeeds{
+			configs: c.Configs(),
+			check: func(topic string, configs map[string]string) error {
+				if err := c.Check(topic, configs); err != nil {
+					return fmt.Errorf("%w (the changelog of %s store %q)", err, def.kind.Name, name)
+				}
+				return nil
+			},
+		}
+	}
+	return func(topic string) topicNeeds { return need[topic] }
+}
+
 // ensureInternalTopics creates the app's own topics of one kind (changelog:
-// compacted; repartition: deleted, unlimited retention) that are missing and
-// checks the ones that exist, with an error naming the topic, what it has
-// and what it needs; then it waits for their partitions to have leaders.
-// The user's topics are never created or altered here.
-func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[string]int32, cleanup string) error {
+// as its store's kind says; repartition: repartitionNeeds) that are missing
+// and checks the ones that exist, with an error naming the topic, what it
+// has and what it needs; then it waits for their partitions to have
+// leaders. The user's topics are never created or altered here.
+func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[string]int32, needs func(topic string) topicNeeds) error {
 	if len(want) == 0 {
 		return nil
 	}
@@ -37,10 +82,9 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 			existing = append(existing, name)
 			continue
 		}
-		configs := map[string]*string{"cleanup.policy": &cleanup}
-		if kind == "repartition" {
-			unlimited := "-1" // the app deletes what it has committed
-			configs["retention.ms"] = &unlimited
+		configs := map[string]*string{}
+		for k, v := range needs(name).configs {
+			configs[k] = &v
 		}
 		resp, err := a.adm.CreateTopic(ctx, want[name], -1, configs, name)
 		if err == nil {
@@ -62,10 +106,14 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 				errs = append(errs, fmt.Errorf("%s topic %q: describe configs: %w", kind, rc.Name, rc.Err))
 				continue
 			}
+			configs := map[string]string{}
 			for _, c := range rc.Configs {
-				if c.Key == "cleanup.policy" && c.Value != nil && *c.Value != cleanup && !(cleanup == "compact" && *c.Value == "compact,delete") {
-					errs = append(errs, fmt.Errorf("%s topic %q has cleanup.policy=%s, it needs %s", kind, rc.Name, *c.Value, cleanup))
+				if c.Value != nil {
+					configs[c.Key] = *c.Value
 				}
+			}
+			if err := needs(rc.Name).check(rc.Name, configs); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}

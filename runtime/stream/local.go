@@ -178,8 +178,8 @@ func (d *LocalDriver) produce(r *kgo.Record) {
 	}
 }
 
-func (d *LocalDriver) logChange(s *taskStore, key, value []byte) {
-	r := &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value, Offset: int64(len(d.changes[s.changelog]))}
+func (d *LocalDriver) logChange(s *taskStore, key, value []byte, timestamp int64) {
+	r := &kgo.Record{Topic: s.changelog, Partition: s.partition, Key: key, Value: value, Timestamp: changelogTime(timestamp), Offset: int64(len(d.changes[s.changelog]))}
 	d.changes[s.changelog] = append(d.changes[s.changelog], r)
 	s.produced.observe(r.Offset + 1)
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -41,6 +42,10 @@ type config struct {
 	onDeserializeError ErrorPolicy
 	onProduceError     ErrorPolicy
 
+	// changelogMargin is how much longer than its store a changelog with
+	// a retention keeps records.
+	changelogMargin time.Duration
+
 	// errs are the options' complaints about their values, which New
 	// returns: a bad value is an error, not silently clamped.
 	errs []error
@@ -64,6 +69,8 @@ func defaultConfig() config {
 		cacheRecords:   10_000,
 		logger:         slog.Default(),
 		now:            time.Now,
+
+		changelogMargin: state.DefaultChangelogRetentionMargin,
 	}
 }
 
@@ -178,6 +185,20 @@ func StandbyReplicas(n int) Option {
 			c.invalid("StandbyReplicas(%d): must not be negative", n)
 		}
 		c.standbys = n
+	}
+}
+
+// ChangelogRetentionMargin is how much longer than its store the changelog
+// of a store with a retention period (window and session stores) keeps
+// records: its retention.ms is the store's retention plus d, as Kafka
+// Streams' windowstore.changelog.additional.retention.ms. Default 24 hours.
+// Changelogs of key-value stores are compacted and keep every key.
+func ChangelogRetentionMargin(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("ChangelogRetentionMargin(%s): must not be negative", d)
+		}
+		c.changelogMargin = d
 	}
 }
 

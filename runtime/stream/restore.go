@@ -190,10 +190,10 @@ func (r *changelogReader) step() error {
 		changes = changes[:0]
 		for _, rec := range p.Records {
 			if !rec.Attrs.IsControl() {
-				changes = append(changes, state.Change{Key: rec.Key, Value: rec.Value})
+				changes = append(changes, state.Change{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})
 			}
 		}
-		if err = state.ApplyChanges(s.inner, changes); err != nil {
+		if err = s.def.kind.Restore(s.inner, changes); err != nil {
 			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 			return
 		}

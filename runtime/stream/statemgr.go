@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -66,8 +67,10 @@ type taskStore struct {
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)
-	// held is what prepare logged and committed will apply.
-	held []state.Change
+	// held is what prepare logged and committed will apply, after
+	// heldDrops, the ranges dropped (not logged) since the last commit.
+	held      []state.Change
+	heldDrops []state.KeyRange
 	// loggedEachWrite says the typed store logs every write itself, so
 	// prepare only holds the cache's dirty entries (CacheRecords(0)).
 	loggedEachWrite bool
@@ -76,7 +79,23 @@ type taskStore struct {
 
 // LogChange implements state.ChangeLogger, for stores whose typed store logs
 // each write itself (no record cache: CacheRecords(0)).
-func (s *taskStore) LogChange(key, value []byte) { s.t.env.logChange(s, key, value) }
+func (s *taskStore) LogChange(key, value []byte, timestamp int64) {
+	s.t.env.logChange(s, key, value, timestamp)
+}
+
+// RecordTime implements state.RecordClock: the time of the record the task
+// is processing, or of the punctuation it runs, which each write of the
+// store carries to its changelog record.
+func (s *taskStore) RecordTime() int64 { return s.t.currentTime }
+
+// changelogTime is a changelog record's timestamp: none (the producer
+// stamps it with its clock) for state.NoTimestamp.
+func changelogTime(ms int64) time.Time {
+	if ms < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
 
 // offsetMax holds the largest offset+1 seen, written from producer callbacks.
 type offsetMax struct{ v atomic.Int64 }
@@ -184,6 +203,7 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		// the typed store logs nothing itself. A full cache asks for a
 		// commit rather than letting writes reach the store between commits.
 		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
+		ts.cache.SetClock(ts) // what prepare logs carries its write's time
 		ts.backend, logger = ts.cache, nil
 	} else if t.persistent(def) {
 		// Without the record cache every write is logged at once, one
@@ -254,16 +274,24 @@ func (m *stateManager) wipeIfNotEmpty(ts *taskStore, log *slog.Logger) error {
 }
 
 // prepare is the first commit step: it logs each cache's dirty entries to
-// the changelog and holds them for committed.
+// the changelog and holds them for committed, with the ranges dropped since
+// the last commit (not logged: see state.RangeDeleter).
 func (m *stateManager) prepare() {
 	for _, s := range m.order {
 		if s.cache == nil {
 			continue
 		}
+		if drops := s.cache.Drops(); len(drops) > 0 {
+			// A drop comes after what was held before it.
+			s.held = slices.DeleteFunc(s.held, func(c state.Change) bool {
+				return slices.ContainsFunc(drops, func(r state.KeyRange) bool { return r.Contains(c.Key) })
+			})
+			s.heldDrops = append(s.heldDrops, drops...)
+		}
 		changes := s.cache.Dirty()
 		if s.changelog != "" && !s.loggedEachWrite {
 			for _, c := range changes {
-				m.env.logChange(s, c.Key, c.Value)
+				m.env.logChange(s, c.Key, c.Value, c.Timestamp)
 			}
 		}
 		s.held = append(s.held, changes...)
@@ -274,10 +302,13 @@ func (m *stateManager) prepare() {
 // in Kafka: the held writes reach the stores, with their positions.
 func (m *stateManager) committed() error {
 	for _, s := range m.order {
+		if err := state.DeleteRanges(s.inner, s.heldDrops); err != nil {
+			return fmt.Errorf("task %s: store %q: %w", m.id, s.def.name, err)
+		}
 		if err := state.ApplyChanges(s.inner, s.held); err != nil {
 			return fmt.Errorf("task %s: store %q: %w", m.id, s.def.name, err)
 		}
-		s.held = nil
+		s.held, s.heldDrops = nil, nil
 	}
 	return m.checkpoint()
 }
@@ -286,7 +317,7 @@ func (m *stateManager) committed() error {
 // as of the last commit.
 func (m *stateManager) aborted() {
 	for _, s := range m.order {
-		s.held = nil
+		s.held, s.heldDrops = nil, nil
 		if s.cache != nil {
 			s.cache.Discard()
 		}

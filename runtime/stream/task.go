@@ -52,7 +52,9 @@ type taskEnv interface {
 	send(t *task, o *outRecord)
 	// deadLetter produces the dead letter of a failed input record.
 	deadLetter(topic string, in *kgo.Record, node string, cause error)
-	logChange(s *taskStore, key, value []byte)
+	// logChange produces one changelog record of s with the timestamp
+	// (milliseconds; state.NoTimestamp: the producer's clock).
+	logChange(s *taskStore, key, value []byte, timestamp int64)
 	partitions(topic string) int32
 	config() *config
 }

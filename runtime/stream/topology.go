@@ -71,9 +71,15 @@ type node struct {
 	repartition string
 }
 
+// storeDef is a store of the topology: its kind says what its changelog
+// needs and how it is restored; open types a task's backend as the store.
 type storeDef struct {
-	name      string
-	opts      StoreOptions
+	name string
+	kind *state.StoreKind
+	opts StoreOptions
+	// retention is how long a store of a kind with a retention period
+	// keeps data; zero for kinds that keep everything.
+	retention time.Duration
 	keyType   reflect.Type
 	valType   reflect.Type
 	open      func(b state.Backend, logger state.ChangeLogger) any
@@ -91,8 +97,11 @@ type StoreOptions struct {
 	// outside this package so that a program that does not use them does not
 	// link them.
 	Persistent state.Opener
-	// Changelog logs every write to the compacted topic
-	// <app>-<store>-changelog, from which the store is restored.
+	// Changelog logs every write to the topic <app>-<store>-changelog, from
+	// which the store is restored, each record with the timestamp of the
+	// record that caused the write. The topic is created with the configs
+	// the store's kind needs (compacted, for a key-value store), and an
+	// existing one that would lose records the store needs is refused.
 	Changelog bool
 }
 
@@ -245,25 +254,32 @@ func sinkBuilder[K, V any](n *node, ks serde.Serializer[K], vs serde.Serializer[
 // AddKeyValueStore adds a key-value store and attaches it to processors.
 // Keys are ordered by their serialized bytes in range scans.
 func AddKeyValueStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], opts StoreOptions, processors ...string) {
-	t.validated = false
-	if name == "" {
-		t.errorf("store with an empty name")
-		return
-	}
-	if _, dup := t.stores[name]; dup {
-		t.errorf("duplicate store name %q", name)
-		return
-	}
-	t.stores[name] = &storeDef{
-		name: name, opts: opts,
+	t.addStore(&storeDef{
+		name: name, kind: state.KeyValue, opts: opts,
 		keyType: reflect.TypeFor[K](), valType: reflect.TypeFor[V](),
 		open: func(b state.Backend, logger state.ChangeLogger) any {
 			return state.NewKeyValueStore(name, b, ks, vs, logger)
 		},
+	}, processors)
+}
+
+// addStore adds a store of any kind and attaches it to processors: each
+// kind's Add function (AddKeyValueStore) fills def with its kind and its
+// typed open.
+func (t *Topology) addStore(def *storeDef, processors []string) {
+	t.validated = false
+	if def.name == "" {
+		t.errorf("store with an empty name")
+		return
 	}
-	t.storeOrder = append(t.storeOrder, name)
+	if _, dup := t.stores[def.name]; dup {
+		t.errorf("duplicate store name %q", def.name)
+		return
+	}
+	t.stores[def.name] = def
+	t.storeOrder = append(t.storeOrder, def.name)
 	for _, p := range processors {
-		t.ConnectStore(name, p)
+		t.ConnectStore(def.name, p)
 	}
 }
 

@@ -149,7 +149,9 @@ func (u *unit) deadLetter(topic string, in *kgo.Record, node string, cause error
 	u.rc.sendDeadLetter(topic, in, node, cause)
 }
 
-func (u *unit) logChange(s *taskStore, key, value []byte) { u.rc.logChange(s, key, value) }
+func (u *unit) logChange(s *taskStore, key, value []byte, timestamp int64) {
+	u.rc.logChange(s, key, value, timestamp)
+}
 
 // run is the unit's loop: poll, route records to tasks, restore, process,
 // punctuate, commit; rebalances happen between windows.

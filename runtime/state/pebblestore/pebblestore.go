@@ -114,8 +114,9 @@ type pebbleStore struct {
 }
 
 var (
-	_ state.Restorer   = (*pebbleStore)(nil) // restoration applies batches
-	_ state.Positioned = (*pebbleStore)(nil)
+	_ state.Restorer     = (*pebbleStore)(nil) // restoration applies batches
+	_ state.Positioned   = (*pebbleStore)(nil)
+	_ state.RangeDeleter = (*pebbleStore)(nil)
 )
 
 // The position's range key covers only the empty user key, [positionStart,
@@ -390,6 +391,47 @@ func (s *pebbleStore) ApplyBatch(changes []state.Change) error {
 	s.unflushed.Add(added)
 	if err := b.Close(); err != nil {
 		return s.errorf("apply batch", err)
+	}
+	return nil
+}
+
+// DeleteRange implements state.RangeDeleter with one unsynced Pebble range
+// tombstone, which drops the point keys of [from, to) without reading them;
+// the position, a range key, is not a point key and stays. With no upper
+// bound, the tombstone ends at the last key, which is deleted with it in one
+// batch. ApproximateCount keeps counting dropped keys that reached a table
+// until a compaction removes them.
+func (s *pebbleStore) DeleteRange(from, to []byte) error {
+	if s.db == nil {
+		return s.errorf("delete range", state.ErrClosed)
+	}
+	if from == nil {
+		from = []byte{} // the smallest key
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if to == nil {
+		it, err := s.db.NewIter(nil)
+		if err != nil {
+			return s.errorf("delete range", err)
+		}
+		if it.Last() && bytes.Compare(it.Key(), from) >= 0 {
+			last := bytes.Clone(it.Key())
+			err = errors.Join(b.DeleteRange(from, last, nil), b.Delete(last, nil))
+		}
+		if err = errors.Join(err, it.Close()); err != nil {
+			return s.errorf("delete range", err)
+		}
+	} else if bytes.Compare(from, to) < 0 {
+		if err := b.DeleteRange(from, to, nil); err != nil {
+			return s.errorf("delete range", err)
+		}
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return s.errorf("delete range", err)
 	}
 	return nil
 }

@@ -165,10 +165,10 @@ func RangeEmptyAndReversed(t *testing.T, kind Kind) {
 	}
 	// An empty, not nil, upper bound is a bound: nothing sorts before it.
 	if got := DrainRaw(t, must(b.Range(nil, []byte{}))); len(got) != 0 {
-		t.Errorf("backend Range(nil, []byte{}) = %q, want nothing", got)
+		t.Errorf("backend Range(nil, []byte{}) = %v, want nothing", got)
 	}
 	if got := DrainRaw(t, must(b.Range([]byte{}, nil))); len(got) != 3 {
-		t.Errorf("backend Range([]byte{}, nil) = %q, want all 3", got)
+		t.Errorf("backend Range([]byte{}, nil) = %v, want all 3", got)
 	}
 }
 
@@ -183,14 +183,15 @@ func ClosedBackendErrors(t *testing.T, kind Kind) {
 	_, rangeErr := b.Range(nil, nil)
 	_, countErr := b.ApproximateCount()
 	for name, err := range map[string]error{
-		"Get":        getErr,
-		"Put":        b.Put([]byte("k"), []byte("v")),
-		"Delete":     b.Delete([]byte("k")),
-		"Range":      rangeErr,
-		"Count":      countErr,
-		"Flush":      b.Flush(),
-		"ApplyBatch": b.(state.Restorer).ApplyBatch([]state.Change{{Key: []byte("k")}}),
-		"Close":      b.Close(),
+		"Get":         getErr,
+		"Put":         b.Put([]byte("k"), []byte("v")),
+		"Delete":      b.Delete([]byte("k")),
+		"Range":       rangeErr,
+		"Count":       countErr,
+		"Flush":       b.Flush(),
+		"ApplyBatch":  b.(state.Restorer).ApplyBatch([]state.Change{{Key: []byte("k")}}),
+		"DeleteRange": b.(state.RangeDeleter).DeleteRange(nil, nil),
+		"Close":       b.Close(),
 	} {
 		if !errors.Is(err, state.ErrClosed) {
 			t.Errorf("%s after Close = %v, want state.ErrClosed", name, err)

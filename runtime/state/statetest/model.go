@@ -114,18 +114,39 @@ func RunModelSeed(t *testing.T, kind Kind, seed uint64, ops int) {
 	put := func(k, v string) {
 		check("put", s.Put(k, v))
 		m[k] = v
-		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v)})
+		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v), Timestamp: log.Time})
 	}
 	del := func(k string) {
 		check("delete", s.Delete(k))
 		delete(m, k)
-		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: nil})
+		wantLog = append(wantLog, state.Change{Key: []byte(k), Value: nil, Timestamp: log.Time})
+	}
+
+	// bounds draws a range for the backend: each end a key or unbounded.
+	bounds := func() (from, to *string, fb, tb []byte) {
+		if r.IntN(2) == 0 {
+			k := key()
+			from, fb = &k, []byte(k)
+		}
+		if r.IntN(2) == 0 {
+			k := key()
+			to, tb = &k, []byte(k)
+		}
+		return from, to, fb, tb
 	}
 
 	for op = 0; op < ops; op++ {
+		log.Time = int64(op) // the changelog records carry the record's time
 		switch n := r.IntN(100); {
-		case n < 28:
+		case n < 26:
 			put(key(), randomValue(r))
+		case n < 28:
+			// A range drop, which is not logged.
+			from, to, fb, tb := bounds()
+			check("delete range", b.(state.RangeDeleter).DeleteRange(fb, tb))
+			for _, e := range m.between(from, to) {
+				delete(m, e.K)
+			}
 		case n < 43:
 			k := key()
 			got, ok, err := s.Get(k)
@@ -149,7 +170,7 @@ func RunModelSeed(t *testing.T, kind Kind, seed uint64, ops int) {
 					fail("PutIfAbsent(%q) = %q, %v; want \"\", false", k, got, existed)
 				}
 				m[k] = v
-				wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v)})
+				wantLog = append(wantLog, state.Change{Key: []byte(k), Value: []byte(v), Timestamp: log.Time})
 			}
 		case n < 71:
 			from, to := key(), key()
@@ -166,16 +187,7 @@ func RunModelSeed(t *testing.T, kind Kind, seed uint64, ops int) {
 			}
 		case n < 81:
 			// The backend directly, with unbounded ends.
-			var from, to *string
-			var fb, tb []byte
-			if r.IntN(2) == 0 {
-				k := key()
-				from, fb = &k, []byte(k)
-			}
-			if r.IntN(2) == 0 {
-				k := key()
-				to, tb = &k, []byte(k)
-			}
+			from, to, fb, tb := bounds()
 			it, err := b.Range(fb, tb)
 			check("backend range", err)
 			var want []state.Change

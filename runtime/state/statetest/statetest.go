@@ -21,7 +21,7 @@ import (
 )
 
 // Kind opens one kind of backend for a test. The backend must also implement
-// state.Restorer, as the runtime's backends do.
+// state.Restorer and state.RangeDeleter, as the runtime's backends do.
 type Kind struct {
 	// Name names the kind in subtest names: "memory", "pebble".
 	Name string
@@ -44,6 +44,8 @@ var Checks = []struct {
 	{"ChangelogSeesExactlyTheWrites", ChangelogSeesExactlyTheWrites},
 	{"NilSerializedValueDeletes", NilSerializedValueDeletes},
 	{"ApplyBatchRestores", ApplyBatchRestores},
+	{"DeleteRangeDrops", DeleteRangeDrops},
+	{"DeleteRangeAfterRestoreAndReopen", DeleteRangeAfterRestoreAndReopen},
 	{"BackendCopies", BackendCopies},
 	{"IteratorValuesKept", IteratorValuesKept},
 	{"RangeEmptyAndReversed", RangeEmptyAndReversed},
@@ -76,13 +78,21 @@ func CloseAtEnd(t testing.TB, b state.Backend) {
 	})
 }
 
-// Recorder is a state.ChangeLogger that keeps every change.
-type Recorder struct{ Changes []state.Change }
+// Recorder is a state.ChangeLogger that keeps every change, with its
+// timestamp. Its record time is Time, which a test sets as a task would for
+// each record.
+type Recorder struct {
+	Changes []state.Change
+	Time    int64
+}
 
 // LogChange implements state.ChangeLogger.
-func (r *Recorder) LogChange(key, value []byte) {
-	r.Changes = append(r.Changes, state.Change{Key: key, Value: value})
+func (r *Recorder) LogChange(key, value []byte, timestamp int64) {
+	r.Changes = append(r.Changes, state.Change{Key: key, Value: value, Timestamp: timestamp})
 }
+
+// RecordTime implements state.RecordClock.
+func (r *Recorder) RecordTime() int64 { return r.Time }
 
 // KV is one entry read from a typed store.
 type KV[K, V any] struct {

@@ -1,0 +1,141 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StoreKind describes one kind of store as a value: its name, what its
+// changelog topic must keep, and how its changelog records are restored over
+// a backend. The runtime asks a store's kind and never switches on it, so a
+// new kind (window, session, timestamped key-value, versioned) is a new value
+// beside its typed store, such as KeyValue beside NewKeyValueStore.
+type StoreKind struct {
+	// Name names the kind in errors and logs: "key-value".
+	Name string
+	// Changelog returns what the changelog topic of a store of this kind
+	// needs, for a store keeping data for retention (zero for kinds that
+	// keep everything) when the changelog is to keep records margin longer
+	// than the store does (Kafka Streams'
+	// windowstore.changelog.additional.retention.ms).
+	Changelog func(retention, margin time.Duration) ChangelogTopic
+	// Restore applies changelog records to the backend of a store of this
+	// kind, in order and with their timestamps, below the typed store: the
+	// writes are not logged again.
+	Restore func(b Backend, changes []Change) error
+}
+
+// KeyValue is the kind of key-value stores (NewKeyValueStore): a compacted
+// changelog of each key's last value, kept forever, whose records are
+// applied to the backend as they are.
+var KeyValue = &StoreKind{
+	Name:      "key-value",
+	Changelog: func(time.Duration, time.Duration) ChangelogTopic { return ChangelogTopic{} },
+	Restore:   ApplyChanges,
+}
+
+// DefaultChangelogRetentionMargin is how much longer than its store a
+// changelog with a retention keeps records, as Kafka Streams'
+// windowstore.changelog.additional.retention.ms: one day.
+const DefaultChangelogRetentionMargin = 24 * time.Hour
+
+// RetainedChangelog is the changelog of kinds that keep data for a retention
+// period (window and session stores): compacted, and deleted past retention
+// plus margin, so the changelog never drops a record its store still keeps,
+// even when the clocks of the records and of the broker differ a little.
+func RetainedChangelog(retention, margin time.Duration) ChangelogTopic {
+	return ChangelogTopic{Retention: retention + margin}
+}
+
+// ChangelogTopic is what a store kind needs of its changelog topic, besides
+// its partitions (those of the store's sub-topology).
+type ChangelogTopic struct {
+	// Retention is how long the changelog must keep a record. Zero keeps the
+	// last record of each key forever: cleanup.policy=compact. More is
+	// cleanup.policy=compact,delete with retention.ms = Retention.
+	Retention time.Duration
+	// RecordTimes says the kind restores from its records' timestamps (a
+	// versioned store's validity times), so the topic must keep the
+	// producer's: message.timestamp.type=CreateTime, never the broker's
+	// LogAppendTime. Key-value stores do not need it.
+	RecordTimes bool
+}
+
+// kafkaDefaultRetention is Kafka's retention.ms default (seven days), for a
+// topic whose configs do not say.
+const kafkaDefaultRetention = 7 * 24 * time.Hour
+
+// Configs returns the configs a new changelog topic is created with.
+func (c ChangelogTopic) Configs() map[string]string {
+	configs := map[string]string{"cleanup.policy": "compact"}
+	if c.Retention > 0 {
+		configs["cleanup.policy"] = "compact,delete"
+		configs["retention.ms"] = strconv.FormatInt(c.Retention.Milliseconds(), 10)
+	}
+	if c.RecordTimes {
+		configs["message.timestamp.type"] = "CreateTime"
+	}
+	return configs
+}
+
+// Check tells why the existing changelog topic with configs (as described
+// by the broker, defaults included) would lose records its store needs, or
+// nil if it keeps them: it must be compacted, and a topic that also deletes
+// must keep records at least Retention (forever when Retention is zero), by
+// time and by size; a kind that restores record times needs them kept as
+// the producer set them.
+func (c ChangelogTopic) Check(topic string, configs map[string]string) error {
+	var errs []error
+	if t, ok := configs["message.timestamp.type"]; ok && c.RecordTimes && t != "CreateTime" {
+		errs = append(errs, fmt.Errorf("changelog topic %q has message.timestamp.type=%s, it needs CreateTime: its store restores the times its records carry", topic, t))
+	}
+	return errors.Join(append(errs, c.checkRetention(topic, configs))...)
+}
+
+// checkRetention is Check's part about what the topic keeps, and how long.
+func (c ChangelogTopic) checkRetention(topic string, configs map[string]string) error {
+	want := c.Configs()["cleanup.policy"]
+	policy, ok := configs["cleanup.policy"]
+	if !ok {
+		return nil // not described: nothing to say
+	}
+	var compact, del bool
+	for _, p := range strings.Split(policy, ",") {
+		switch strings.TrimSpace(p) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		}
+	}
+	if !compact {
+		return fmt.Errorf("changelog topic %q has cleanup.policy=%s, it needs %s", topic, policy, want)
+	}
+	if !del {
+		return nil // compacted only: every key's last record is kept
+	}
+	if b, ok := configs["retention.bytes"]; ok && b != "-1" {
+		return fmt.Errorf("changelog topic %q has cleanup.policy=%s and retention.bytes=%s, it needs retention.bytes=-1: a changelog must not lose records by size", topic, policy, b)
+	}
+	kept := kafkaDefaultRetention
+	if v, ok := configs["retention.ms"]; ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("changelog topic %q: retention.ms=%q is not a number: %w", topic, v, err)
+		}
+		if ms < 0 {
+			return nil // kept forever
+		}
+		kept = time.Duration(ms) * time.Millisecond
+	}
+	if c.Retention <= 0 {
+		return fmt.Errorf("changelog topic %q has cleanup.policy=%s and retention.ms=%d, it needs %s (or retention.ms=-1): keys not written for that long would be lost", topic, policy, kept.Milliseconds(), want)
+	}
+	if kept < c.Retention {
+		return fmt.Errorf("changelog topic %q has retention.ms=%d, it needs at least %d (the store's retention and the changelog's margin)", topic, kept.Milliseconds(), c.Retention.Milliseconds())
+	}
+	return nil
+}
