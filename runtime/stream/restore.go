@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -41,17 +42,13 @@ func (r *changelogReader) start(ctx context.Context, t *task, markersBy time.Tim
 	if err != nil {
 		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
+	if err := r.dropStale(ctx, t, ends); err != nil {
+		return err
+	}
 	consume := map[string]map[int32]kgo.Offset{}
 	for _, s := range t.sm.order {
 		if s.changelog == "" {
 			continue
-		}
-		end, _ := ends.Lookup(s.changelog, s.partition)
-		s.restoreEnd = end.Offset
-		if s.restoredTo > s.restoreEnd {
-			u.log.Warn("store position is past the changelog's end (was the changelog recreated?); restoring from the start",
-				"task", t.id.String(), "store", s.def.name, "position", s.restoredTo, "end", s.restoreEnd)
-			s.restoredTo = 0
 		}
 		if s.restoredTo >= s.restoreEnd {
 			continue
@@ -83,20 +80,75 @@ func (r *changelogReader) follow(ctx context.Context, t *task) error {
 	if err != nil {
 		return fmt.Errorf("standby %s: changelog end offsets: %w", t.id, err)
 	}
+	if err := r.dropStale(ctx, t, ends); err != nil {
+		return err
+	}
 	consume := map[string]map[int32]kgo.Offset{}
 	for _, s := range t.sm.order {
-		if s.changelog == "" {
-			continue
+		if s.changelog != "" {
+			r.read(s, consume)
 		}
-		end, _ := ends.Lookup(s.changelog, s.partition)
-		s.restoreEnd = end.Offset // the lag is known before the first fetch
-		r.read(s, consume)
 	}
 	if err := r.ensureClient(); err != nil {
 		return err
 	}
 	r.cl.AddConsumePartitions(consume)
 	return nil
+}
+
+// dropStale sets each logged store's end of restoration from ends and wipes
+// the stores whose data the changelog no longer has (stateManager.dropStale):
+// an application reset deletes the changelogs, and an instance that was not
+// the one reset still holds the old data. The task's checkpoint then
+// records the changelogs' current topic ids, so a restart checks against
+// them.
+func (r *changelogReader) dropStale(ctx context.Context, t *task, ends kadm.ListedOffsets) error {
+	topics := t.sm.changelogs()
+	ids, err := r.topicIDs(ctx, topics)
+	if err != nil {
+		// Positions are still checked; only a recreated changelog written
+		// past the store's position again goes unnoticed.
+		r.u.log.Warn("changelog topic ids unknown; only positions are checked against the changelogs", "task", t.id.String(), "error", err)
+	}
+	changed := false
+	for _, s := range t.sm.order {
+		if s.changelog == "" {
+			continue
+		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
+		s.restoreEnd = end.Offset // the lag is known before the first fetch
+		recorded, hadID := t.sm.topicIDs[s.changelog]
+		id, haveID := ids[s.changelog]
+		wiped, err := t.sm.dropStale(t, s, id, haveID)
+		if err != nil {
+			return err
+		}
+		changed = changed || wiped || (haveID && (!hadID || recorded != id))
+	}
+	if !changed {
+		return nil
+	}
+	if err := t.sm.checkpoint(); err != nil {
+		return fmt.Errorf("task %s: %w", t.id, err)
+	}
+	return nil
+}
+
+// topicIDs asks the cluster for the ids of topics.
+func (r *changelogReader) topicIDs(ctx context.Context, topics []string) (map[string]state.TopicID, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	details, err := r.u.a.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]state.TopicID{}
+	for _, topic := range topics {
+		if d, ok := details[topic]; ok && d.Err == nil && d.ID != (kadm.TopicID{}) {
+			ids[topic] = state.TopicID(d.ID)
+		}
+	}
+	return ids, nil
 }
 
 // read makes the client feed s from its changelog, from its position on:
