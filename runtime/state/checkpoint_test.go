@@ -131,3 +131,40 @@ func TestWriteCheckpointMissingDir(t *testing.T) {
 		t.Errorf("WriteCheckpoint into a missing directory = %v, want an error naming %s", err, path)
 	}
 }
+
+// A checkpoint file is read from disk, where anything may be: reading never
+// panics, and what it accepts writes back to the same checkpoint.
+func FuzzReadCheckpoint(f *testing.F) {
+	for _, seed := range []string{
+		`{"version":2,"offsets":{"t":{"0":4}},"topic_ids":{"t":"AAECAwQFBgcICQoLDA0ODw"}}`,
+		`{"version":1,"offsets":{"t":{"0":4,"3":0}}}`,
+		`{"version":2,"offsets":{}}`,
+		`{"version":2,"offsets":{},"topic_ids":{"t":"AAAA"}}`,
+		`{"version":1,"offsets":{"t":{"x":1}}}`,
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, ".checkpoint")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := ReadCheckpoint(path)
+		if err != nil {
+			return
+		}
+		again := filepath.Join(dir, "again")
+		if err := WriteCheckpoint(again, cp); err != nil {
+			t.Fatalf("write back %q: %v", data, err)
+		}
+		got, err := ReadCheckpoint(again)
+		if err != nil {
+			t.Fatalf("read back %q: %v", data, err)
+		}
+		if diff := cmp.Diff(cp, got); diff != "" {
+			t.Fatalf("round trip of %q (-read +reread):\n%s", data, diff)
+		}
+	})
+}
