@@ -21,6 +21,7 @@ type changelogReader struct {
 	u         *unit
 	cl        *kgo.Client // created on first use
 	restoring map[string]map[int32]*taskStore
+	ids       map[string]state.TopicID // changelogs' topic ids, asked once
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
@@ -99,9 +100,9 @@ func (r *changelogReader) follow(ctx context.Context, t *task) error {
 // dropStale sets each logged store's end of restoration from ends and wipes
 // the stores whose data the changelog no longer has (stateManager.dropStale):
 // an application reset deletes the changelogs, and an instance that was not
-// the one reset still holds the old data. The task's checkpoint then
-// records the changelogs' current topic ids, so a restart checks against
-// them.
+// the one reset still holds the old data. After a wipe the task's checkpoint
+// is written at once, with the changelogs' current topic ids; otherwise the
+// next one (at the end of restoration, or the first commit) records them.
 func (r *changelogReader) dropStale(ctx context.Context, t *task, ends kadm.ListedOffsets) error {
 	topics := t.sm.changelogs()
 	ids, err := r.topicIDs(ctx, topics)
@@ -110,22 +111,21 @@ func (r *changelogReader) dropStale(ctx context.Context, t *task, ends kadm.List
 		// past the store's position again goes unnoticed.
 		r.u.log.Warn("changelog topic ids unknown; only positions are checked against the changelogs", "task", t.id.String(), "error", err)
 	}
-	changed := false
+	wipedAny := false
 	for _, s := range t.sm.order {
 		if s.changelog == "" {
 			continue
 		}
 		end, _ := ends.Lookup(s.changelog, s.partition)
 		s.restoreEnd = end.Offset // the lag is known before the first fetch
-		recorded, hadID := t.sm.topicIDs[s.changelog]
 		id, haveID := ids[s.changelog]
 		wiped, err := t.sm.dropStale(t, s, id, haveID)
 		if err != nil {
 			return err
 		}
-		changed = changed || wiped || (haveID && (!hadID || recorded != id))
+		wipedAny = wipedAny || wiped
 	}
-	if !changed {
+	if !wipedAny {
 		return nil
 	}
 	if err := t.sm.checkpoint(); err != nil {
@@ -134,21 +134,35 @@ func (r *changelogReader) dropStale(ctx context.Context, t *task, ends kadm.List
 	return nil
 }
 
-// topicIDs asks the cluster for the ids of topics.
+// topicIDs returns the ids of topics, asking the cluster for those not
+// known yet: once per changelog and unit, since a changelog cannot be
+// deleted and created again while the group has members (App.Reset refuses
+// to), short of someone deleting it by hand.
 func (r *changelogReader) topicIDs(ctx context.Context, topics []string) (map[string]state.TopicID, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	details, err := r.u.a.adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, err
+	if r.ids == nil {
+		r.ids = map[string]state.TopicID{}
 	}
-	ids := map[string]state.TopicID{}
+	var missing []string
 	for _, topic := range topics {
-		if d, ok := details[topic]; ok && d.Err == nil && d.ID != (kadm.TopicID{}) {
-			ids[topic] = state.TopicID(d.ID)
+		if _, ok := r.ids[topic]; !ok {
+			missing = append(missing, topic)
 		}
 	}
-	return ids, nil
+	if len(missing) == 0 {
+		return r.ids, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	details, err := r.u.a.adm.ListTopics(ctx, missing...)
+	if err != nil {
+		return r.ids, err
+	}
+	for _, topic := range missing {
+		if d, ok := details[topic]; ok && d.Err == nil && d.ID != (kadm.TopicID{}) {
+			r.ids[topic] = state.TopicID(d.ID)
+		}
+	}
+	return r.ids, nil
 }
 
 // read makes the client feed s from its changelog, from its position on:
