@@ -47,7 +47,7 @@ type stateManager struct {
 	env    taskEnv
 	// topicIDs is the id of each changelog topic the stores' data came
 	// from: read from the checkpoint file at open, then the current ids once
-	// restoration has checked them (checkStale).
+	// restoration has checked them (dropStale).
 	topicIDs map[string]state.TopicID
 }
 
