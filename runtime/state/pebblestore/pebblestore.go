@@ -116,11 +116,13 @@ type pebbleStore struct {
 	disableWAL bool
 	iters      map[*pebbleIter]struct{}
 
-	// full is set, from whichever Pebble goroutine met the full disk, once
-	// the reserve is spent: writes are refused from then on. broken is set
-	// when a write panicked inside Pebble, which may have left its commit
+	// The disk reserve (Options.DiskReserve): fs is the file system
+	// without the disk-full wrapper, which removes the reserve file. full
+	// is set, from whichever Pebble goroutine met the full disk, once the
+	// reserve is spent: writes are refused from then on. broken is set when
+	// a write panicked inside Pebble, which may have left its commit
 	// pipeline locked: Close then leaves the DB as it is.
-	fs          vfs.FS // without the disk-full wrapper
+	fs          vfs.FS
 	reservePath string
 	reserve     int64
 	full        atomic.Pointer[diskFullError]
