@@ -80,7 +80,8 @@ FAULTS_FLAGS ?=
 
 ## faults: the fault-injection suite in both guarantees (200,000 records, 10 SIGKILLs, a 10-20 s broker
 ## outage), then the reset sequence in both (two instances count 10,000 records, one resets the app, both
-## count again: exact counts), on a private broker (port 19092, .cache/faults) that the driver starts and stops
+## count again: exact counts), on a private broker (port 19092, .cache/faults) that the driver starts and stops;
+## FAULTS_FLAGS goes to the kill runs only
 faults:
 	$(GO) build -o bin/faults ./faults/cmd/faults
 	$(GO) build -o bin/faultapp ./faults/cmd/faultapp
