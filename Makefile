@@ -79,13 +79,17 @@ kafka-status:
 FAULTS_FLAGS ?=
 
 ## faults: the fault-injection suite in both guarantees (200,000 records, 10 SIGKILLs, a 10-20 s broker
-## outage) on a private broker (port 19092, .cache/faults) that the driver starts and stops
+## outage), then the reset sequence in both (two instances count 10,000 records, one resets the app, both
+## count again: exact counts), on a private broker (port 19092, .cache/faults) that the driver starts and stops;
+## FAULTS_FLAGS goes to the kill runs only
 faults:
 	$(GO) build -o bin/faults ./faults/cmd/faults
 	$(GO) build -o bin/faultapp ./faults/cmd/faultapp
 	bin/faults -own-broker -outage -app bin/faultapp -guarantee at-least-once $(FAULTS_FLAGS); alos=$$?; \
 	bin/faults -own-broker -outage -app bin/faultapp -guarantee exactly-once $(FAULTS_FLAGS); eos=$$?; \
-	test $$alos -eq 0 && test $$eos -eq 0
+	bin/faults -own-broker -scenario reset -app bin/faultapp -guarantee at-least-once; ralos=$$?; \
+	bin/faults -own-broker -scenario reset -app bin/faultapp -guarantee exactly-once; reos=$$?; \
+	test $$alos -eq 0 && test $$eos -eq 0 && test $$ralos -eq 0 && test $$reos -eq 0
 
 ## faults-ci: the CI-sized form (20,000 records, 3 kills per guarantee) on the shared broker
 faults-ci: kafka-start

@@ -105,6 +105,31 @@ type AppConfig struct {
 
 // RunApp runs one instance of the app under test until ctx ends.
 func RunApp(ctx context.Context, c AppConfig) error {
+	app, err := newApp(c)
+	if err != nil {
+		return err
+	}
+	if err := app.Run(ctx); err != nil {
+		return fmt.Errorf("faults app %s: %w", c.InstanceID, err)
+	}
+	return nil
+}
+
+// ResetApp resets the application from this instance (stream.App.Reset):
+// its internal topics deleted, its input offsets moved to the earliest and
+// this instance's state directory wiped.
+func ResetApp(ctx context.Context, c AppConfig) error {
+	app, err := newApp(c)
+	if err != nil {
+		return err
+	}
+	if err := app.Reset(ctx, stream.ResetOptions{}); err != nil {
+		return fmt.Errorf("faults app %s: %w", c.InstanceID, err)
+	}
+	return nil
+}
+
+func newApp(c AppConfig) (*stream.App, error) {
 	opts := []stream.Option{
 		stream.Brokers(c.Brokers...),
 		stream.AppID(c.AppID),
@@ -131,12 +156,9 @@ func RunApp(ctx context.Context, c AppConfig) error {
 	}
 	app, err := stream.New(Topology(c.Input, c.Output), opts...)
 	if err != nil {
-		return fmt.Errorf("faults app %s: %w", c.InstanceID, err)
+		return nil, fmt.Errorf("faults app %s: %w", c.InstanceID, err)
 	}
-	if err := app.Run(ctx); err != nil {
-		return fmt.Errorf("faults app %s: %w", c.InstanceID, err)
-	}
-	return nil
+	return app, nil
 }
 
 // ParseGuarantee reads "at-least-once" or "exactly-once".

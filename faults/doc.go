@@ -17,6 +17,12 @@
 //     exactly-once) with the true aggregate of the inputs up to it, and that
 //     no transaction is left open.
 //
+// The reset sequence (RunReset; faults -scenario reset) checks an
+// application reset run from one instance of several: the instances count
+// the input, stop, the first resets the application (faultapp -reset), and
+// all start again with the others' state of the first round still on disk;
+// the second round's output must be exact under either guarantee.
+//
 // The driver's runs are reproducible from the seed it prints: the same seed
 // gives the same input and the same schedule of faults.
 package faults

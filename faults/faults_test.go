@@ -93,3 +93,54 @@ func TestFaultsShort(t *testing.T) {
 		t.Run(g.String(), func(t *testing.T) { shortRun(t, brokers, g) })
 	}
 }
+
+// TestFaultsReset runs the reset sequence (issue 22) in both guarantees:
+// two instances count 10,000 records, stop, the first resets the
+// application, both count the input again with the second's state of the
+// first round still on disk, and both rounds must be exact. It runs where
+// TestFaultsShort does.
+func TestFaultsReset(t *testing.T) {
+	var brokers []string
+	switch {
+	case len(kafkatest.Brokers()) > 0, os.Getenv("KGEN_FAULTS_KFAKE") == "1":
+		brokers = kafkatest.New(t).Seeds()
+	default:
+		t.Skipf("the reset sequence runs app processes against a broker they reach: it runs when %s names one, or on kfake with KGEN_FAULTS_KFAKE=1", kafkatest.EnvBrokers)
+	}
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			binary, err := Build(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			sum, err := RunReset(ctx, ResetConfig{
+				Brokers:        brokers,
+				Guarantee:      g,
+				Workload:       Workload{Records: 10_000, Keys: 1000, Skew: 1.1, Seed: uint64(time.Now().UnixNano()%1_000_000 + 1)},
+				Partitions:     4,
+				Instances:      2,
+				Standbys:       1,
+				CommitInterval: DefaultCommitInterval(g),
+				SessionTimeout: 10 * time.Second,
+				AppBinary:      binary,
+				WorkDir:        dir,
+				Settle:         3 * time.Minute,
+				Log:            &log,
+			})
+			if sum != nil {
+				sum.Write(&log)
+			}
+			t.Log("\n" + log.String())
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if !sum.Held() {
+				t.Errorf("not exact: %s", sum.LastLine())
+			}
+		})
+	}
+}

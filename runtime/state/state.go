@@ -117,8 +117,11 @@ const NoTimestamp int64 = -1
 // backends implement it.
 // The runtime calls it while restoring a store, and the writes are not logged.
 type Restorer interface {
-	// ApplyBatch applies changes in order, as one atomic write where the
-	// backend supports it. It does not keep the slices of changes.
+	// ApplyBatch applies changes in order, in as few writes as the backend
+	// allows (one atomic write for memory; Pebble splits large batches so a
+	// full disk is met between them). The runtime records a position after
+	// the batch, so a crash that kept part of it is replayed from before
+	// it. It does not keep the slices of changes.
 	ApplyBatch(changes []Change) error
 }
 

@@ -26,10 +26,20 @@ type ResetOptions struct {
 // deletes the application's internal topics (changelogs and repartition
 // topics), moves the group's committed offsets of the input topics to the
 // earliest (or to ToTime), drops those of the repartition topics, and wipes
-// this instance's local state (StateDir/AppID). Other instances' local
-// state must be wiped on their hosts (or they must start with a new state
-// directory): a reset App restores nothing it should not, since its
-// changelogs are gone, but a store left on disk would keep stale data.
+// this instance's local state (StateDir/AppID).
+//
+// The other instances' local state still holds the old results. They need
+// nothing done by hand in the usual case: when a task starts, each store
+// whose data came from a changelog that no longer exists is wiped and
+// restored from the new one, as Kafka Streams does with a corrupted task.
+// A store is taken for stale when its changelog's topic id is not the one
+// recorded in its task's checkpoint file (the reset deleted the topic and
+// it was created again), or when its position is past the changelog's end.
+// Neither can be told for a task directory whose checkpoint file is lost
+// or was written before kgen recorded topic ids, once the new changelog
+// has grown past the store's position: to be certain, wipe the other
+// instances' state directories too (or start them on new ones).
+//
 // Call it instead of Run, on an App from New.
 func (a *App) Reset(ctx context.Context, ro ResetOptions) error {
 	if a.State() != Created {

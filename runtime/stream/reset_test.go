@@ -2,15 +2,19 @@ package stream_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Reset, as Kafka Streams' reset tool: refused while an instance runs; then
@@ -110,4 +114,157 @@ func allMissing(topics kadm.TopicDetails) bool {
 		}
 	}
 	return true
+}
+
+// A reset run from one instance of two (issue 22): the other instance's
+// stores still hold the counts of the first run, with positions in
+// changelogs the reset deleted. Both start again and count the input once
+// more from the start: every word's count must be its count in the input,
+// not twice it, which needs the other instance to notice its stores are
+// stale and wipe them (its actives and its standbys, in Pebble). The last
+// step stops the reset instance, so the other's standbys become actives,
+// and counts more input. With resetFirst, the reset instance runs alone
+// first and writes the new changelogs past the other's positions, so only
+// the changelogs' topic ids tell the other's stores are stale.
+func TestResetFromOneInstance(t *testing.T) {
+	for _, tc := range []struct {
+		g          stream.GuaranteeKind
+		resetFirst bool
+	}{{stream.AtLeastOnce, false}, {stream.ExactlyOnce, false}, {stream.AtLeastOnce, true}, {stream.ExactlyOnce, true}} {
+		g, resetFirst := tc.g, tc.resetFirst
+		name := g.String()
+		if resetFirst {
+			name += "/reset-instance-first"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+			appID := "reset-one-" + in
+			recs, truth := sentences(in, 2000) // 10,000 words
+			produceAll(t, c.Client(t), recs)
+			dirs := map[string]string{"a": t.TempDir(), "b": t.TempDir()}
+			newApp := func(name string) *stream.App {
+				app, err := stream.New(wordCountTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+					stream.StateDir(dirs[name]), stream.InstanceID(name), stream.Parallelism(1), stream.Guarantee(g),
+					stream.StandbyReplicas(1), stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return app
+			}
+			start := func(name string) func() {
+				app := newApp(name)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- app.Run(ctx) }()
+				var once sync.Once
+				stop := func() {
+					once.Do(func() {
+						cancel()
+						if err := <-done; err != nil {
+							t.Errorf("instance %s: %v", name, err)
+						}
+					})
+				}
+				t.Cleanup(stop)
+				return stop
+			}
+			// counts reads the output from offsets on: the largest count of
+			// each word, and where the output ends.
+			counts := func(from map[int32]int64) (map[string]int64, map[int32]int64) {
+				got, ends := map[string]int64{}, map[int32]int64{}
+				for _, r := range readCommitted(t, c, out, g) {
+					ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+					if r.Offset < from[r.Partition] {
+						continue
+					}
+					n, err := serde.Int64{}.Deserialize(r.Value)
+					if err != nil {
+						t.Fatalf("output %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+					}
+					got[string(r.Key)] = max(got[string(r.Key)], n)
+				}
+				return got, ends
+			}
+			// reached says whether every word counted from offsets on has
+			// reached want, and none went past it (stale counts do).
+			reached := func(what string, from map[int32]int64, want map[string]int64) map[int32]int64 {
+				t.Helper()
+				var got map[string]int64
+				var ends map[int32]int64
+				waitFor(t, what, func() bool {
+					got, ends = counts(from)
+					for w, n := range got {
+						if n > want[w] {
+							t.Fatalf("%s: word %s counted to %d, more than the input's %d (a store kept data from before the reset): %s",
+								what, w, n, want[w], mapDiff(want, got))
+						}
+					}
+					return mapsEqual(want, got)
+				})
+				return ends
+			}
+
+			stopA, stopB := start("a"), start("b")
+			firstEnds := reached("the first run to count every word", nil, truth)
+			stopA()
+			stopB()
+
+			if err := newApp("a").Reset(context.Background(), stream.ResetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			adm := c.Admin(t)
+			internal := []string{appID + "-counts-changelog", appID + "-words-repartition"}
+			waitFor(t, "the internal topics to go", func() bool {
+				topics, err := adm.ListTopics(context.Background(), internal...)
+				return err == nil && allMissing(topics)
+			})
+			if tasks, _ := filepath.Glob(filepath.Join(dirs["b"], appID, "1_*")); len(tasks) == 0 {
+				t.Fatal("instance b holds no counting task's state before the second run: the test would prove nothing")
+			}
+
+			more, moreTruth := keyedWords(in, 500)
+			want := map[string]int64{}
+			for w, n := range truth {
+				want[w] = n + moreTruth[w]
+			}
+			if !resetFirst {
+				stopA, stopB = start("a"), start("b")
+				resetEnds := reached("the run after the reset to count every word once", firstEnds, truth)
+				// b's standbys become actives, fed from the new changelogs.
+				stopA()
+				produceAll(t, c.Client(t), more)
+				reached("instance b alone to count the new words", resetEnds, want)
+				stopB()
+				return
+			}
+			// a runs alone and writes the new changelogs past the
+			// positions b's stores hold; then b runs alone.
+			stopA = start("a")
+			produceAll(t, c.Client(t), more)
+			resetEnds := reached("instance a alone to count every word once", firstEnds, want)
+			stopA()
+			last, lastTruth := keyedWords(in, 100)
+			produceAll(t, c.Client(t), last)
+			for w, n := range lastTruth {
+				want[w] += n
+			}
+			stopB = start("b")
+			reached("instance b alone to count on", resetEnds, want)
+			stopB()
+		})
+	}
+}
+
+// keyedWords makes n sentences of one word each, over the vocabulary of
+// sentences, and the count of each word.
+func keyedWords(topic string, n int) ([]*kgo.Record, map[string]int64) {
+	truth := map[string]int64{}
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		w := fmt.Sprintf("w%02d", (i*7)%60)
+		truth[w]++
+		recs[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "m%d", i), Value: []byte(w)}
+	}
+	return recs, truth
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,6 +21,7 @@ type changelogReader struct {
 	u         *unit
 	cl        *kgo.Client // created on first use
 	restoring map[string]map[int32]*taskStore
+	ids       map[string]state.TopicID // changelogs' topic ids, asked once
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
@@ -41,17 +43,13 @@ func (r *changelogReader) start(ctx context.Context, t *task, markersBy time.Tim
 	if err != nil {
 		return fmt.Errorf("task %s: changelog end offsets: %w", t.id, err)
 	}
+	if err := r.dropStale(ctx, t, ends); err != nil {
+		return err
+	}
 	consume := map[string]map[int32]kgo.Offset{}
 	for _, s := range t.sm.order {
 		if s.changelog == "" {
 			continue
-		}
-		end, _ := ends.Lookup(s.changelog, s.partition)
-		s.restoreEnd = end.Offset
-		if s.restoredTo > s.restoreEnd {
-			u.log.Warn("store position is past the changelog's end (was the changelog recreated?); restoring from the start",
-				"task", t.id.String(), "store", s.def.name, "position", s.restoredTo, "end", s.restoreEnd)
-			s.restoredTo = 0
 		}
 		if s.restoredTo >= s.restoreEnd {
 			continue
@@ -83,20 +81,88 @@ func (r *changelogReader) follow(ctx context.Context, t *task) error {
 	if err != nil {
 		return fmt.Errorf("standby %s: changelog end offsets: %w", t.id, err)
 	}
+	if err := r.dropStale(ctx, t, ends); err != nil {
+		return err
+	}
 	consume := map[string]map[int32]kgo.Offset{}
 	for _, s := range t.sm.order {
-		if s.changelog == "" {
-			continue
+		if s.changelog != "" {
+			r.read(s, consume)
 		}
-		end, _ := ends.Lookup(s.changelog, s.partition)
-		s.restoreEnd = end.Offset // the lag is known before the first fetch
-		r.read(s, consume)
 	}
 	if err := r.ensureClient(); err != nil {
 		return err
 	}
 	r.cl.AddConsumePartitions(consume)
 	return nil
+}
+
+// dropStale sets each logged store's end of restoration from ends and wipes
+// the stores whose data the changelog no longer has (stateManager.dropStale):
+// an application reset deletes the changelogs, and an instance that was not
+// the one reset still holds the old data. After a wipe the task's checkpoint
+// is written at once, with the changelogs' current topic ids; otherwise the
+// next one (at the end of restoration, or the first commit) records them.
+func (r *changelogReader) dropStale(ctx context.Context, t *task, ends kadm.ListedOffsets) error {
+	topics := t.sm.changelogs()
+	ids, err := r.topicIDs(ctx, topics)
+	if err != nil {
+		// Positions are still checked; only a recreated changelog written
+		// past the store's position again goes unnoticed.
+		r.u.log.Warn("changelog topic ids unknown; only positions are checked against the changelogs", "task", t.id.String(), "error", err)
+	}
+	wipedAny := false
+	for _, s := range t.sm.order {
+		if s.changelog == "" {
+			continue
+		}
+		end, _ := ends.Lookup(s.changelog, s.partition)
+		s.restoreEnd = end.Offset // the lag is known before the first fetch
+		id, haveID := ids[s.changelog]
+		wiped, err := t.sm.dropStale(t, s, id, haveID)
+		if err != nil {
+			return err
+		}
+		wipedAny = wipedAny || wiped
+	}
+	if !wipedAny {
+		return nil
+	}
+	if err := t.sm.checkpoint(); err != nil {
+		return fmt.Errorf("task %s: %w", t.id, err)
+	}
+	return nil
+}
+
+// topicIDs returns the ids of topics, asking the cluster for those not
+// known yet: once per changelog and unit, since a changelog cannot be
+// deleted and created again while the group has members (App.Reset refuses
+// to), short of someone deleting it by hand.
+func (r *changelogReader) topicIDs(ctx context.Context, topics []string) (map[string]state.TopicID, error) {
+	if r.ids == nil {
+		r.ids = map[string]state.TopicID{}
+	}
+	var missing []string
+	for _, topic := range topics {
+		if _, ok := r.ids[topic]; !ok {
+			missing = append(missing, topic)
+		}
+	}
+	if len(missing) == 0 {
+		return r.ids, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	details, err := r.u.a.adm.ListTopics(ctx, missing...)
+	if err != nil {
+		return r.ids, err
+	}
+	for _, topic := range missing {
+		if d, ok := details[topic]; ok && d.Err == nil && d.ID != (kadm.TopicID{}) {
+			r.ids[topic] = state.TopicID(d.ID)
+		}
+	}
+	return r.ids, nil
 }
 
 // read makes the client feed s from its changelog, from its position on:

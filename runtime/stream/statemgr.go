@@ -46,6 +46,10 @@ type stateManager struct {
 	stores map[string]*taskStore
 	order  []*taskStore // by name: commits touch stores in a fixed order
 	env    taskEnv
+	// topicIDs is the id of each changelog topic the stores' data came
+	// from: read from the checkpoint file at open, then the current ids once
+	// restoration has checked them (dropStale).
+	topicIDs map[string]state.TopicID
 }
 
 type taskStore struct {
@@ -132,6 +136,11 @@ func openStores(t *task, handoff *task) (*stateManager, error) {
 			return nil, fmt.Errorf("task %s: %w", t.id, err)
 		}
 	}
+	if h := handoff; h != nil && h.sm != nil && h.sm.topicIDs != nil {
+		m.topicIDs = h.sm.topicIDs // checked when the handed-off stores were
+	} else {
+		m.topicIDs = m.recordedTopicIDs(cfg.logger)
+	}
 	for _, def := range t.sub.stores {
 		ts := &taskStore{def: def, partition: t.id.Partition, t: t}
 		if err := m.openStore(t, ts, handoff); err != nil {
@@ -173,10 +182,8 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 	default:
 		ts.inner = state.NewMemory()
 	}
-	var logger state.ChangeLogger
 	if def.opts.Changelog {
 		ts.changelog = changelogTopic(cfg.appID, def.name)
-		logger = ts
 		if p, ok := ts.inner.(state.Positioned); ok && from == nil {
 			pos, ok, err := p.Position()
 			if err != nil {
@@ -190,9 +197,22 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		}
 		ts.produced.observe(ts.restoredTo)
 	}
-	ts.backend = ts.inner
+	m.wrap(t, ts)
+	return nil
+}
+
+// wrap puts ts's cache and typed store over its inner store; a standby's
+// stores get neither.
+func (m *stateManager) wrap(t *task, ts *taskStore) {
+	cfg := t.env.config()
+	def := ts.def
+	var logger state.ChangeLogger
+	if ts.changelog != "" {
+		logger = ts
+	}
+	ts.backend, ts.cache, ts.typed, ts.loggedEachWrite = ts.inner, nil, nil, false
 	if t.standby {
-		return nil
+		return
 	}
 	n := cfg.cacheRecords
 	if cfg.guarantee == ExactlyOnce && n == 0 {
@@ -217,7 +237,6 @@ func (m *stateManager) openStore(t *task, ts *taskStore, handoff *task) error {
 		ts.backend, ts.loggedEachWrite = ts.cache, true
 	}
 	ts.typed = def.open(ts.backend, logger)
-	return nil
 }
 
 // openPersistent opens a store on disk. A logged store whose files are
@@ -270,6 +289,83 @@ func (m *stateManager) wipeIfNotEmpty(ts *taskStore, log *slog.Logger) error {
 		return err
 	}
 	ts.inner = b
+	return nil
+}
+
+// recordedTopicIDs reads, from the checkpoint file, the ids of the
+// changelogs the stores on disk were written from. An unreadable file only
+// costs the check it would allow: positions are still checked.
+func (m *stateManager) recordedTopicIDs(log *slog.Logger) map[string]state.TopicID {
+	if m.dir == "" {
+		return map[string]state.TopicID{}
+	}
+	path := filepath.Join(m.dir, checkpointFile)
+	cp, err := state.ReadCheckpoint(path)
+	if err != nil {
+		log.Warn("task checkpoint is unreadable; the changelogs' topic ids cannot be checked", "task", m.id.String(), "error", err)
+		return map[string]state.TopicID{}
+	}
+	return cp.TopicIDs
+}
+
+// dropStale wipes s when its data cannot have come from its changelog as
+// the changelog is now: its position is past the changelog's end (the
+// changelog was deleted, recreated or truncated), or the changelog's topic
+// id is not the one recorded for its data (deleted and created again, as an
+// application reset does, and written since). Replaying the new changelog
+// over such data would add to it, so, as Kafka Streams does with a
+// corrupted task, the store is emptied and restored from the start. id is
+// the changelog's current id, if known. It reports whether s was wiped.
+func (m *stateManager) dropStale(t *task, s *taskStore, id state.TopicID, haveID bool) (bool, error) {
+	log := t.env.config().logger
+	recorded, hadID := m.topicIDs[s.changelog]
+	var why string
+	switch {
+	case s.restoredTo > s.restoreEnd:
+		why = "its position is past the changelog's end"
+	case haveID && hadID && recorded != id && s.restoredTo > 0:
+		why = "the changelog was deleted and created again since its data was written"
+	}
+	if haveID {
+		m.topicIDs[s.changelog] = id
+	}
+	if why == "" {
+		return false, nil
+	}
+	attrs := []any{"task", t.id.String(), "store", s.def.name, "reason", why, "position", s.restoredTo, "end", s.restoreEnd}
+	if hadID && haveID {
+		attrs = append(attrs, "recorded_topic_id", recorded.String(), "topic_id", id.String())
+	}
+	log.Warn("store holds data its changelog no longer has (was the application reset?); wiping it and restoring it from the changelog's start", attrs...)
+	return true, m.wipe(t, s)
+}
+
+// wipe empties s and forgets its position: a store on disk loses its
+// directory, one in memory its map. Its cache and typed store are made
+// again over the new store; nothing holds them yet, since processors get
+// their stores once restoration is done.
+func (m *stateManager) wipe(t *task, s *taskStore) error {
+	if s.inner != nil {
+		if err := s.inner.Close(); err != nil {
+			return fmt.Errorf("task %s: close store %q: %w", m.id, s.def.name, err)
+		}
+		s.inner = nil
+	}
+	if t.persistent(s.def) {
+		if err := os.RemoveAll(filepath.Join(m.dir, s.def.name)); err != nil {
+			return fmt.Errorf("task %s: remove store %q: %w", m.id, s.def.name, err)
+		}
+		b, err := m.openPersistent(s.def, t.env.config().logger)
+		if err != nil {
+			return err
+		}
+		s.inner = b
+	} else {
+		s.inner = state.NewMemory()
+	}
+	s.restoredTo, s.held = 0, nil
+	s.produced.v.Store(0)
+	m.wrap(t, s)
 	return nil
 }
 
@@ -328,7 +424,7 @@ func (m *stateManager) aborted() {
 // every store, and writes the assignment hint. A standby calls it alone, as
 // it has nothing held.
 func (m *stateManager) checkpoint() error {
-	hint := state.Checkpoint{}
+	hint := state.Checkpoint{Offsets: map[string]map[int32]int64{}, TopicIDs: map[string]state.TopicID{}}
 	for _, s := range m.order {
 		if s.inner == nil {
 			continue
@@ -339,14 +435,17 @@ func (m *stateManager) checkpoint() error {
 				if err := p.SetPosition(s.restoredTo); err != nil {
 					return fmt.Errorf("task %s: store %q: record position: %w", m.id, s.def.name, err)
 				}
-				hint[s.changelog] = map[int32]int64{s.partition: s.restoredTo}
+				hint.Offsets[s.changelog] = map[int32]int64{s.partition: s.restoredTo}
+				if id, ok := m.topicIDs[s.changelog]; ok {
+					hint.TopicIDs[s.changelog] = id
+				}
 			}
 		}
 		if err := s.inner.Flush(); err != nil {
 			return fmt.Errorf("task %s: flush store %q: %w", m.id, s.def.name, err)
 		}
 	}
-	if m.dir == "" || len(hint) == 0 {
+	if m.dir == "" || len(hint.Offsets) == 0 {
 		return nil
 	}
 	if err := state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint); err != nil {

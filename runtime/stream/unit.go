@@ -379,7 +379,7 @@ func (u *unit) reportState() {
 					continue
 				}
 				var sum int64
-				for _, parts := range cp {
+				for _, parts := range cp.Offsets {
 					for _, off := range parts {
 						sum += off
 					}

@@ -2,7 +2,8 @@
 // (faults/cmd/faults) runs as separate processes and kills: it reads input
 // records key -> (sequence, value), keeps per-key running aggregates in a
 // changelogged Pebble store and writes one output record per input. It runs
-// until SIGTERM or SIGINT, then closes cleanly.
+// until SIGTERM or SIGINT, then closes cleanly. With -reset it resets the
+// application from this instance instead (stream.App.Reset) and exits.
 package main
 
 import (
@@ -44,6 +45,7 @@ func run() error {
 		level     = flag.String("log-level", "info", "log level: debug, info, warn or error")
 		clientLog = flag.String("client-log-level", "none", "franz-go's log level: none, error, warn, info or debug")
 		stdinEOF  = flag.Bool("exit-on-stdin-eof", false, "stop cleanly when standard input closes (the driver holds it open)")
+		reset     = flag.Bool("reset", false, "reset the application from this instance instead of running it: delete its internal topics, move its input offsets to the earliest and wipe this instance's state directory")
 	)
 	flag.Parse()
 	var missing []string
@@ -82,7 +84,11 @@ func run() error {
 		}()
 	}
 	began := time.Now()
-	err = faults.RunApp(ctx, faults.AppConfig{
+	run := faults.RunApp
+	if *reset {
+		run = faults.ResetApp
+	}
+	err = run(ctx, faults.AppConfig{
 		Brokers:        strings.Split(*brokers, ","),
 		AppID:          *appID,
 		Input:          *input,
@@ -98,7 +104,7 @@ func run() error {
 		ClientLog:      os.Stderr,
 		ClientLogLevel: clientLevel,
 	})
-	logger.Info("faultapp stopped", "instance", *instance, "ran", time.Since(began).Round(time.Millisecond), "error", err)
+	logger.Info("faultapp stopped", "instance", *instance, "reset", *reset, "ran", time.Since(began).Round(time.Millisecond), "error", err)
 	return err
 }
 

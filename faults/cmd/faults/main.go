@@ -14,6 +14,13 @@
 // needs:
 //
 //	go run ./faults/cmd/faults -own-broker -outage -guarantee exactly-once
+//
+// With -scenario reset it runs the reset sequence instead (faults.RunReset):
+// two instances count 10,000 records, stop, the first resets the
+// application, both count the same input again, and both rounds must be
+// exact. Its last line reads "faults: reset from one instance, D
+// duplicates, L losses after the reset, guarantee G"; the exit codes are
+// the same.
 package main
 
 import (
@@ -63,6 +70,8 @@ func run() int {
 		app         = flag.String("app", "", "a built faultapp program (default: go build it into the work directory)")
 		workDir     = flag.String("work-dir", "", "directory for state and logs (default: a new temporary directory)")
 		keep        = flag.Bool("keep", false, "keep the run's topics, group and work directory even when the guarantee held")
+		scenario    = flag.String("scenario", "kills", "kills: SIGKILLs and an optional outage while producing; reset: the reset-from-one-instance sequence (default 10,000 records, 2 instances, 1 standby; -kills and -outage do not apply)")
+		standbys    = flag.Int("standbys", 1, "with -scenario reset, each instance's standby replicas")
 	)
 	flag.Parse()
 	fail := func(err error) int {
@@ -75,6 +84,21 @@ func run() int {
 	}
 	explicit := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	switch *scenario {
+	case "kills":
+	case "reset":
+		if *outage {
+			return fail(errors.New("-outage does not apply to -scenario reset"))
+		}
+		if !explicit["records"] {
+			*records = 10_000
+		}
+		if !explicit["instances"] {
+			*instances = 2
+		}
+	default:
+		return fail(fmt.Errorf("-scenario %q: want kills or reset", *scenario))
+	}
 	if *outage && !explicit["produce-time"] {
 		// Room for the kills away from the outage.
 		*produceTime = 2 * time.Minute
@@ -156,6 +180,9 @@ func run() int {
 		cfg.Brokers = strings.Split(seeds, ",")
 	}
 
+	if *scenario == "reset" {
+		return runReset(ctx, cfg, *standbys, dir, *workDir == "" && !*keep)
+	}
 	sum, err := faults.Run(ctx, cfg)
 	if cfg.Broker != nil {
 		// Before the summary, so that its last line stays last.
@@ -176,6 +203,48 @@ func run() int {
 		return 1
 	}
 	if *workDir == "" && !*keep {
+		os.RemoveAll(dir)
+	}
+	return 0
+}
+
+// runReset runs the reset sequence with the settings of cfg and returns the
+// exit code.
+func runReset(ctx context.Context, cfg faults.Config, standbys int, dir string, removeDir bool) int {
+	sum, err := faults.RunReset(ctx, faults.ResetConfig{
+		Brokers:        cfg.Brokers,
+		Guarantee:      cfg.Guarantee,
+		Workload:       cfg.Workload,
+		Partitions:     cfg.Partitions,
+		Instances:      cfg.Instances,
+		Standbys:       standbys,
+		CommitInterval: cfg.CommitInterval,
+		SessionTimeout: cfg.SessionTimeout,
+		AppLogLevel:    cfg.AppLogLevel,
+		AppBinary:      cfg.AppBinary,
+		WorkDir:        dir,
+		Settle:         cfg.Settle,
+		Keep:           cfg.Keep,
+		Log:            os.Stdout,
+	})
+	if cfg.Broker != nil {
+		if err := cfg.Broker.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "faults:", err)
+		}
+	}
+	if sum != nil {
+		sum.Write(os.Stdout)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		fmt.Fprintln(os.Stderr, "faults: instance logs in", dir)
+		return 2
+	case !sum.Held():
+		fmt.Fprintln(os.Stderr, "faults: instance logs in", dir)
+		return 1
+	}
+	if removeDir {
 		os.RemoveAll(dir)
 	}
 	return 0

@@ -8,6 +8,7 @@ package pebblestore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -52,6 +54,19 @@ type Options struct {
 	// 1,000 keys: a fifth less CPU, a fifth to a twelfth of the bytes
 	// written), so the default keeps the WAL on, with writes not synced.
 	DisableWAL bool
+	// DiskReserve is how many bytes of disk the store holds back, in a file
+	// in its directory, for a full disk. Pebble cannot go on from a write
+	// that fails with "no space left on device" (its write-ahead log and
+	// MANIFEST treat it as fatal: the process dies inside Pebble), so the
+	// first such write frees the reserve and is retried, and from then on
+	// the store refuses writes with an error naming its directory and the
+	// cause; the application stops with that error and the store closes
+	// cleanly. Opening the store makes the reserve again, which fails,
+	// naming the cause, while the disk is still full. Zero means the
+	// memtable size plus 1 MiB (5 MiB with Pebble's default memtable): the
+	// largest write in flight when the disk fills must fit in it. Negative
+	// keeps no reserve, and a full disk then ends the process.
+	DiskReserve int64
 }
 
 // Cache is a block cache that several Pebble stores share; see
@@ -100,6 +115,18 @@ type pebbleStore struct {
 	db         *pebble.DB
 	disableWAL bool
 	iters      map[*pebbleIter]struct{}
+
+	// The disk reserve (Options.DiskReserve): fs is the file system
+	// without the disk-full wrapper, which removes the reserve file. full
+	// is set, from whichever Pebble goroutine met the full disk, once the
+	// reserve is spent: writes are refused from then on. broken is set when
+	// a write panicked inside Pebble, which may have left its commit
+	// pipeline locked: Close then leaves the DB as it is.
+	fs          vfs.FS
+	reservePath string
+	reserve     int64
+	full        atomic.Pointer[diskFullError]
+	broken      bool
 
 	// position is the last position read at Open or set since; hasPosition
 	// is false while there is none.
@@ -168,7 +195,18 @@ func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open pebble store %s: %w", dir, err)
 	}
-	s := &pebbleStore{dir: dir, disableWAL: opts.DisableWAL, iters: make(map[*pebbleIter]struct{})}
+	s := &pebbleStore{dir: dir, disableWAL: opts.DisableWAL, iters: make(map[*pebbleIter]struct{}), fs: fs}
+	s.reserve = opts.DiskReserve
+	if s.reserve == 0 {
+		s.reserve = int64(cmp.Or(opts.MemTableSize, 4<<20)) + 1<<20
+	}
+	if s.reserve > 0 {
+		s.reservePath = fs.PathJoin(dir, reserveFile)
+		if err := makeReserve(fs, s.reservePath, s.reserve); err != nil {
+			return nil, fmt.Errorf("open pebble store %s: hold %d bytes of disk in reserve: %w", dir, s.reserve, err)
+		}
+		fs = vfs.OnDiskFull(fs, s.onDiskFull)
+	}
 	var cache *pebble.Cache
 	if opts.Cache != nil {
 		// Held until Open took its own reference, so Close cannot free the
@@ -221,7 +259,109 @@ func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 		_ = db.Close()
 		return nil, openError(dir, err)
 	}
+	if full := s.full.Load(); full != nil {
+		// Opening wrote to a disk with less room than the reserve.
+		_ = db.Close()
+		return nil, fmt.Errorf("open pebble store %s: %w", dir, full)
+	}
 	return s, nil
+}
+
+// reserveFile names the file holding a store's disk reserve. Pebble leaves
+// files it does not know alone.
+const reserveFile = "KGEN-DISK-RESERVE"
+
+// makeReserve makes sure the reserve file at path holds size bytes of disk.
+// It allocates them (fallocate on Linux, which costs no writes), or writes
+// them as zeros where that is not available, and leaves a reserve that is
+// already whole as it is. It is not synced: the space is taken when it is
+// allocated, and a reserve lost in a crash is made again at the next open.
+func makeReserve(fs vfs.FS, path string, size int64) error {
+	if fi, err := fs.Stat(path); err == nil && fi.Size() >= size {
+		return nil
+	}
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	err = errors.ErrUnsupported
+	if fd := f.Fd(); fd != vfs.InvalidFd {
+		err = allocate(fd, size)
+	}
+	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, syscall.EOPNOTSUPP) {
+		err = nil
+		buf := make([]byte, min(size, 1<<20))
+		for left := size; left > 0 && err == nil; {
+			var n int
+			n, err = f.Write(buf[:min(left, int64(len(buf)))])
+			left -= int64(n)
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = fs.Remove(path) // what was written is no reserve, but it holds space
+		return err
+	}
+	return f.Close()
+}
+
+// onDiskFull runs inside Pebble when a write meets a full disk, before the
+// write is retried once: it frees the reserve, so the retried write and the
+// few that may follow before the store refuses writes find room, and marks
+// the store full. A second full disk finds no reserve, and Pebble gets the
+// error.
+func (s *pebbleStore) onDiskFull() {
+	if s.full.Load() == nil {
+		s.full.Store(&diskFullError{reserve: s.reserve})
+		slog.Error("pebble store: the disk is full; the store freed its reserve and refuses writes from now on",
+			"store", s.dir, "reserve_bytes", s.reserve)
+	}
+	_ = s.fs.Remove(s.reservePath)
+}
+
+// diskFullError is what the writes of a store on a full disk return. It
+// wraps syscall.ENOSPC.
+type diskFullError struct{ reserve int64 }
+
+func (e *diskFullError) Error() string {
+	return fmt.Sprintf("no space left on device (the store refuses writes; free disk space, then start again: opening the store needs its reserve of %d bytes)", e.reserve)
+}
+
+func (e *diskFullError) Unwrap() error { return syscall.ENOSPC }
+
+// writable returns the error of a write to a closed store, or one on a
+// full disk.
+func (s *pebbleStore) writable(op string) error {
+	if s.db == nil {
+		return s.errorf(op, state.ErrClosed)
+	}
+	if full := s.full.Load(); full != nil {
+		return s.errorf(op, full)
+	}
+	if s.broken {
+		return s.errorf(op, errors.New("an earlier write failed inside pebble"))
+	}
+	return nil
+}
+
+// recoverWrite turns a panic inside a Pebble write (its answer to a failed
+// write-ahead log write) into the error of the operation, and marks the
+// store broken. Pebble's commit pipeline may still be locked, so the store
+// is not used again, not even to close it.
+func (s *pebbleStore) recoverWrite(op string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.broken = true
+	cause, ok := r.(error)
+	if !ok {
+		cause = fmt.Errorf("%v", r)
+	}
+	if full := s.full.Load(); full != nil {
+		cause = fmt.Errorf("%w: %w", full, cause)
+	}
+	*err = s.errorf(op, fmt.Errorf("pebble failed: %w", cause))
 }
 
 // check reads what Open does not: the properties of every table (their
@@ -278,10 +418,11 @@ func (s *pebbleStore) Position() (int64, bool, error) {
 // SetPosition implements state.Positioned with an unsynced write of the
 // position's range key, ordered after every write before it; Flush makes it
 // durable with them.
-func (s *pebbleStore) SetPosition(offset int64) error {
-	if s.db == nil {
-		return s.errorf("set position", state.ErrClosed)
+func (s *pebbleStore) SetPosition(offset int64) (err error) {
+	if err := s.writable("set position"); err != nil {
+		return err
 	}
+	defer s.recoverWrite("set position", &err)
 	var v [positionLen]byte
 	v[0] = positionVersion
 	binary.BigEndian.PutUint64(v[1:], uint64(offset))
@@ -341,10 +482,11 @@ func (s *pebbleStore) Get(key []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-func (s *pebbleStore) Put(key, value []byte) error {
-	if s.db == nil {
-		return s.errorf("put", state.ErrClosed)
+func (s *pebbleStore) Put(key, value []byte) (err error) {
+	if err := s.writable("put"); err != nil {
+		return err
 	}
+	defer s.recoverWrite("put", &err)
 	if err := s.db.Set(key, value, pebble.NoSync); err != nil {
 		return s.errorf("put", err)
 	}
@@ -352,10 +494,11 @@ func (s *pebbleStore) Put(key, value []byte) error {
 	return nil
 }
 
-func (s *pebbleStore) Delete(key []byte) error {
-	if s.db == nil {
-		return s.errorf("delete", state.ErrClosed)
+func (s *pebbleStore) Delete(key []byte) (err error) {
+	if err := s.writable("delete"); err != nil {
+		return err
 	}
+	defer s.recoverWrite("delete", &err)
 	if err := s.db.Delete(key, pebble.NoSync); err != nil {
 		return s.errorf("delete", err)
 	}
@@ -363,11 +506,40 @@ func (s *pebbleStore) Delete(key []byte) error {
 	return nil
 }
 
-// ApplyBatch implements state.Restorer with one atomic, unsynced Pebble batch.
-func (s *pebbleStore) ApplyBatch(changes []state.Change) error {
-	if s.db == nil {
-		return s.errorf("apply batch", state.ErrClosed)
+// ApplyBatch implements state.Restorer with unsynced Pebble batches of at
+// most maxBatchBytes each. A store with a reserve applies them one by one,
+// so what is still to be written to the log when the disk fills is at most
+// one of them, which the reserve holds, and the rest is refused. Without
+// one atomic batch, a crash can leave part of the changes; their position
+// is written after them, so the changelog replays the rest.
+func (s *pebbleStore) ApplyBatch(changes []state.Change) (err error) {
+	if err := s.writable("apply batch"); err != nil {
+		return err
 	}
+	defer s.recoverWrite("apply batch", &err)
+	for len(changes) > 0 {
+		n, size := 0, 0
+		for n < len(changes) && (n == 0 || s.reserve <= 0 || size < maxBatchBytes) {
+			size += len(changes[n].Key) + len(changes[n].Value) + 16
+			n++
+		}
+		if err := s.applyBatch(changes[:n]); err != nil {
+			return err
+		}
+		changes = changes[n:]
+		if len(changes) > 0 {
+			if err := s.writable("apply batch"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxBatchBytes bounds the batches of a store with a disk reserve.
+const maxBatchBytes = 256 << 10
+
+func (s *pebbleStore) applyBatch(changes []state.Change) error {
 	b := s.db.NewBatch()
 	var added int64
 	for _, c := range changes {
@@ -486,11 +658,11 @@ func (s *pebbleStore) ApproximateCount() (int64, error) {
 	return max(n, 0), nil
 }
 
-func (s *pebbleStore) Flush() error {
-	if s.db == nil {
-		return s.errorf("flush", state.ErrClosed)
+func (s *pebbleStore) Flush() (err error) {
+	if err := s.writable("flush"); err != nil {
+		return err
 	}
-	var err error
+	defer s.recoverWrite("flush", &err)
 	if s.disableWAL {
 		err = s.db.Flush()
 	} else {
@@ -515,7 +687,11 @@ func (s *pebbleStore) Close() error {
 		}
 		errs = append(errs, fmt.Errorf("%d iterators were left open", n))
 	}
-	if err := s.db.Close(); err != nil {
+	if s.broken {
+		// Closing could wait forever on the pipeline the panic left
+		// locked; the process's end releases the files.
+		errs = append(errs, errors.New("left open after a write failed inside pebble"))
+	} else if err := s.db.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	s.db = nil
