@@ -98,6 +98,8 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsAssigned(u.tm.onAssigned),
 		kgo.OnPartitionsRevoked(u.tm.onRevoked),
 		kgo.OnPartitionsLost(u.tm.onLost),
+		// The committed offsets' metadata carries the stream times.
+		kgo.OnOffsetsFetched(u.tm.onFetched),
 	}...)
 	var static *string // group.instance.id
 	if a.cfg.static {
@@ -238,6 +240,12 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		// What this poll returned follows positions the rewind discards.
 		return u.tm.rebuild(context.Background())
 	}
+	// Before routing: a record of a new partition follows the fetch of its
+	// committed offset, and its task resumes the stream times committed
+	// with it before it processes anything.
+	if err := u.tm.takeFetched(); err != nil {
+		return err
+	}
 	if err := u.route(fetches); err != nil {
 		return err
 	}
@@ -257,6 +265,17 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	for _, t := range u.tm.order {
 		if t.restoring {
 			continue
+		}
+		if t.timesPending {
+			if !t.buffered() {
+				continue
+			}
+			// Not expected: records come after their offsets' fetch. Go on
+			// rather than stall, with the stream times starting afresh.
+			u.log.Warn("records before the committed stream times; starting them afresh", "task", t.id.String())
+			if err := t.restoreTimes(nil); err != nil {
+				return err
+			}
 		}
 		n, err := t.process(batch, now)
 		processed += n
