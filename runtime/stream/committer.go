@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -83,7 +84,7 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	offsets := c.processed()
 	var err error
 	if len(offsets) > 0 {
-		err = commitOffsets(ctx, u.cl, offsets)
+		err = commitWithTimes(u.log, offsets, func() error { return commitOffsets(ctx, u.cl, offsets) })
 	}
 	if err != nil {
 		// Under at-least-once a failed offset commit only means some
@@ -141,6 +142,25 @@ func (c *committer) committedOffsets(offsets offsetCommits) {
 		}
 		t.timesDirty = false
 	}
+}
+
+// commitWithTimes runs commit and, if Kafka refused the metadata as too
+// large (a broker whose offset.metadata.max.bytes is below the 4096 bytes the
+// times are kept within), runs it again without the stream times, which then
+// start afresh after a restart: the offsets matter more.
+func commitWithTimes(log *slog.Logger, offsets offsetCommits, commit func() error) error {
+	err := commit()
+	if !errors.Is(err, kerr.OffsetMetadataTooLarge) {
+		return err
+	}
+	log.Warn("the broker refuses the stream times in the offset metadata as too large; committing offsets without them", "error", err)
+	for _, parts := range offsets {
+		for p, o := range parts {
+			o.meta = ""
+			parts[p] = o
+		}
+	}
+	return commit()
 }
 
 // commitOffsets commits offsets as a consumer does, fenced by the member id

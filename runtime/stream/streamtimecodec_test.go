@@ -4,11 +4,15 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var timesCmp = cmp.AllowUnexported(committedTimes{}, opTime{}, opKey{})
@@ -217,4 +221,26 @@ func FuzzDecodeTimes(f *testing.F) {
 			t.Fatalf("round trip (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// A broker that refuses the times as too large still gets the offsets.
+func TestCommitWithoutTimesWhenTooLarge(t *testing.T) {
+	offsets := offsetCommits{"in": {0: {kgo.EpochOffset{Offset: 5}, "kgen1:AgA"}, 1: {kgo.EpochOffset{Offset: 7}, "kgen1:BgA"}}}
+	var sent [][]string
+	err := commitWithTimes(slog.New(slog.NewTextHandler(io.Discard, nil)), offsets, func() error {
+		sent = append(sent, []string{offsets["in"][0].meta, offsets["in"][1].meta})
+		if len(sent) == 1 {
+			return fmt.Errorf("in/1: %w", kerr.OffsetMetadataTooLarge)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"kgen1:AgA", "kgen1:BgA"}, {"", ""}}, sent); diff != "" {
+		t.Errorf("metadata sent (-want +got):\n%s", diff)
+	}
+	if offsets["in"][1].Offset != 7 {
+		t.Errorf("offset changed to %d", offsets["in"][1].Offset)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 // written by the producer's callbacks.
 type transaction struct {
 	cl    *kgo.Client
+	log   *slog.Logger
 	id    string // the transactional id
 	group string
 	// instance is the static member id (group.instance.id), nil if none.
@@ -86,7 +88,7 @@ func (x *transaction) commit(ctx context.Context, offsets offsetCommits) (commit
 		if len(offsets) == 0 {
 			return true, nil
 		}
-		if err := commitOffsets(ctx, x.cl, offsets); err != nil {
+		if err := commitWithTimes(x.log, offsets, func() error { return commitOffsets(ctx, x.cl, offsets) }); err != nil {
 			if abortable(err) {
 				return false, nil
 			}
@@ -95,7 +97,7 @@ func (x *transaction) commit(ctx context.Context, offsets offsetCommits) (commit
 		return true, nil
 	}
 	if len(offsets) > 0 {
-		if err := x.commitOffsets(ctx, offsets); err != nil {
+		if err := commitWithTimes(x.log, offsets, func() error { return x.commitOffsets(ctx, offsets) }); err != nil {
 			if _, aerr := x.end(ctx, kgo.TryAbort); aerr != nil {
 				return false, aerr
 			}

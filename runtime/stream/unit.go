@@ -114,7 +114,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 		// offsets are fetched with require_stable (KIP-447), which franz-go
 		// always asks for: a partition's new owner waits for the old owner's
 		// transaction instead of processing its input again.
-		tx = &transaction{id: fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx), group: a.cfg.appID, instance: static}
+		tx = &transaction{id: fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx), group: a.cfg.appID, instance: static, log: u.log}
 		opts = append(opts,
 			kgo.TransactionalID(tx.id),
 			// Longer than a rebalance that waits out a dead member's session,
