@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -218,5 +222,93 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 				t.Errorf("outputs (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Under exactly-once a transaction Kafka refuses is aborted and its tasks
+// are rebuilt on the committed state. They resume the stream times of the
+// last commit too, which the unit keeps (franz-go fetches no offsets for a
+// rewind), rather than starting afresh. kfake only: it refuses one
+// TxnOffsetCommit on demand.
+func TestExactlyOnceRebuildResumesCommittedTimes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seeds := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	produce := func(v string, sec int) {
+		t.Helper()
+		produceAll(t, cl, []*kgo.Record{{Topic: "in", Key: []byte("k"), Value: []byte(v), Timestamp: t0.Add(time.Duration(sec) * time.Second)}})
+	}
+	app, err := stream.New(gateTopology("in", "out", "late"), stream.Brokers(seeds...), stream.AppID("rebuild-times"),
+		stream.StateDir(t.TempDir()), stream.Guarantee(stream.ExactlyOnce), stream.Parallelism(1),
+		stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	defer stop()
+	produce("a1", 100)
+	produce("skip", 200)
+	waitCaughtUp(t, adm, "rebuild-times", "in")
+
+	// The next transaction's offsets are refused: it aborts, and the task
+	// is rebuilt and processes a2 again.
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		req := r.(*kmsg.TxnOffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.IllegalGeneration.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	produce("a2", 150)
+	waitCaughtUp(t, adm, "rebuild-times", "in")
+	if app.Stats().Aborts == 0 {
+		t.Fatal("no transaction was aborted")
+	}
+	stop()
+
+	// What the aborted transaction wrote is invisible here.
+	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	pctx, pcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer pcancel()
+	for len(got) < 3 && pctx.Err() == nil {
+		rd.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	want := []string{"a1 stream=100 observed=100", "tick@200", "a2 stream=200 observed=150"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("committed output (-want +got):\n%s", diff)
 	}
 }
