@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,9 @@ const gateGrace = 5 * time.Second
 // a record for a window that has closed) and every other one to out, as
 // "<value> stream=<task's stream time> observed=<its observed time>" (in
 // seconds after t0), keyed by the input's partition. A stream-time
-// punctuation every 100 s adds "tick@<time>".
-func gateTopology(in, out, late string) *stream.Topology {
+// punctuation every 100 s adds "tick@<time>". onInit, if set, is told the
+// task's stream time and the gate's observed time in each Init.
+func gateTopology(in, out, late string, onInit func(p int32, stream, observed int64)) *stream.Topology {
 	t := stream.NewTopology()
 	stream.AddSource(t, "in", in, serde.String{}, serde.String{})
 	stream.AddProcessor(t, "filter", func() stream.Processor[string, string, string, string] {
@@ -42,14 +44,15 @@ func gateTopology(in, out, late string) *stream.Topology {
 			return nil
 		})
 	}, "in")
-	stream.AddProcessor(t, "gate", func() stream.Processor[string, string, string, string] { return &gate{} }, "filter")
+	stream.AddProcessor(t, "gate", func() stream.Processor[string, string, string, string] { return &gate{onInit: onInit} }, "filter")
 	stream.AddSink(t, "out", out, serde.String{}, serde.String{}, "gate")
 	stream.AddSink(t, "late", late, serde.String{}, serde.String{}, "gate")
 	return t
 }
 
 type gate struct {
-	seen *stream.ObservedTime
+	seen   *stream.ObservedTime
+	onInit func(p int32, stream, observed int64)
 }
 
 // secs is a time as seconds after t0; -1 for none.
@@ -64,6 +67,9 @@ func (g *gate) Init(ctx *stream.Context[string, string]) error {
 	g.seen = ctx.ObservedTime("window")
 	if ctx.ObservedTime("window") != g.seen {
 		return fmt.Errorf("a second ObservedTime(%q) is another handle", "window")
+	}
+	if g.onInit != nil {
+		g.onInit(ctx.TaskID().Partition, secs(ctx.StreamTime()), secs(g.seen.Get()))
 	}
 	ctx.Schedule(100*time.Second, stream.StreamTime, func(now time.Time) error {
 		key := fmt.Sprintf("p%d", ctx.TaskID().Partition)
@@ -89,7 +95,7 @@ func (g *gate) Process(ctx *stream.Context[string, string], r stream.Record[stri
 // LocalDriver too: the filtered record moves the task's stream time, not
 // the gate's, so a record the task's time would call late is still taken.
 func TestObservedTimeBehindFilterLocal(t *testing.T) {
-	d, err := stream.NewLocalDriver(gateTopology("in", "out", "late"), stream.LocalConfig{Partitions: 2})
+	d, err := stream.NewLocalDriver(gateTopology("in", "out", "late", nil), stream.LocalConfig{Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +151,25 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 				produceAll(t, cl, rs)
 			}
 			adm := c.Admin(t)
+			// What each Init saw, by phase: the restored times, before
+			// any record.
+			var (
+				mu    sync.Mutex
+				phase int
+				inits []string
+			)
+			onInit := func(p int32, st, obs int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				inits = append(inits, fmt.Sprintf("%d/p%d: %d/%d", phase, p, st, obs))
+			}
+			setPhase := func(n int) {
+				mu.Lock()
+				defer mu.Unlock()
+				phase = n
+			}
 			start := func(name string) (*stream.App, func()) {
-				app, err := stream.New(gateTopology(in, out, late), stream.Brokers(c.Seeds()...),
+				app, err := stream.New(gateTopology(in, out, late, onInit), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
 					stream.Parallelism(1), stream.Guarantee(g.g),
 					stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
@@ -171,6 +194,7 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 
 			// One instance runs both tasks. The filtered record sets
 			// partition 0's time to 200, not the gate's.
+			setPhase(1)
 			a, stopA := start("a")
 			produce(0, "a1", 100, "skip", 200)
 			produce(1, "b1", 150)
@@ -179,6 +203,7 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 
 			// A second instance takes one task over: its new owner resumes
 			// the task's times from the commit the revocation made.
+			setPhase(2)
 			b, stopB := start("b")
 			waitFor(t, "a and b to own one task each", func() bool { return settled(a, 1) && settled(b, 1) })
 			produce(0, "late0", 90, "a2", 120)
@@ -188,6 +213,7 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 			stopA()
 
 			// A clean restart, on a third instance: both tasks resume.
+			setPhase(3)
 			cApp, stopC := start("c")
 			waitFor(t, "c to own both tasks", func() bool { return settled(cApp, 2) })
 			produce(0, "old0", 110, "a3", 130, "a4", 250, "a5", 320)
@@ -221,8 +247,38 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("outputs (-want +got):\n%s", diff)
 			}
+
+			// A task moved in phase 2 (and moved back as b stopped) or
+			// restarted in phase 3 ran Init with the committed times.
+			mu.Lock()
+			defer mu.Unlock()
+			moved := 0
+			var byPhase [4][]string
+			for _, s := range inits {
+				byPhase[s[0]-'0'] = append(byPhase[s[0]-'0'], s)
+				if s[0] == '2' {
+					moved++
+					// p0 to b before a2, or back to a after it; p1.
+					if !slices.Contains([]string{"2/p0: 200/100", "2/p0: 200/120", "2/p1: 150/150"}, s) {
+						t.Errorf("Init of a moved task saw %s, want 2/p0: 200/100, 2/p0: 200/120 or 2/p1: 150/150", s)
+					}
+				}
+			}
+			if moved == 0 {
+				t.Errorf("no task moved to b: Inits %v", inits)
+			}
+			if diff := cmp.Diff([]string{"1/p0: -1/-1", "1/p1: -1/-1"}, sorted(byPhase[1])); diff != "" {
+				t.Errorf("Inits of phase 1 (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"3/p0: 200/120", "3/p1: 150/150"}, sorted(byPhase[3])); diff != "" {
+				t.Errorf("Inits after the restart (-want +got):\n%s", diff)
+			}
 		})
 	}
+}
+
+func sorted(xs []string) []string {
+	return slices.Sorted(slices.Values(xs))
 }
 
 // Under exactly-once a transaction Kafka refuses is aborted and its tasks
@@ -247,7 +303,7 @@ func TestExactlyOnceRebuildResumesCommittedTimes(t *testing.T) {
 		t.Helper()
 		produceAll(t, cl, []*kgo.Record{{Topic: "in", Key: []byte("k"), Value: []byte(v), Timestamp: t0.Add(time.Duration(sec) * time.Second)}})
 	}
-	app, err := stream.New(gateTopology("in", "out", "late"), stream.Brokers(seeds...), stream.AppID("rebuild-times"),
+	app, err := stream.New(gateTopology("in", "out", "late", nil), stream.Brokers(seeds...), stream.AppID("rebuild-times"),
 		stream.StateDir(t.TempDir()), stream.Guarantee(stream.ExactlyOnce), stream.Parallelism(1),
 		stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
 	if err != nil {
