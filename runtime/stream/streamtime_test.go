@@ -192,6 +192,16 @@ func TestStreamTimeSurvivesRebalanceAndRestart(t *testing.T) {
 				return app, stop
 			}
 
+			// Offsets another client committed, with metadata of its own
+			// (Kafka Streams' form, franz-go's member id): the app starts
+			// there, with no stream time.
+			var foreign kadm.Offsets
+			foreign.Add(kadm.Offset{Topic: in, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: "AQAAAZrgQ2gA"})
+			foreign.Add(kadm.Offset{Topic: in, Partition: 1, At: 0, LeaderEpoch: -1, Metadata: "kgo-7d1e5e2a-3c34"})
+			if err := adm.CommitAllOffsets(context.Background(), appID, foreign); err != nil {
+				t.Fatal(err)
+			}
+
 			// One instance runs both tasks. The filtered record sets
 			// partition 0's time to 200, not the gate's.
 			setPhase(1)
