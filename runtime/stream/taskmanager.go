@@ -322,9 +322,12 @@ func deref(s *string) string {
 func (m *taskManager) takeFetched() error {
 	m.fetchedMu.Lock()
 	fetched := m.fetched
-	if len(fetched) > 0 {
-		m.fetched = map[string]map[int32]string{}
+	if len(fetched) == 0 {
+		m.fetchedMu.Unlock()
+		return nil
 	}
+	// Swapped, so that onFetched never writes the map read below.
+	m.fetched = map[string]map[int32]string{}
 	m.fetchedMu.Unlock()
 	var waiting []*task
 	for topic, parts := range fetched {
