@@ -68,7 +68,7 @@ var fixedPackage = []struct{ id, what string }{
 // Methods and fields of every generated processor context that no spec
 // name changes.
 // ContextBase is embedded (stream.ContextBase), so its name is a field.
-var fixedContext = []string{idContextBase, "Forward", "ForwardRecord", "Timestamp", "Headers", "Topic", "Partition", "Offset", "StreamTime", "TaskID", "Commit", "Runtime"}
+var fixedContext = []string{idContextBase, "Forward", "ForwardRecord", "Timestamp", "Headers", "Topic", "Partition", "Offset", "StreamTime", "ObservedTime", "TaskID", "Commit", "Runtime"}
 
 // idContextBase is the runtime type every generated context embeds.
 const idContextBase = "ContextBase"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,13 +39,15 @@ func (e *restartError) Unwrap() error { return e.err }
 // due says whether to commit now: on request, every CommitInterval, and for
 // a batch job as soon as it has nothing more to do.
 func (c *committer) due(now time.Time, processed int) bool {
-	if !c.uncommitted {
-		return false
-	}
+	moved := c.uncommitted
 	for _, t := range c.u.tm.order {
-		if t.commitRequested {
+		if t.commitRequested && c.uncommitted {
 			return true
 		}
+		moved = moved || t.timesDirty
+	}
+	if !moved {
+		return false
 	}
 	if now.Sub(c.lastCommit) >= c.u.cfg.commitInterval {
 		return true
@@ -79,21 +82,16 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	}
 	u.sb.checkpoint()
 	offsets := c.processed()
+	var err error
 	if len(offsets) > 0 {
-		if err := commitOffsets(ctx, u.cl, offsets); err != nil {
-			// Under at-least-once a failed offset commit only means some
-			// records may be processed again by the next owner.
-			u.log.Warn("commit offsets failed", "error", err)
-		} else {
-			for _, t := range u.tm.order {
-				for _, in := range t.inputs {
-					st := in.state()
-					if o, ok := offsets[in.topic()][st.partition]; ok {
-						st.committed = o.Offset
-					}
-				}
-			}
-		}
+		err = commitWithTimes(u.log, offsets, func() error { return commitOffsets(ctx, u.cl, offsets) })
+	}
+	if err != nil {
+		// Under at-least-once a failed offset commit only means some
+		// records may be processed again by the next owner.
+		u.log.Warn("commit offsets failed", "error", err)
+	} else {
+		c.committedOffsets(offsets)
 	}
 	c.done(start)
 	c.commits++
@@ -101,27 +99,95 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	return nil
 }
 
+// offsetCommit is one input partition's commit: the offset after the last
+// record processed, and the stream times as metadata (streamtime.go).
+type offsetCommit struct {
+	kgo.EpochOffset
+	meta string
+}
+
+// offsetCommits are a commit's offsets by topic and partition.
+type offsetCommits map[string]map[int32]offsetCommit
+
 // processed is the offset after the last record each task input has
-// processed, where it moved since the last commit.
-func (c *committer) processed() map[string]map[int32]kgo.EpochOffset {
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+// processed, with its stream times, where it moved since the last commit;
+// every input of a task whose observed times moved (a punctuation may move
+// them without a record), so that a restart resumes them.
+func (c *committer) processed() offsetCommits {
+	offsets := offsetCommits{}
 	for _, t := range c.u.tm.order {
 		for _, in := range t.inputs {
 			st := in.state()
-			if st.next >= 0 && st.next != st.committed {
+			if st.next >= 0 && (st.next != st.committed || t.timesDirty) {
 				if offsets[in.topic()] == nil {
-					offsets[in.topic()] = map[int32]kgo.EpochOffset{}
+					offsets[in.topic()] = map[int32]offsetCommit{}
 				}
-				offsets[in.topic()][st.partition] = kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}
+				offsets[in.topic()][st.partition] = offsetCommit{kgo.EpochOffset{Epoch: st.epoch, Offset: st.next}, t.commitMetadata(in)}
 			}
 		}
 	}
 	return offsets
 }
 
-func commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+// committedOffsets records a successful commit of offsets in the tasks'
+// inputs and in what the task manager knows of the group's metadata.
+func (c *committer) committedOffsets(offsets offsetCommits) {
+	for _, t := range c.u.tm.order {
+		for _, in := range t.inputs {
+			st := in.state()
+			if o, ok := offsets[in.topic()][st.partition]; ok {
+				st.committed = o.Offset
+				c.u.tm.committedMeta(in.topic(), st.partition, o.meta)
+			}
+		}
+		t.timesDirty = false
+	}
+}
+
+// commitWithTimes runs commit and, if Kafka refused the metadata as too
+// large (a broker whose offset.metadata.max.bytes is below the 4096 bytes the
+// times are kept within), runs it again without the stream times, which then
+// start afresh after a restart: the offsets matter more.
+func commitWithTimes(log *slog.Logger, offsets offsetCommits, commit func() error) error {
+	err := commit()
+	if !errors.Is(err, kerr.OffsetMetadataTooLarge) {
+		return err
+	}
+	log.Warn("the broker refuses the stream times in the offset metadata as too large; committing offsets without them", "error", err)
+	for _, parts := range offsets {
+		for p, o := range parts {
+			o.meta = ""
+			parts[p] = o
+		}
+	}
+	return commit()
+}
+
+// commitOffsets commits offsets as a consumer does, fenced by the member id
+// and generation franz-go sends, with the stream times as each partition's
+// metadata (franz-go's own would be the member id).
+func commitOffsets(ctx context.Context, cl *kgo.Client, offsets offsetCommits) error {
+	plain := make(map[string]map[int32]kgo.EpochOffset, len(offsets))
+	for topic, parts := range offsets {
+		plain[topic] = make(map[int32]kgo.EpochOffset, len(parts))
+		for p, o := range parts {
+			plain[topic][p] = o.EpochOffset
+		}
+	}
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			rt := &req.Topics[i]
+			for j := range rt.Partitions {
+				rp := &rt.Partitions[j]
+				if o, ok := offsets[rt.Topic][rp.Partition]; ok && o.meta != "" {
+					rp.Metadata = &o.meta
+				}
+			}
+		}
+		return nil
+	})
 	var cerr error
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cl.CommitOffsetsSync(ctx, plain, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
 			return
@@ -165,6 +231,7 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	}
 	offsets := c.processed()
 	if !u.tx.open && len(offsets) == 0 {
+		c.committedOffsets(offsets) // observed times with no input to carry them
 		c.done(start)
 		return nil
 	}
@@ -207,10 +274,8 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 		if err := t.sm.committed(); err != nil {
 			return err
 		}
-		for _, in := range t.inputs {
-			in.state().committed = in.state().next
-		}
 	}
+	c.committedOffsets(offsets)
 	u.sb.checkpoint()
 	c.done(start)
 	c.commits++

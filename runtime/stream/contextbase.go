@@ -30,8 +30,13 @@ func (b ContextBase[K, V]) Partition() int32 { return b.rt.Partition() }
 // Offset is the current record's offset; -1 inside a punctuation.
 func (b ContextBase[K, V]) Offset() int64 { return b.rt.Offset() }
 
-// StreamTime is the task's stream time: the largest timestamp processed.
+// StreamTime is the task's stream time: the largest timestamp processed,
+// resumed from the last commit after a restart.
 func (b ContextBase[K, V]) StreamTime() time.Time { return b.rt.StreamTime() }
+
+// ObservedTime is this processor's own observed time called name, restored
+// from the last commit; see Context.ObservedTime. Call it in Init.
+func (b ContextBase[K, V]) ObservedTime(name string) *ObservedTime { return b.rt.ObservedTime(name) }
 
 // TaskID names the task running this processor.
 func (b ContextBase[K, V]) TaskID() TaskID { return b.rt.TaskID() }

@@ -38,6 +38,7 @@ type inputState struct {
 	hwm       int64     // high watermark from the last fetch; -1 while unknown
 	fetchedTo int64     // offset after the last record fetched
 	epoch     int32     // leader epoch of the last record taken
+	time      int64     // partition time: the largest timestamp taken; -1 before any
 	idleSince time.Time // when the task began waiting for this input while empty; zero when not waiting
 }
 

@@ -112,8 +112,11 @@ func (c *nodeContext) Headers() []Header {
 	return nil
 }
 
-// StreamTime is the largest timestamp the task has processed; zero before
-// its first record.
+// StreamTime is the task's stream time: the largest timestamp it has taken
+// from any of its input partitions, whatever its processors did with the
+// record; zero before the first. It resumes from the last commit after a
+// restart or a rebalance. An operator that must see only the records that
+// reach it keeps its own ObservedTime.
 func (c *nodeContext) StreamTime() time.Time { return fromMillis(c.t.streamTime) }
 
 // TaskID identifies the task running this processor instance.

@@ -23,12 +23,25 @@ type task struct {
 
 	schedules []*schedule
 
-	streamTime  int64 // largest timestamp processed, -1 before the first record
+	streamTime  int64 // largest partition time of its inputs, -1 before any
 	current     *kgo.Record
 	currentTime int64
 	err         error // first failure while processing the current record
 	errNode     string
 	running     string // the processor being called, for panics
+
+	// Observed times of its operators (streamtime.go), by node and name;
+	// claimedTimes are the ones its processors asked for, which its
+	// commits write.
+	observed      map[opKey]*ObservedTime
+	claimedTimes  []*ObservedTime
+	claimedSorted bool
+	// timesDirty: an observed time moved since the last commit.
+	timesDirty bool
+	// timesPending: the committed times are not known yet (a unit's task
+	// waits for the group's offsets); Init waits for them (initDeferred).
+	timesPending, initDeferred bool
+	timesTruncated             bool // warned that the observed times did not fit
 
 	commitRequested bool
 	standby         bool // a standby: stores only, following their changelogs
@@ -185,6 +198,16 @@ func (t *task) next(now time.Time) (input, error) {
 	return best, nil
 }
 
+// buffered says whether any input has a record waiting.
+func (t *task) buffered() bool {
+	for _, in := range t.inputs {
+		if in.buffered() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // holdsBack says whether an empty input keeps the task from processing the
 // others, so that records stay in timestamp order across inputs.
 func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
@@ -255,8 +278,9 @@ func (t *task) process(max int, now time.Time) (int, error) {
 func (t *task) processHead(in input) error {
 	raw := in.head()
 	ts, _, _ := in.peek()
-	if ts > t.streamTime {
-		t.streamTime = ts
+	if st := in.state(); ts > st.time {
+		st.time = ts
+		t.streamTime = max(t.streamTime, ts)
 	}
 	t.current, t.currentTime = raw, ts
 	t.err, t.errNode, t.running = nil, "", ""
@@ -371,6 +395,11 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 // initProcessors runs the processors' Init, parents first, once the task's
 // stores are restored.
 func (t *task) initProcessors() error {
+	if t.timesPending {
+		// Init sees the restored stream times: it runs once they are read.
+		t.initDeferred = true
+		return nil
+	}
 	for _, p := range t.procs {
 		if err := t.callUser(p.nodeName(), p.init); err != nil {
 			return fmt.Errorf("task %s: init processor %q: %w", t.id, p.nodeName(), err)

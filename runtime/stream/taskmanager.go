@@ -5,10 +5,12 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // taskManager owns a unit's active tasks (Kafka Streams' TaskManager): what
@@ -26,11 +28,20 @@ type taskManager struct {
 	// rebuildPending: a transaction was aborted in a rebalance callback;
 	// the unit's loop rebuilds the tasks before it routes another record.
 	rebuildPending bool
+	// meta is the metadata of each assigned partition's last committed
+	// offset (fetched with the assignment, then written by this unit's own
+	// commits; "" for none): the stream times a task created here resumes.
+	meta map[string]map[int32]string
+	// fetched is what franz-go's goroutine fetched with the assignment's
+	// offsets (onFetched), under fetchedMu, until the unit takes it.
+	fetchedMu sync.Mutex
+	fetched   map[string]map[int32]string
 }
 
 func newTaskManager(u *unit) *taskManager {
 	return &taskManager{u: u, tasks: map[TaskID]*task{}, inputs: map[string]map[int32]input{},
-		assigned: map[string]map[int32]bool{}, retry: map[TaskID]bool{}}
+		assigned: map[string]map[int32]bool{}, retry: map[TaskID]bool{},
+		meta: map[string]map[int32]string{}, fetched: map[string]map[int32]string{}}
 }
 
 // onAssigned creates the tasks of newly assigned partitions and starts
@@ -160,6 +171,15 @@ func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, h
 				return
 			}
 			delete(m.retry, id)
+			// Its stream times come with the group's committed offsets:
+			// known here when this unit committed or fetched them already
+			// (a rebuild, a retry), or else once the fetch is taken.
+			t.timesPending = true
+			if err := m.resumeTimes(t); err != nil {
+				t.close(false)
+				u.fatal = err
+				return
+			}
 			m.u.st.created++
 			m.tasks[id] = t
 			created = append(created, t)
@@ -250,11 +270,116 @@ func (m *taskManager) rebuild(ctx context.Context) error {
 }
 
 func (m *taskManager) unassign(parts map[string][]int32) {
+	m.fetchedMu.Lock()
+	defer m.fetchedMu.Unlock()
 	for topic, ps := range parts {
 		for _, p := range ps {
 			delete(m.assigned[topic], p)
+			// What the next owner commits supersedes it.
+			delete(m.meta[topic], p)
+			delete(m.fetched[topic], p)
 		}
 	}
+}
+
+// onFetched keeps the metadata of the committed offsets franz-go fetched for
+// newly assigned partitions. It runs on franz-go's goroutine, concurrently
+// with the unit, after onAssigned and before any record of those partitions
+// can be polled, so the unit takes it (takeFetched) before it routes one.
+func (m *taskManager) onFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if len(resp.Groups) == 0 {
+		return nil
+	}
+	m.fetchedMu.Lock()
+	defer m.fetchedMu.Unlock()
+	for _, rt := range resp.Groups[0].Topics {
+		if rt.Topic == "" {
+			continue // franz-go names topics it asked for by id
+		}
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				continue
+			}
+			if m.fetched[rt.Topic] == nil {
+				m.fetched[rt.Topic] = map[int32]string{}
+			}
+			m.fetched[rt.Topic][rp.Partition] = deref(rp.Metadata)
+		}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// takeFetched moves what onFetched kept into meta and resumes the stream
+// times of the tasks that waited for it. An error is a processor's Init
+// failing.
+func (m *taskManager) takeFetched() error {
+	m.fetchedMu.Lock()
+	fetched := m.fetched
+	if len(fetched) == 0 {
+		m.fetchedMu.Unlock()
+		return nil
+	}
+	// Swapped, so that onFetched never writes the map read below.
+	m.fetched = map[string]map[int32]string{}
+	m.fetchedMu.Unlock()
+	var waiting []*task
+	for topic, parts := range fetched {
+		sub, ok := m.u.a.topicSub[topic]
+		for p, meta := range parts {
+			if !m.assigned[topic][p] {
+				continue // revoked since
+			}
+			m.committedMeta(topic, p, meta)
+			if t := m.tasks[TaskID{Subtopology: sub, Partition: p}]; ok && t != nil && t.timesPending {
+				waiting = append(waiting, t)
+			}
+		}
+	}
+	for _, t := range waiting {
+		if err := m.resumeTimes(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// committedMeta records the metadata of a partition's committed offset,
+// while the partition is assigned here.
+func (m *taskManager) committedMeta(topic string, p int32, meta string) {
+	if !m.assigned[topic][p] {
+		return
+	}
+	if m.meta[topic] == nil {
+		m.meta[topic] = map[int32]string{}
+	}
+	m.meta[topic][p] = meta
+}
+
+// resumeTimes gives a task waiting for its stream times the ones committed
+// last, once the metadata of any of its inputs is known (one fetch brings
+// them all), and runs its processors' Init if that waited.
+func (m *taskManager) resumeTimes(t *task) error {
+	if !t.timesPending {
+		return nil
+	}
+	meta := map[string]string{}
+	known := false
+	for _, in := range t.inputs {
+		if s, ok := m.meta[in.topic()][t.id.Partition]; ok {
+			meta[in.topic()], known = s, true
+		}
+	}
+	if !known {
+		return nil
+	}
+	return t.restoreTimes(meta)
 }
 
 func (m *taskManager) tasksOf(parts map[string][]int32) []*task {

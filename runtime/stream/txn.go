@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 // written by the producer's callbacks.
 type transaction struct {
 	cl    *kgo.Client
+	log   *slog.Logger
 	id    string // the transactional id
 	group string
 	// instance is the static member id (group.instance.id), nil if none.
@@ -72,7 +74,7 @@ func (x *transaction) produced() { x.acked.Add(1) }
 // the coordinator moved): it has then been aborted, and the caller rewinds
 // to the last commit. An error means the outcome is unknown or the producer
 // is fenced.
-func (x *transaction) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (committed bool, err error) {
+func (x *transaction) commit(ctx context.Context, offsets offsetCommits) (committed bool, err error) {
 	if !x.open || x.acked.Load() == 0 {
 		// Nothing reached a partition, so nothing but offsets changed (a
 		// store write always logs a changelog record). End whatever was
@@ -86,7 +88,7 @@ func (x *transaction) commit(ctx context.Context, offsets map[string]map[int32]k
 		if len(offsets) == 0 {
 			return true, nil
 		}
-		if err := commitOffsets(ctx, x.cl, offsets); err != nil {
+		if err := commitWithTimes(x.log, offsets, func() error { return commitOffsets(ctx, x.cl, offsets) }); err != nil {
 			if abortable(err) {
 				return false, nil
 			}
@@ -95,7 +97,7 @@ func (x *transaction) commit(ctx context.Context, offsets map[string]map[int32]k
 		return true, nil
 	}
 	if len(offsets) > 0 {
-		if err := x.commitOffsets(ctx, offsets); err != nil {
+		if err := commitWithTimes(x.log, offsets, func() error { return x.commitOffsets(ctx, offsets) }); err != nil {
 			if _, aerr := x.end(ctx, kgo.TryAbort); aerr != nil {
 				return false, aerr
 			}
@@ -145,8 +147,9 @@ func (x *transaction) end(ctx context.Context, try kgo.TransactionEndTry) (commi
 }
 
 // commitOffsets adds the group's offsets to the open transaction
-// (AddOffsetsToTxn, then TxnOffsetCommit with the member's generation).
-func (x *transaction) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
+// (AddOffsetsToTxn, then TxnOffsetCommit with the member's generation), each
+// with its stream times as metadata.
+func (x *transaction) commitOffsets(ctx context.Context, offsets offsetCommits) error {
 	pid, epoch, err := x.cl.ProducerID(ctx)
 	if err != nil {
 		return fmt.Errorf("producer id: %w", err)
@@ -179,6 +182,9 @@ func (x *transaction) commitOffsets(ctx context.Context, offsets map[string]map[
 		for p, o := range parts {
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, o.Offset, o.Epoch
+			if o.meta != "" {
+				rp.Metadata = &o.meta // the stream times (streamtime.go)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
@@ -208,7 +214,7 @@ func (x *transaction) commitOffsets(ctx context.Context, offsets map[string]map[
 
 // topicIDs returns the ids of the topics in offsets, asking the cluster
 // for the ones not known yet.
-func (x *transaction) topicIDs(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (map[string][16]byte, error) {
+func (x *transaction) topicIDs(ctx context.Context, offsets offsetCommits) (map[string][16]byte, error) {
 	if x.ids == nil {
 		x.ids = map[string][16]byte{}
 	}

@@ -98,6 +98,8 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.OnPartitionsAssigned(u.tm.onAssigned),
 		kgo.OnPartitionsRevoked(u.tm.onRevoked),
 		kgo.OnPartitionsLost(u.tm.onLost),
+		// The committed offsets' metadata carries the stream times.
+		kgo.OnOffsetsFetched(u.tm.onFetched),
 	}...)
 	var static *string // group.instance.id
 	if a.cfg.static {
@@ -112,7 +114,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 		// offsets are fetched with require_stable (KIP-447), which franz-go
 		// always asks for: a partition's new owner waits for the old owner's
 		// transaction instead of processing its input again.
-		tx = &transaction{id: fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx), group: a.cfg.appID, instance: static}
+		tx = &transaction{id: fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx), group: a.cfg.appID, instance: static, log: u.log}
 		opts = append(opts,
 			kgo.TransactionalID(tx.id),
 			// Longer than a rebalance that waits out a dead member's session,
@@ -240,6 +242,12 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		// What this poll returned follows positions the rewind discards.
 		return u.tm.rebuild(context.Background())
 	}
+	// Before routing: a record of a new partition follows the fetch of its
+	// committed offset, and its task resumes the stream times committed
+	// with it before it processes anything.
+	if err := u.tm.takeFetched(); err != nil {
+		return err
+	}
 	if err := u.route(fetches); err != nil {
 		return err
 	}
@@ -259,6 +267,17 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	for _, t := range u.tm.order {
 		if t.restoring {
 			continue
+		}
+		if t.timesPending {
+			if !t.buffered() {
+				continue
+			}
+			// Not expected: records come after their offsets' fetch. Go on
+			// rather than stall, with the stream times starting afresh.
+			u.log.Warn("records before the committed stream times; starting them afresh", "task", t.id.String())
+			if err := t.restoreTimes(nil); err != nil {
+				return err
+			}
 		}
 		n, err := t.process(batch, now)
 		processed += n
