@@ -606,6 +606,27 @@ var topologies = map[string]func(*env) *stream.Topology{
 		toLongsNullable(t, "count")
 		return t
 	},
+	"table-groupBy-nullable-reduce": func(*env) *stream.Topology {
+		t := stream.NewTopology()
+		NL := dsl.Nullable[int64](L)
+		dsl.Table(t, "table", "in", S, L, "table-store", opts)
+		dsl.TableGroupBy(t, "group-by", NS, func(k string, v int64) (*string, *int64) {
+			group, value := ptr(parity(v)), ptr(v)
+			if v < 0 {
+				group = nil
+			}
+			if v == 0 {
+				value = nil
+			}
+			return group, value
+		}, "table")
+		stream.AddRepartition(t, "group-by-repartition", NS, dsl.Changes(NL), stream.RepartitionOptions{}, "group-by")
+		dsl.TableReduce(t, "reduce", "reduce-store", NS, NL, opts,
+			func(agg, v *int64) *int64 { return ptr(*agg + *v) }, func(agg, v *int64) *int64 { return ptr(*agg - *v) }, "group-by-repartition")
+		dsl.ToStream[*string, *int64](t, "to-stream", "reduce")
+		stream.AddSink(t, "out", "out", NS, dsl.Nullable(NL), "to-stream")
+		return t
+	},
 	"table-groupBy-nullable-aggregate": func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		tableGroupByNullable(t)

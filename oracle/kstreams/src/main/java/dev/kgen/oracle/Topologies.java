@@ -270,6 +270,13 @@ final class Topologies {
                                 Materialized.with(S, L))
                         .toStream().to("out", Produced.with(S, L));
                 break;
+            case "table-groupBy-nullable-reduce":
+                // A negative row groups under a null key, a zero row gives a null value.
+                b.table("in", Consumed.with(S, L))
+                        .groupBy((k, v) -> KeyValue.pair(v < 0 ? null : parity(v), v == 0 ? null : v), Grouped.with(S, L))
+                        .reduce((agg, v) -> agg + v, (agg, v) -> agg - v)
+                        .toStream().to("out", Produced.with(S, L));
+                break;
             default:
                 throw new IllegalArgumentException("unknown topology " + name);
         }
