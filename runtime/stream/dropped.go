@@ -27,9 +27,11 @@ const (
 	DropExpiredWindow DropReason = "expired-window"
 )
 
-// DropReasons are the reasons the runtime knows, in a fixed order, so that
-// a metrics exporter can give each a series from the start.
-var DropReasons = []DropReason{DropNullKey, DropNullValue, DropLateRecord, DropExpiredWindow}
+// DropReasons returns the reasons the runtime knows, in a fixed order, so
+// that a metrics exporter can give each a series from the start.
+func DropReasons() []DropReason {
+	return []DropReason{DropNullKey, DropNullValue, DropLateRecord, DropExpiredWindow}
+}
 
 // RecordDropped counts the current record as dropped by this processor for
 // reason, and logs it at debug level with its topic, partition and offset.

@@ -94,11 +94,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDeadLettered, float64(s.DeadLettered), app)
 	// Every known reason has a series from the start, so a rate or an alert
 	// finds a 0 rather than nothing; others (an operator's own) as they come.
-	for _, r := range stream.DropReasons {
+	known := stream.DropReasons()
+	for _, r := range known {
 		counter(descDropped, float64(s.Dropped[r]), app, string(r))
 	}
 	for _, r := range sortedReasons(s.Dropped) {
-		if !slices.Contains(stream.DropReasons, r) {
+		if !slices.Contains(known, r) {
 			counter(descDropped, float64(s.Dropped[r]), app, string(r))
 		}
 	}
