@@ -111,9 +111,15 @@ func (s *sourceNode[K, V]) peek() (int64, bool, error) {
 		s.drop = DropNullValue
 	}
 	if s.drop != "" {
-		// Processed as any record (stream time, offset), but reaches no
-		// node: the extractor cannot run without a key and value.
+		// Processed as any record (its offset, and stream time as Kafka
+		// Streams' partition time), but reaches no node. An extractor
+		// cannot run without a key and value, and the record's own time
+		// may be far from the event times it extracts: then the drop
+		// leaves stream time where it is.
 		s.ts = raw.Timestamp.UnixMilli()
+		if s.timestamp != nil {
+			s.ts = s.t.streamTime
+		}
 		s.decoded = true
 		return s.ts, true, nil
 	}

@@ -92,6 +92,48 @@ func TestSourceDropsNullsItCannotDecode(t *testing.T) {
 	}
 }
 
+// A dropped null moves stream time by its record time, as Kafka Streams'
+// partition time, unless the source extracts event times: then it leaves
+// stream time alone, since its record time may be far from them.
+func TestDroppedNullAndStreamTime(t *testing.T) {
+	for _, extract := range []bool{false, true} {
+		topo := stream.NewTopology()
+		var opts []stream.SourceOption[string, int64]
+		if extract {
+			opts = append(opts, stream.WithTimestamp(func(_ string, v int64, _ time.Time) time.Time { return time.UnixMilli(v) }))
+		}
+		stream.AddSource(topo, "in", "in", serde.String{}, serde.Int64{}, opts...)
+		var seen []int64
+		stream.AddProcessor(topo, "time", func() stream.Processor[string, int64, string, int64] {
+			return stream.ProcessorFunc[string, int64, string, int64](func(ctx *stream.Context[string, int64], _ stream.Record[string, int64]) error {
+				seen = append(seen, ctx.StreamTime().UnixMilli())
+				return nil
+			})
+		}, "in")
+		d, err := stream.NewLocalDriver(topo, stream.LocalConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := func(n int64) []byte { b, _ := serde.Int64{}.Serialize(n); return b }
+		for _, r := range []struct {
+			v  []byte
+			ts int64
+		}{{l(1000), 1000}, {nil, 9_000_000}, {l(2000), 2000}} {
+			if err := d.Pipe("in", []byte("k"), r.v, nil, time.UnixMilli(r.ts)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Close()
+		want := []int64{1000, 9_000_000}
+		if extract {
+			want = []int64{1000, 2000}
+		}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("extractor %v: stream times (-want +got):\n%s", extract, diff)
+		}
+	}
+}
+
 // On a broker, with 4 partitions and two units: records with null keys and
 // null int64 values do not stop the App under the default Fail policy; they
 // are counted in Stats.Dropped by reason, logged at debug level with their

@@ -140,7 +140,8 @@ func WithTimestamp[K, V any](fn func(key K, value V, recordTime time.Time) time.
 // AddSource adds a source node reading topic, decoding keys with kd and
 // values with vd. A record whose key (or value) is null, where kd (or vd)
 // does not decode null (serde.NullDecoder), is dropped before it is
-// decoded: it is processed (its offset commits, stream time moves) but
+// decoded: it is processed (its offset commits; stream time moves to its
+// record time, unless the source has a timestamp extractor) but
 // reaches no node, is counted in Stats.Dropped as DropNullKey (or
 // DropNullValue) and logged at debug level; the first such drop of each
 // source and side is also a warning. Read a side that carries nulls with a
