@@ -270,7 +270,7 @@ func TestLogSummaries(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	src.mu.Lock()
-	src.s = stream.Stats{Processed: 150, Skipped: 2, Restored: 9, Tasks: map[stream.TaskID]stream.TaskStats{
+	src.s = stream.Stats{Processed: 150, Skipped: 2, Restored: 9, Dropped: map[stream.DropReason]uint64{stream.DropNullKey: 3, stream.DropNullValue: 1}, Tasks: map[stream.TaskID]stream.TaskStats{
 		{Partition: 0}: {Lag: 5}, {Partition: 1}: {Lag: 7, Restoring: true},
 	}}
 	src.mu.Unlock()
@@ -289,7 +289,7 @@ func TestLogSummaries(t *testing.T) {
 			break
 		}
 	}
-	for _, want := range []string{"msg=summary", "state=running", "processed=50 ", "lag=12", "tasks=2", "restoring=1", "restored_total=9", "skipped_total=2", "rate_per_s="} {
+	for _, want := range []string{"msg=summary", "state=running", "processed=50 ", "lag=12", "tasks=2", "restoring=1", "restored_total=9", "skipped_total=2", "dropped_total=4", "rate_per_s="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("summary %q lacks %q", line, want)
 		}

@@ -50,6 +50,10 @@ func logSummary(logger *slog.Logger, state stream.State, s stream.Stats, process
 			restoring++
 		}
 	}
+	var dropped uint64
+	for _, n := range s.Dropped {
+		dropped += n
+	}
 	rate := 0.0
 	if period > 0 {
 		rate = float64(processed) / period.Seconds()
@@ -58,7 +62,7 @@ func logSummary(logger *slog.Logger, state stream.State, s stream.Stats, process
 		"state", state.String(),
 		"processed", processed, "processed_total", s.Processed, "rate_per_s", roundTo(rate, 1),
 		"lag", lag, "tasks", len(s.Tasks), "restoring", restoring, "restored_total", s.Restored, "standbys", len(s.Standbys),
-		"skipped_total", s.Skipped, "dead_lettered_total", s.DeadLettered, "commits_total", s.Commits,
+		"skipped_total", s.Skipped, "dropped_total", dropped, "dead_lettered_total", s.DeadLettered, "commits_total", s.Commits,
 		"period", period.Round(time.Millisecond).String())
 }
 

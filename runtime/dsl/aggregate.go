@@ -15,9 +15,12 @@ import (
 // in between (the generator does). Each aggregation registers its store,
 // keeps a timestamped value per key, and forwards every update as a
 // Change, timestamped with the later of the record's time and the previous
-// aggregate's. A record whose value is nil (a tombstone read with Nullable,
-// or a nil slice or map) is dropped, as Kafka Streams drops a null value:
-// it neither changes the aggregate nor emits. An aggregator or reducer
+// aggregate's. A record whose key is nil (a key type that can be nil) or
+// whose value is nil (a tombstone read with Nullable, or a nil slice or
+// map) is dropped, as Kafka Streams drops a null key or value: it neither
+// changes the aggregate nor emits, and is counted as stream.DropNullKey or
+// stream.DropNullValue (a key or value type that cannot be nil never gets
+// here with a null: the source drops it). An aggregator or reducer
 // that returns nil (an aggregate type that can be nil) deletes the key's
 // aggregate, as Kafka Streams' null does: the update's New is nil (a
 // tombstone after ToStream), and the key's next record starts afresh.
@@ -52,7 +55,7 @@ func Aggregate[K, V, VA any](t *stream.Topology, name, store string, ks serde.Se
 
 func addAggregation[K, V, VA any](t *stream.Topology, name, store string, ks serde.Serde[K], vas serde.Serde[VA], opts stream.StoreOptions, step func(K, V, VA, bool) VA, parents []string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, Change[VA]] {
-		return &aggregation[K, V, VA]{storeName: store, step: step, isNil: nilTest[V](), aggNil: nilTest[VA]()}
+		return &aggregation[K, V, VA]{storeName: store, step: step, keyNil: nilTest[K](), isNil: nilTest[V](), aggNil: nilTest[VA]()}
 	}, parents...)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vas), opts, name)
 }
@@ -61,7 +64,8 @@ type aggregation[K, V, VA any] struct {
 	storeName string
 	store     state.KeyValueStore[K, ValueAndTimestamp[VA]]
 	step      func(K, V, VA, bool) VA
-	isNil     func(V) bool // nil for a type whose values are never nil
+	keyNil    func(K) bool // nil for a type whose values are never nil
+	isNil     func(V) bool
 	aggNil    func(VA) bool
 }
 
@@ -84,7 +88,12 @@ func (a *aggregation[K, V, VA]) Init(ctx *stream.Context[K, Change[VA]]) (err er
 }
 
 func (a *aggregation[K, V, VA]) Process(ctx *stream.Context[K, Change[VA]], r stream.Record[K, V]) error {
+	if a.keyNil != nil && a.keyNil(r.Key) {
+		ctx.RecordDropped(stream.DropNullKey)
+		return nil
+	}
 	if a.isNil != nil && a.isNil(r.Value) {
+		ctx.RecordDropped(stream.DropNullValue)
 		return nil
 	}
 	old, found, err := a.store.Get(r.Key)

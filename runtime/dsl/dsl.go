@@ -12,6 +12,22 @@
 // after, nil for a row that does not exist, so a deletion is never mistaken
 // for a zero value.
 //
+// # Nulls
+//
+// Operators treat nulls as Kafka Streams does. A key or value can be null
+// only if its type says so (a *V read with Nullable, a []byte, or any
+// serde.NullDecoder); a source whose side cannot say null drops such
+// records before any operator runs (stream.AddSource). Stateless operators
+// pass what they are given, nil included, to the user's functions, which
+// must handle it; Map, SelectKey and FlatMap may turn a nil key into a
+// real one. The aggregations (Count, Reduce, Aggregate) drop a record
+// whose key or value is nil, and Table drops a record whose key is nil,
+// counting each drop (stream.DropNullKey, stream.DropNullValue) in the
+// dropped-records counter with a debug log; a table's nil value deletes
+// its row. Where Kafka Streams would hand a null to a user's function on a
+// stateless path and kgen's side is not nullable, kgen drops the record at
+// the source instead: that is on purpose (a null is never a zero value).
+//
 // The generator (kgen generate) wires these from the operators of a
 // kgen.yaml, adding repartition steps where a key may have changed before a
 // grouping; by hand, add stream.AddRepartition where Kafka Streams would.
@@ -82,8 +98,10 @@ func (t timestamped[V]) Deserialize(b []byte) (ValueAndTimestamp[V], error) {
 	return ValueAndTimestamp[V]{Value: v, Timestamp: time.UnixMilli(int64(binary.BigEndian.Uint64(b)))}, nil
 }
 
-// Nullable encodes nil as a null value (a tombstone) and any other *V as s
-// encodes the value; a null decodes to nil.
+// Nullable encodes nil as a null (a tombstone, or no key) and any other *V
+// as s encodes the value; a null decodes to nil. It makes a side nilable
+// (serde.NullDecoder): a source reading a key or value with it hands nulls
+// to its nodes instead of dropping them.
 func Nullable[V any](s serde.Serde[V]) serde.Serde[*V] { return nullable[V]{s} }
 
 type nullable[V any] struct{ s serde.Serde[V] }
@@ -98,6 +116,9 @@ func (n nullable[V]) Serialize(v *V) ([]byte, error) {
 	}
 	return b, err
 }
+
+// DecodesNull is true: a null is nil (serde.NullDecoder).
+func (nullable[V]) DecodesNull() bool { return true }
 
 func (n nullable[V]) Deserialize(b []byte) (*V, error) {
 	if b == nil {

@@ -11,13 +11,15 @@ import (
 )
 
 // Word count with operators: flatMapValues, then groupBy (a new key, so a
-// repartition step), then count, written back to a topic as a stream.
+// repartition step), then count, written back to a topic as a stream. The
+// sentences carry no key (null), so the source reads keys as serde.Bytes,
+// which can say null: with serde.String it would drop every sentence.
 func Example() {
 	s := serde.String{}
 	t := stream.NewTopology()
-	stream.AddSource(t, "sentences", "sentences", s, s)
-	dsl.FlatMapValues(t, "words", func(_, v string) []string { return strings.Fields(v) }, "sentences")
-	dsl.SelectKey(t, "by-word", func(_, w string) string { return w }, "words")
+	stream.AddSource(t, "sentences", "sentences", serde.Bytes{}, s)
+	dsl.FlatMapValues(t, "words", func(_ []byte, v string) []string { return strings.Fields(v) }, "sentences")
+	dsl.SelectKey(t, "by-word", func(_ []byte, w string) string { return w }, "words")
 	stream.AddRepartition(t, "grouped", s, s, stream.RepartitionOptions{}, "by-word")
 	dsl.Count[string, string](t, "count", "counts", s, stream.StoreOptions{Changelog: true}, "grouped")
 	dsl.ToStream[string, int64](t, "updates", "count")

@@ -10,7 +10,8 @@ import (
 )
 
 // Table reads topic as a table: a record upserts its key, a null value (a
-// tombstone) deletes it. The rows live in store (Timestamped values, so set
+// tombstone) deletes it, and a record with a null key is dropped (counted
+// as stream.DropNullKey), as Kafka Streams' table sources do. The rows live in store (Timestamped values, so set
 // opts.Changelog unless the topic itself is to be replayed). It adds a
 // source node name+"-source" and the table node name, which forwards every
 // update as a Change, with the record's timestamp, a tombstone for a key
@@ -19,7 +20,7 @@ func Table[K, V any](t *stream.Topology, name, topic string, ks serde.Serde[K], 
 	source := name + "-source"
 	stream.AddSource(t, source, topic, serde.Deserializer[K](ks), Nullable(vs))
 	stream.AddProcessor(t, name, func() stream.Processor[K, *V, K, Change[V]] {
-		return &tableSource[K, V]{storeName: store}
+		return &tableSource[K, V]{storeName: store, keyNil: nilTest[K]()}
 	}, source)
 	stream.AddKeyValueStore(t, store, ks, Timestamped(vs), opts, name)
 }
@@ -27,6 +28,7 @@ func Table[K, V any](t *stream.Topology, name, topic string, ks serde.Serde[K], 
 type tableSource[K, V any] struct {
 	storeName string
 	store     state.KeyValueStore[K, ValueAndTimestamp[V]]
+	keyNil    func(K) bool // nil for a key type that cannot be nil
 }
 
 func (s *tableSource[K, V]) Init(ctx *stream.Context[K, Change[V]]) (err error) {
@@ -35,6 +37,10 @@ func (s *tableSource[K, V]) Init(ctx *stream.Context[K, Change[V]]) (err error) 
 }
 
 func (s *tableSource[K, V]) Process(ctx *stream.Context[K, Change[V]], r stream.Record[K, *V]) error {
+	if s.keyNil != nil && s.keyNil(r.Key) {
+		ctx.RecordDropped(stream.DropNullKey)
+		return nil
+	}
 	old, found, err := s.store.Get(r.Key)
 	if err != nil {
 		return err
@@ -69,10 +75,24 @@ func ToStream[K, V any](t *stream.Topology, name string, parents ...string) {
 // must subtract and add. When both map to the same group key (ks decides,
 // by bytes) one record carries both halves, so the subtraction and the
 // addition land together; otherwise the subtraction (old group key, Old
-// only) goes first and then the addition (new group key, New only).
+// only) goes first and then the addition (new group key, New only). A half
+// whose group key or value is nil (types that can be nil) is left out, as
+// Kafka Streams leaves out a null; a record left with no half is counted
+// as dropped (stream.DropNullKey, or DropNullValue).
 // Follow it with stream.AddRepartition(t, step, ks, Changes(vs), ...) and a
 // TableCount, TableReduce or TableAggregate.
 func TableGroupBy[K, V, KR, VR any](t *stream.Topology, name string, ks serde.Serializer[KR], fn func(K, V) (KR, VR), parents ...string) {
+	keyNil, valNil := nilTest[KR](), nilTest[VR]()
+	// null says why a selected pair cannot be forwarded, or "".
+	null := func(k KR, v VR) stream.DropReason {
+		switch {
+		case keyNil != nil && keyNil(k):
+			return stream.DropNullKey
+		case valNil != nil && valNil(v):
+			return stream.DropNullValue
+		}
+		return ""
+	}
 	stream.AddProcessor(t, name, func() stream.Processor[K, Change[V], KR, Change[VR]] {
 		return stream.ProcessorFunc[K, Change[V], KR, Change[VR]](func(ctx *stream.Context[KR, Change[VR]], r stream.Record[K, Change[V]]) error {
 			out := func(k KR, ch Change[VR]) {
@@ -80,13 +100,21 @@ func TableGroupBy[K, V, KR, VR any](t *stream.Topology, name string, ks serde.Se
 			}
 			var oldKey, newKey KR
 			var oldVal, newVal VR
-			if r.Value.Old != nil {
+			hasOld, hasNew := r.Value.Old != nil, r.Value.New != nil
+			var dropped stream.DropReason
+			if hasOld {
 				oldKey, oldVal = fn(r.Key, *r.Value.Old)
+				if why := null(oldKey, oldVal); why != "" {
+					hasOld, dropped = false, why
+				}
 			}
-			if r.Value.New != nil {
+			if hasNew {
 				newKey, newVal = fn(r.Key, *r.Value.New)
+				if why := null(newKey, newVal); why != "" {
+					hasNew, dropped = false, why
+				}
 			}
-			if r.Value.Old != nil && r.Value.New != nil {
+			if hasOld && hasNew {
 				same, err := sameKey(ks, oldKey, newKey)
 				if err != nil {
 					return err
@@ -96,11 +124,14 @@ func TableGroupBy[K, V, KR, VR any](t *stream.Topology, name string, ks serde.Se
 					return nil
 				}
 			}
-			if r.Value.Old != nil {
+			if hasOld {
 				out(oldKey, Change[VR]{Old: &oldVal})
 			}
-			if r.Value.New != nil {
+			if hasNew {
 				out(newKey, Change[VR]{New: &newVal})
+			}
+			if !hasOld && !hasNew && dropped != "" {
+				ctx.RecordDropped(dropped)
 			}
 			return nil
 		})

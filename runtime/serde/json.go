@@ -27,11 +27,14 @@ import (
 // Types that decode themselves (json.Unmarshaler, encoding.TextUnmarshaler,
 // such as time.Time) are checked by their own code.
 //
-// A tombstone (a record with no value: nil bytes) is not JSON at all: it
-// decodes, with no error, to the zero value of T: a nil pointer, slice or
-// map, or an empty struct. Use a pointer type to tell tombstones apart
-// from values. Serialize turns a nil pointer, slice, map or interface into
-// a tombstone in turn.
+// A tombstone (a record with no value: nil bytes) is not JSON at all. For
+// a T that can be nil (a pointer, slice, map or interface) it decodes to
+// nil, and JSON says so (NullDecoder), so a topology hands tombstones to
+// its nodes; for any other T (a struct) a topology's source drops them
+// (counted as null values) rather than make them an empty struct: use a
+// pointer type to receive them. Called directly, Deserialize(nil) gives
+// the zero value of T with no error. Serialize turns a nil pointer, slice,
+// map or interface into a tombstone in turn.
 type JSON[T any] struct {
 	// Lenient decodes as encoding/json does: unknown members are ignored,
 	// names match in any case, null leaves the zero value, invalid UTF-8
@@ -46,6 +49,16 @@ func (JSON[T]) Serialize(v T) ([]byte, error) {
 		return nil, nil
 	}
 	return json.Marshal(v)
+}
+
+// DecodesNull is true when T can be nil (a pointer, slice, map or
+// interface): a null decodes to nil.
+func (JSON[T]) DecodesNull() bool {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	}
+	return false
 }
 
 func isNil[T any](v *T) bool {

@@ -5,6 +5,19 @@
 // Kafka's Java serializers do, so kgen applications interoperate with any
 // other Kafka client. Generated code supplies serdes for record types (JSON,
 // Avro, Confluent wire format) that satisfy the same interfaces.
+//
+// # Nulls
+//
+// A record's key or value may be null (no bytes at all: a tombstone, or a
+// producer that sent no key). A type that can say null is nilable: its
+// deserializer implements NullDecoder and decodes nil bytes into the null of
+// its type (Bytes to a nil slice, JSON of a pointer to a nil pointer,
+// dsl.Nullable to a nil *V). The primitives (String, Int32, Int64, Float64)
+// cannot say null, so a topology's source never calls them with nil bytes:
+// it drops such a record and counts it (runtime/stream, "null-key" and
+// "null-value" in the dropped-records counter), and a null never becomes ""
+// or 0 nor a size error. Called directly with nil, String still returns ""
+// and the fixed-width ones a *SizeError.
 package serde
 
 import (
@@ -24,6 +37,22 @@ type Deserializer[T any] interface {
 	Deserialize(data []byte) (T, error)
 }
 
+// NullDecoder is implemented by a Deserializer that decodes a null (nil
+// bytes) into the null of its type, so that a topology hands null keys and
+// tombstones to its nodes instead of dropping them. A wrapper around another
+// deserializer says what the wrapped one would.
+type NullDecoder interface {
+	// DecodesNull reports whether Deserialize(nil) gives the type's null.
+	DecodesNull() bool
+}
+
+// DecodesNull reports whether d declares, by NullDecoder, that it decodes
+// a null into the null of its type.
+func DecodesNull(d any) bool {
+	n, ok := d.(NullDecoder)
+	return ok && n.DecodesNull()
+}
+
 // Serde is both halves for one type.
 type Serde[T any] interface {
 	Serializer[T]
@@ -39,7 +68,9 @@ type Appender[T any] interface {
 }
 
 // String encodes strings as their UTF-8 bytes, as Kafka's StringSerializer.
-// A null decodes to "".
+// A string cannot say null: a source drops a null it would be given (read
+// with dsl.Nullable(String{}) to receive it as nil); called directly, it
+// decodes a null to "".
 type String struct{}
 
 func (String) Serialize(v string) ([]byte, error)   { return []byte(v), nil }
@@ -47,8 +78,12 @@ func (String) Deserialize(b []byte) (string, error) { return string(b), nil }
 
 func (String) AppendSerialize(dst []byte, v string) ([]byte, error) { return append(dst, v...), nil }
 
-// Bytes passes byte slices through unchanged; a null stays nil.
+// Bytes passes byte slices through unchanged; a null stays nil, and an
+// empty value is an empty, non-nil slice.
 type Bytes struct{}
+
+// DecodesNull is true: a null is a nil slice.
+func (Bytes) DecodesNull() bool { return true }
 
 func (Bytes) Serialize(v []byte) ([]byte, error)   { return v, nil }
 func (Bytes) Deserialize(b []byte) ([]byte, error) { return b, nil }

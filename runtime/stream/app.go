@@ -599,6 +599,10 @@ type Stats struct {
 	// end to end (a record's timestamp to its output, at the sink; one in
 	// 64).
 	ProcessLatency, CommitLatency, PunctuationLatency, EndToEndLatency Histogram
+	// Dropped counts the records dropped by reason (a null key where one is
+	// needed, and so on: see DropReason); only reasons that happened are
+	// present. A dropped record is also counted in Processed.
+	Dropped map[DropReason]uint64
 }
 
 // TaskStats is one task's share of Stats.
@@ -610,6 +614,8 @@ type TaskStats struct {
 	// RestoreRemaining is how many changelog records the task has yet to
 	// restore.
 	RestoreRemaining int64
+	// Dropped counts the task's dropped records by reason, as Stats.Dropped.
+	Dropped map[DropReason]uint64
 }
 
 // Stats returns the current counters. Per-task figures are as of each
@@ -630,6 +636,7 @@ func (a *App) Stats() Stats {
 		s.Processed += us.Processed
 		s.Skipped += us.Skipped
 		s.DeadLettered += us.DeadLettered
+		addDropped(&s.Dropped, us.Dropped)
 		s.Punctuations += us.Punctuations
 		s.Commits += us.Commits
 		s.Aborts += us.Aborts

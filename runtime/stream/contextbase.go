@@ -41,6 +41,10 @@ func (b ContextBase[K, V]) ObservedTime(name string) *ObservedTime { return b.rt
 // TaskID names the task running this processor.
 func (b ContextBase[K, V]) TaskID() TaskID { return b.rt.TaskID() }
 
+// RecordDropped counts the current record as dropped for reason, and logs
+// it at debug level with its coordinates (see Context.RecordDropped).
+func (b ContextBase[K, V]) RecordDropped(reason DropReason) { b.rt.RecordDropped(reason) }
+
 // Commit asks for a commit at the next opportunity.
 func (b ContextBase[K, V]) Commit() { b.rt.Commit() }
 

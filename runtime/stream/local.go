@@ -246,6 +246,16 @@ func (d *LocalDriver) AdvanceWallClock(dur time.Duration) error {
 	return d.drain()
 }
 
+// Dropped counts the records dropped so far, by reason, over every task
+// (see DropReason); only reasons that happened are present.
+func (d *LocalDriver) Dropped() map[DropReason]uint64 {
+	out := map[DropReason]uint64{}
+	for _, tk := range d.tasks {
+		addDropped(&out, tk.dropped)
+	}
+	return out
+}
+
 // Now is the driver's wall-clock time.
 func (d *LocalDriver) Now() time.Time { return d.now }
 

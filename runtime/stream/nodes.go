@@ -61,10 +61,16 @@ type sourceNode[K, V any] struct {
 	timestamp func(K, V, time.Time) time.Time
 	t         *task
 	children  []receiver[K, V]
+	// keyNull and valueNull say the deserializers decode a null
+	// (serde.NullDecoder); where one does not, a null is dropped before
+	// it is decoded, so it never becomes a zero value or a size error.
+	keyNull, valueNull bool
+	warned             *nullWarnings
 
 	buf     []*kgo.Record
 	first   int // index of the head in buf
 	decoded bool
+	drop    DropReason // the decoded head is dropped, for this reason
 	rec     Record[K, V]
 	ts      int64
 	st      inputState
@@ -99,6 +105,25 @@ func (s *sourceNode[K, V]) peek() (int64, bool, error) {
 		return s.ts, true, nil
 	}
 	raw := s.buf[s.first]
+	switch {
+	case raw.Key == nil && !s.keyNull:
+		s.drop = DropNullKey
+	case raw.Value == nil && !s.valueNull:
+		s.drop = DropNullValue
+	}
+	if s.drop != "" {
+		// Processed as any record (its offset, and stream time as Kafka
+		// Streams' partition time), but reaches no node. An extractor
+		// cannot run without a key and value, and the record's own time
+		// may be far from the event times it extracts: then the drop
+		// leaves stream time where it is.
+		s.ts = raw.Timestamp.UnixMilli()
+		if s.timestamp != nil {
+			s.ts = s.t.streamTime
+		}
+		s.decoded = true
+		return s.ts, true, nil
+	}
 	k, err := s.kd.Deserialize(raw.Key)
 	if err != nil {
 		return 0, true, fmt.Errorf("key: %w", err)
@@ -120,6 +145,11 @@ func (s *sourceNode[K, V]) peek() (int64, bool, error) {
 }
 
 func (s *sourceNode[K, V]) forwardHead() {
+	if s.drop != "" {
+		s.t.recordDropped(s.name, s.drop)
+		s.warned.warn(s.t, s.name, s.topicName, s.drop)
+		return
+	}
 	for _, c := range s.children {
 		if s.t.err != nil {
 			return
@@ -138,7 +168,7 @@ func (s *sourceNode[K, V]) pop() {
 		s.buf = s.buf[:0]
 		s.first = 0
 	}
-	s.decoded = false
+	s.decoded, s.drop = false, ""
 	var zero Record[K, V]
 	s.rec = zero
 }

@@ -53,6 +53,7 @@ type task struct {
 	processLat, punctuateLat, endToEndLat histogram
 
 	processed     uint64
+	dropped       map[DropReason]uint64 // by reason; nil until the first drop
 	skipped       uint64
 	deadLettered  uint64
 	punctuations  uint64

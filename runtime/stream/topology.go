@@ -147,7 +147,14 @@ func WithTimestamp[K, V any](fn func(key K, value V, recordTime time.Time) time.
 }
 
 // AddSource adds a source node reading topic, decoding keys with kd and
-// values with vd.
+// values with vd. A record whose key (or value) is null, where kd (or vd)
+// does not decode null (serde.NullDecoder), is dropped before it is
+// decoded: it is processed (its offset commits; stream time moves to its
+// record time, unless the source has a timestamp extractor) but
+// reaches no node, is counted in Stats.Dropped as DropNullKey (or
+// DropNullValue) and logged at debug level; the first such drop of each
+// source and side is also a warning. Read a side that carries nulls with a
+// serde that decodes them (dsl.Nullable, serde.Bytes) to receive them.
 func AddSource[K, V any](t *Topology, name, topic string, kd serde.Deserializer[K], vd serde.Deserializer[V], opts ...SourceOption[K, V]) {
 	var cfg sourceConfig[K, V]
 	for _, o := range opts {
@@ -224,9 +231,11 @@ func AddSinkWith[K, V any](t *Topology, name, topic string, ks serde.Serializer[
 // sourceBuilder makes a source's instance for a task. The topic is the one
 // of the task's topology, which names the App's repartition topics.
 func sourceBuilder[K, V any](n *node, kd serde.Deserializer[K], vd serde.Deserializer[V], timestamp func(K, V, time.Time) time.Time) builder {
+	keyNull, valueNull, warned := serde.DecodesNull(kd), serde.DecodesNull(vd), &nullWarnings{}
 	return func(tk *task, children []any) (any, error) {
 		topic := tk.topo.nodes[n.name].topic
-		src := &sourceNode[K, V]{name: n.name, topicName: topic, kd: kd, vd: vd, timestamp: timestamp, t: tk}
+		src := &sourceNode[K, V]{name: n.name, topicName: topic, kd: kd, vd: vd, timestamp: timestamp, t: tk,
+			keyNull: keyNull, valueNull: valueNull, warned: warned}
 		for i, c := range children {
 			r, ok := c.(receiver[K, V])
 			if !ok {

@@ -24,6 +24,8 @@ type unitStats struct {
 func (s *unitStats) accumulate(t *task) {
 	s.totals.Processed += t.processed
 	s.totals.Skipped += t.skipped
+	addDropped(&s.totals.Dropped, t.dropped)
+	t.dropped = nil
 	s.totals.DeadLettered += t.deadLettered
 	s.totals.Punctuations += t.punctuations
 	s.totals.EnforcedSteps += t.enforcedSteps
@@ -43,6 +45,8 @@ func (s *unitStats) publish(u *unit, force bool) {
 	}
 	s.lastPub = now
 	p := s.totals
+	p.Dropped = nil // the totals' map is not the snapshot's to share
+	addDropped(&p.Dropped, s.totals.Dropped)
 	p.Commits, p.Aborts, p.CommitTime = u.cm.commits, u.cm.aborts, u.cm.dur
 	p.Restored, p.StandbyRestored, p.ProcessTime = u.cr.restored, u.cr.standbyRestored, s.procDur
 	p.Skipped += u.rc.skipped.Load()
@@ -58,10 +62,12 @@ func (s *unitStats) publish(u *unit, force bool) {
 	for _, t := range u.tm.order {
 		p.Processed += t.processed
 		p.Skipped += t.skipped
+		addDropped(&p.Dropped, t.dropped)
 		p.DeadLettered += t.deadLettered
 		p.Punctuations += t.punctuations
 		p.EnforcedSteps += t.enforcedSteps
 		ts := TaskStats{Processed: t.processed, Restoring: t.restoring, ProcessorCount: map[string]uint64{}}
+		addDropped(&ts.Dropped, t.dropped)
 		for _, in := range t.inputs {
 			st := in.state()
 			if st.hwm >= 0 {

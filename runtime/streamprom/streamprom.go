@@ -7,6 +7,7 @@
 package streamprom
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -36,6 +37,7 @@ var (
 
 	descProcessed    = prometheus.NewDesc("kgen_records_processed_total", "Records processed.", appLabels, nil)
 	descSkipped      = prometheus.NewDesc("kgen_records_skipped_total", "Records that failed and were skipped by the LogAndContinue policy.", appLabels, nil)
+	descDropped      = prometheus.NewDesc("kgen_records_dropped_total", "Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window), as Kafka Streams' dropped-records.", []string{"app", "reason"}, nil)
 	descDeadLettered = prometheus.NewDesc("kgen_records_dead_lettered_total", "Records sent to a dead-letter topic.", appLabels, nil)
 	descPunctuations = prometheus.NewDesc("kgen_punctuations_total", "Punctuations fired.", appLabels, nil)
 	descCommits      = prometheus.NewDesc("kgen_commits_total", "Commits (transactions under exactly-once).", appLabels, nil)
@@ -50,6 +52,7 @@ var (
 	descTaskRecords  = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
 	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
 	descTaskRestore  = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
+	descTaskDropped  = prometheus.NewDesc("kgen_task_records_dropped_total", "Records dropped per task and reason, since the task was assigned to this instance (only reasons that happened).", []string{"app", "task", "reason"}, nil)
 	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
 
 	descTasksCreated     = prometheus.NewDesc("kgen_tasks_created_total", "Active tasks created on this instance.", appLabels, nil)
@@ -69,8 +72,8 @@ var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, 
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDeadLettered, descPunctuations, descCommits,
-		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descProcRecords,
+	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDropped, descDeadLettered, descPunctuations, descCommits,
+		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descTaskDropped, descProcRecords,
 		descTasksCreated, descTasksClosed, descRestoreRemaining, descTaskRemaining, descProcessLatency, descCommitLatency, descPunctLatency, descE2ELatency} {
 		ch <- d
 	}
@@ -89,6 +92,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descProcessed, float64(s.Processed), app)
 	counter(descSkipped, float64(s.Skipped), app)
 	counter(descDeadLettered, float64(s.DeadLettered), app)
+	// Every known reason has a series from the start, so a rate or an alert
+	// finds a 0 rather than nothing; others (an operator's own) as they come.
+	known := stream.DropReasons()
+	for _, r := range known {
+		counter(descDropped, float64(s.Dropped[r]), app, string(r))
+	}
+	for _, r := range sortedReasons(s.Dropped) {
+		if !slices.Contains(known, r) {
+			counter(descDropped, float64(s.Dropped[r]), app, string(r))
+		}
+	}
 	counter(descPunctuations, float64(s.Punctuations), app)
 	counter(descCommits, float64(s.Commits), app)
 	counter(descCommitTime, s.CommitTime.Seconds(), app)
@@ -136,6 +150,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descTaskRestore, restoring, app, task)
 		gauge(descTaskRemaining, float64(ts.RestoreRemaining), app, task)
+		for _, r := range sortedReasons(ts.Dropped) {
+			counter(descTaskDropped, float64(ts.Dropped[r]), app, task, string(r))
+		}
 		procs := make([]string, 0, len(ts.ProcessorCount))
 		for p := range ts.ProcessorCount {
 			procs = append(procs, p)
@@ -145,6 +162,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descProcRecords, float64(ts.ProcessorCount[p]), app, task, p)
 		}
 	}
+}
+
+func sortedReasons(m map[stream.DropReason]uint64) []stream.DropReason {
+	rs := make([]stream.DropReason, 0, len(m))
+	for r := range m {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	return rs
 }
 
 // histogram turns a runtime histogram (a count per bucket) into Prometheus'

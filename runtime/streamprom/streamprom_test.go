@@ -48,8 +48,8 @@ kgen_task_lag_records{app="wc",task="0_1"} 7
 		"kgen_commit_seconds_total", "kgen_group_generation", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 31 {
-		t.Fatalf("collected %d metrics, want 31: 19 per app, 6 states, 4 for the task, 1 per processor", n)
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 35 {
+		t.Fatalf("collected %d metrics, want 35: 23 per app (4 of them dropped records by reason), 6 states, 4 for the task, 1 per processor", n)
 	}
 	wantState := `
 # HELP kgen_app_state 1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).
@@ -62,6 +62,34 @@ kgen_app_state{app="wc",state="running"} 1
 kgen_app_state{app="wc",state="stopped"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantState), "kgen_app_state"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Dropped records come out by reason: every known reason has its series,
+// zero or not, and a task's only for the reasons that happened.
+func TestDroppedRecords(t *testing.T) {
+	app := fakeApp{stream.Stats{
+		Dropped: map[stream.DropReason]uint64{stream.DropNullKey: 3, "custom": 1},
+		Tasks: map[stream.TaskID]stream.TaskStats{
+			{Subtopology: 1, Partition: 0}: {Dropped: map[stream.DropReason]uint64{stream.DropNullKey: 3}},
+		},
+	}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(streamprom.NewCollector(app))
+	want := `
+# HELP kgen_records_dropped_total Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window), as Kafka Streams' dropped-records.
+# TYPE kgen_records_dropped_total counter
+kgen_records_dropped_total{app="wc",reason="custom"} 1
+kgen_records_dropped_total{app="wc",reason="expired-window"} 0
+kgen_records_dropped_total{app="wc",reason="late-record"} 0
+kgen_records_dropped_total{app="wc",reason="null-key"} 3
+kgen_records_dropped_total{app="wc",reason="null-value"} 0
+# HELP kgen_task_records_dropped_total Records dropped per task and reason, since the task was assigned to this instance (only reasons that happened).
+# TYPE kgen_task_records_dropped_total counter
+kgen_task_records_dropped_total{app="wc",reason="null-key",task="1_0"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kgen_records_dropped_total", "kgen_task_records_dropped_total"); err != nil {
 		t.Fatal(err)
 	}
 }

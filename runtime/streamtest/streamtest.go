@@ -1,7 +1,8 @@
 // Package streamtest runs a topology with no broker, deterministically, for
-// unit tests: pipe typed records into input topics, move wall-clock time,
-// read typed records from output topics and look into stores. Each piped
-// record is processed completely before Pipe returns.
+// unit tests: pipe typed records into input topics (null keys and
+// tombstones too: PipeNullKey, PipeTombstone), move wall-clock time, read
+// typed records from output topics, look into stores and count dropped
+// records. Each piped record is processed completely before Pipe returns.
 package streamtest
 
 import (
@@ -60,23 +61,66 @@ func Pipe[K, V any](d *Driver, topic string, ks serde.Serializer[K], vs serde.Se
 	return d.d.Pipe(topic, kb, vb, nil, ts)
 }
 
+// PipeNullKey feeds topic a record with a null key (what a producer that
+// sends no key writes) and value, as Pipe: it goes to a partition
+// round-robin. A source whose key serde cannot say null drops it (counted
+// in Dropped as stream.DropNullKey).
+func PipeNullKey[V any](d *Driver, topic string, vs serde.Serializer[V], value V, ts time.Time) error {
+	vb, err := vs.Serialize(value)
+	if err != nil {
+		return fmt.Errorf("pipe to %q: serialize value: %w", topic, err)
+	}
+	return d.d.Pipe(topic, nil, vb, nil, ts)
+}
+
+// PipeTombstone feeds topic a record with key and a null value (a
+// tombstone), as Pipe. A table deletes the key's row; a source whose value
+// serde cannot say null drops it (counted as stream.DropNullValue).
+func PipeTombstone[K any](d *Driver, topic string, ks serde.Serializer[K], key K, ts time.Time) error {
+	kb, err := ks.Serialize(key)
+	if err != nil {
+		return fmt.Errorf("pipe to %q: serialize key: %w", topic, err)
+	}
+	return d.d.Pipe(topic, kb, nil, nil, ts)
+}
+
+// PipeNulls feeds topic a record whose key and value are both null.
+func (d *Driver) PipeNulls(topic string, ts time.Time) error {
+	return d.d.Pipe(topic, nil, nil, nil, ts)
+}
+
+// Dropped counts the records dropped so far by reason (a null key or value
+// where the topology cannot take one, and so on: stream.DropReason), over
+// every task; only reasons that happened are present.
+func (d *Driver) Dropped() map[stream.DropReason]uint64 { return d.d.Dropped() }
+
 // PipeRaw feeds already serialized bytes (or garbage, to test error paths).
 func (d *Driver) PipeRaw(topic string, key, value []byte, ts time.Time) error {
 	return d.d.Pipe(topic, key, value, nil, ts)
 }
 
-// Read removes and decodes the records written to topic so far.
+// Read removes and decodes the records written to topic so far. A null
+// key or value is decoded only by a deserializer that decodes null
+// (serde.NullDecoder: dsl.Nullable, serde.Bytes); for any other it is an
+// error naming the record, never a zero value.
 func Read[K, V any](d *Driver, topic string, kd serde.Deserializer[K], vd serde.Deserializer[V]) ([]stream.Record[K, V], error) {
 	raw := d.d.Output(topic)
 	out := make([]stream.Record[K, V], 0, len(raw))
+	keyNull, valueNull := serde.DecodesNull(kd), serde.DecodesNull(vd)
 	for _, r := range raw {
+		if r.Key == nil && !keyNull {
+			return out, fmt.Errorf("read %s/%d@%d: null key, and the key deserializer (%T) does not decode null: read it with a nullable one (dsl.Nullable)", topic, r.Partition, r.Offset, kd)
+		}
+		if r.Value == nil && !valueNull {
+			return out, fmt.Errorf("read %s/%d@%d: null value (a tombstone), and the value deserializer (%T) does not decode null: read it with a nullable one (dsl.Nullable)", topic, r.Partition, r.Offset, vd)
+		}
 		k, err := kd.Deserialize(r.Key)
 		if err != nil {
-			return out, fmt.Errorf("read %s@%d: key: %w", topic, r.Offset, err)
+			return out, fmt.Errorf("read %s/%d@%d: key: %w", topic, r.Partition, r.Offset, err)
 		}
 		v, err := vd.Deserialize(r.Value)
 		if err != nil {
-			return out, fmt.Errorf("read %s@%d: value: %w", topic, r.Offset, err)
+			return out, fmt.Errorf("read %s/%d@%d: value: %w", topic, r.Partition, r.Offset, err)
 		}
 		out = append(out, stream.Record[K, V]{Key: k, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
 	}

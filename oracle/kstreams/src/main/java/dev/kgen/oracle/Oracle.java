@@ -136,10 +136,10 @@ public final class Oracle {
                 Map<String, Object> types = types(topics, topic);
                 TestInputTopic<Object, Object> in = driver.createInputTopic(topic,
                         serializer((String) types.get("key")), serializer((String) types.get("value")));
-                Object key = r.get("key");
-                if (key == null) {
-                    throw new IllegalArgumentException("input without a key (kgen keys cannot be null)");
+                if (!r.containsKey("key") || !r.containsKey("value")) {
+                    throw new IllegalArgumentException("input " + i + " lacks a key or a value (write null for a null)");
                 }
+                Object key = r.get("key");
                 // Every input carries one header, in=<its index>, so an output
                 // shows which input's headers it kept.
                 Headers headers = new RecordHeaders(new Header[] {
