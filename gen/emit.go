@@ -78,17 +78,6 @@ func kvTypes(kv KV) []jen.Code {
 	return []jen.Code{typeOf(kv.Key), typeOf(kv.Value)}
 }
 
-// typeOf is the Go type of values of r, wrapped as operators carry it.
-func typeOf(r TypeRef) *jen.Statement {
-	switch r.Wrap {
-	case ChangeOf:
-		return jen.Qual(pkgDSL, "Change").Types(gotype.Of(r.Type))
-	case PointerTo:
-		return jen.Op("*").Add(gotype.Of(r.Type))
-	}
-	return gotype.Of(r.Type)
-}
-
 // outTypes are a processor's output type arguments; a processor that
 // forwards nothing uses struct{} for both.
 func outTypes(p *ProcNode) []jen.Code {
@@ -453,7 +442,7 @@ func (e *emitter) topology(f *jen.File) {
 	}
 	for _, n := range emitOrder(g) {
 		if n.Op != nil {
-			body = append(body, e.opCalls(n.Op)...)
+			body = append(body, n.Op.kind.Emit(e, n.Op)...)
 			continue
 		}
 		p := n.Proc
