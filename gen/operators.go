@@ -623,7 +623,9 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 // rekeyedOpState finds a key-changing operator (map, flatMap, selectKey)
 // that feeds, in its own task, a processor keeping state per key: the same
 // mistake rekeyedState reports for processors. Groupings repartition by
-// themselves, so the walk stops at them.
+// themselves, and a kind whose output is partitioned by its key
+// (KeyedOutput) has brought each key's records together, so the walk stops
+// at them.
 func (r *resolver) rekeyedOpState() {
 	for _, o := range r.g.Operators {
 		if !o.kind.KeyChanging {
@@ -643,7 +645,7 @@ func (r *resolver) rekeyedOpState() {
 					stateful = c.Proc
 				case c.Proc != nil:
 					walk(c.Proc.Children)
-				case !c.Op.kind.Grouping:
+				case !c.Op.kind.Grouping && !c.Op.kind.KeyedOutput:
 					walk(c.Op.Children)
 				}
 			}
