@@ -17,12 +17,13 @@ import (
 // operator written with other keys, or without a required one, or of no
 // known kind, is reported at its place.
 func TestOperatorKeys(t *testing.T) {
+	kinds := strings.Join(opKindNames(), ", ")
 	for _, tc := range []struct {
 		name, spec string
 		want       []string
 	}{
-		{"unknown op", "version: 1\napp: a\noperators:\n  o: {op: fliter, from: [t]}\n", []string{`kgen.yaml:4:11: operator "o": unknown op "fliter" (want one of aggregate, branch, count, filter, filterNot, flatMap, flatMapValues, foreach, groupBy, groupByKey, map, mapValues, merge, peek, reduce, selectKey, table, toStream) (did you mean "filter"?)`}},
-		{"missing op", "version: 1\napp: a\noperators:\n  o: {from: [t]}\n", []string{`kgen.yaml:4:6: operator "o": missing op: the operator kind (aggregate, branch, count, filter, filterNot, flatMap, flatMapValues, foreach, groupBy, groupByKey, map, mapValues, merge, peek, reduce, selectKey, table, toStream)`}},
+		{"unknown op", "version: 1\napp: a\noperators:\n  o: {op: fliter, from: [t]}\n", []string{`kgen.yaml:4:11: operator "o": unknown op "fliter" (want one of ` + kinds + `) (did you mean "filter"?)`}},
+		{"missing op", "version: 1\napp: a\noperators:\n  o: {from: [t]}\n", []string{`kgen.yaml:4:6: operator "o": missing op: the operator kind (` + kinds + `)`}},
 		{"missing store", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g]}\n", []string{`kgen.yaml:4:3: operator "o": count needs the store holding its rows: store: NAME`}},
 		{"missing value", "version: 1\napp: a\noperators:\n  o: {op: mapValues, from: [g]}\n", []string{`kgen.yaml:4:3: operator "o": mapValues needs the value type it outputs: value: TYPE`}},
 		{"wrong field", "version: 1\napp: a\noperators:\n  o: {op: filter, from: [g], store: s}\n", []string{`kgen.yaml:4:30: operator "o": filter takes no store (it takes from, op, to)`}},
