@@ -18,7 +18,7 @@ func init() {
 		Hint:     groupingHint,
 		Grouping: true,
 		Type: func(r *resolver, o *OpNode, in Node) {
-			if !r.streamOnly(o, in) {
+			if !r.streamOnly(o, in) || !r.nonNull(o, in, true, true) {
 				return
 			}
 			o.Out, o.HasOut = o.In, true
@@ -59,6 +59,9 @@ func init() {
 				}
 				o.Out, o.HasOut = KV{r.typ(o.Key), r.typ(o.Value).wrapped(ChangeOf)}, true
 			} else {
+				if !r.nonNull(o, in, false, true) {
+					return
+				}
 				if o.Value.Value != "" {
 					r.errs.add(o.Keys["value"], "%s groups a stream by a new key and keeps the values: it takes no value (to change values too, put a map before it)", o.what())
 				}

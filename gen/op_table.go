@@ -23,17 +23,21 @@ func init() {
 		},
 		Closed: "its topic",
 		Edges:  tableEdges,
-		Type: func(r *resolver, o *OpNode, _ Node) {
+		Type: func(r *resolver, o *OpNode, in Node) {
 			t := o.Parents[0].Topic
-			o.Out, o.HasOut, o.Table = KV{t.KV.Key, t.KV.Value.wrapped(ChangeOf)}, true, true
-			r.opStoreTypes(o, KV{t.KV.Key, t.KV.Value}, t.KeyFormat, t.ValueFormat)
+			if !r.nonNull(o, in, true, false) {
+				return
+			}
+			rows := tableRows(t)
+			o.Out, o.HasOut, o.Table = KV{rows.Key, rows.Value.wrapped(ChangeOf)}, true, true
+			r.opStoreTypes(o, rows, t.KeyFormat, t.ValueFormat)
 		},
 		Nodes: func(o *OpNode) []runtimeNode {
 			return []runtimeNode{{Suffix: "-source", Role: "source node", Source: true}, {Role: "node"}}
 		},
 		Emit: func(e *emitter, o *OpNode) []jen.Code {
 			t, st := o.Parents[0].Topic, o.Rows
-			return []jen.Code{jen.Qual(pkgDSL, "Table").Types(kvTypes(t.KV)...).Call(jen.Id("t"), jen.Lit(o.Name.Value), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
+			return []jen.Code{jen.Qual(pkgDSL, "Table").Types(kvTypes(tableRows(t))...).Call(jen.Id("t"), jen.Lit(o.Name.Value), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
 				jen.Id(st.Go.Const), storeOptions(st))}
 		},
 		Rows: func(o *schema.Operator) string { return "the rows of topic " + o.Topic.Value },
@@ -62,4 +66,15 @@ func tableEdges(r *resolver, o *OpNode) {
 	}
 	t.Table = o
 	o.Parents = []Node{{Topic: t}}
+}
+
+// tableRows are the key and value types of the rows of a table reading topic
+// t: a table reads a null value as a deletion, so a nullable value is a row's
+// value type.
+func tableRows(t *TopicNode) KV {
+	kv := t.KV
+	if kv.Value.is(PointerTo) {
+		kv.Value = kv.Value.unwrapped()
+	}
+	return kv
 }

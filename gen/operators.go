@@ -377,6 +377,23 @@ func (r *resolver) streamOnly(o *OpNode, in Node) bool {
 	return true
 }
 
+// nonNull reports o, reading from in, when a side it needs not null (its
+// keys, its values) may be: kgen's groupings and tables do not drop null
+// keys and values yet, as Kafka Streams' do. It returns whether none is.
+func (r *resolver) nonNull(o *OpNode, in Node, keys, values bool) bool {
+	side, t := "", TypeRef{}
+	switch {
+	case keys && o.In.Key.is(PointerTo):
+		side, t = "keys", o.In.Key
+	case values && o.In.Value.is(PointerTo):
+		side, t = "values", o.In.Value
+	default:
+		return true
+	}
+	r.errs.add(r.opFromPos(o, 0), "%s reads %q, whose %s may be null (%s): %s takes no null %s yet; drop them first ({op: filter, from: [%s]}, then a mapValues or selectKey to %s)", o.what(), in.Name(), side, t.Name, o.kind.Name, side, in.Name(), t.unwrapped().Name)
+	return false
+}
+
 // passOn is the typing rule of an operator that outputs what it reads (a
 // stream).
 func passOn(r *resolver, o *OpNode, in Node) {
@@ -474,10 +491,10 @@ func (r *resolver) opChildren(o *OpNode) {
 			}
 			t := c.Topic
 			out := o.Out
-			if out.Value.is(PointerTo) {
+			if out.Value.is(PointerTo) && !t.KV.Value.is(PointerTo) {
 				// toStream's deletions become tombstones.
 				out.Value = out.Value.unwrapped()
-				t.Nullable = true
+				t.Tombstones = true
 			}
 			if !out.same(t.KV) {
 				r.errs.add(r.opToPos(o, c), "%s outputs %s but topic %q takes %s", o.what(), o.Out, t.Name.Value, t.KV)
@@ -497,7 +514,7 @@ func (r *resolver) opChildren(o *OpNode) {
 // and without: one sink writes it, with one value serde.
 func (r *resolver) checkSinks() {
 	for _, t := range r.g.Topics {
-		if !t.Nullable {
+		if !t.Tombstones {
 			continue
 		}
 		for _, o := range t.OpWriters {

@@ -49,8 +49,8 @@ type TopicNode struct {
 	// (a table reading it is Table instead).
 	OpReaders, OpWriters []*OpNode
 	Table                *OpNode
-	// Nullable says toStream writes to it: a deleted row is a tombstone.
-	Nullable bool
+	// Tombstones says toStream writes to it: a deleted row is a tombstone.
+	Tombstones bool
 }
 
 // read says whether a source reads the topic as a stream.
@@ -174,6 +174,14 @@ func (r *resolver) run() {
 		tn.KeyFormat = r.format(t.KeyFormat, t.Format, tn.KV.Key, true)
 		tn.ValueFormat = r.format(t.Format, schema.Str{}, tn.KV.Value, false)
 		r.timestamp(tn)
+		// A nullable side is carried as a pointer, nil for null; bytes
+		// are nil already.
+		if t.KeyNullable() {
+			tn.KV.Key = nullableRef(tn.KV.Key)
+		}
+		if t.ValueNullable() {
+			tn.KV.Value = nullableRef(tn.KV.Value)
+		}
 		r.topics[t.Name.Value] = tn
 		r.g.Topics = append(r.g.Topics, tn)
 	}
@@ -317,6 +325,15 @@ func (r *resolver) typ(s schema.Str) TypeRef {
 		return TypeRef{Name: s.Value}
 	}
 	return TypeRef{Name: s.Value, Type: t}
+}
+
+// nullableRef is how a nullable side of type r is carried: *T, or T for
+// a type whose values may be nil already (bytes).
+func nullableRef(r TypeRef) TypeRef {
+	if r.Type != nil && !r.Type.IsNamed() && r.Type.Kind == model.Bytes {
+		return r
+	}
+	return r.wrapped(PointerTo)
 }
 
 // format picks and checks the format of one side of a topic or store. own is

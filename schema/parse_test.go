@@ -19,6 +19,7 @@ func TestParseErrors(t *testing.T) {
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
 		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{`kgen.yaml:4:39: operator "o": window is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
 		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,6 +84,27 @@ type Topic struct {
 	// topics). RepartitionPos is where it was said.
 	Repartition    bool
 	RepartitionPos Pos
+	// Nullable says which sides of the topic's records may be null (a
+	// null key, a tombstone): key, value or both; empty for neither. A
+	// nullable side is carried as a pointer, nil for null.
+	Nullable Str
+}
+
+// Values of a topic's nullable.
+const (
+	NullableKey   = "key"
+	NullableValue = "value"
+	NullableBoth  = "both"
+)
+
+// KeyNullable reports whether the topic's keys may be null.
+func (t *Topic) KeyNullable() bool {
+	return t.Nullable.Value == NullableKey || t.Nullable.Value == NullableBoth
+}
+
+// ValueNullable reports whether the topic's values may be null.
+func (t *Topic) ValueNullable() bool {
+	return t.Nullable.Value == NullableValue || t.Nullable.Value == NullableBoth
 }
 
 // Backends a store may use.
