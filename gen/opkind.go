@@ -34,9 +34,10 @@ type opKind struct {
 	// Grouping: the output feeds aggregations only. Aggregation: it reads
 	// a grouping. Terminal: it outputs nothing (foreach). KeyChanging: it
 	// may forward records with other keys than it got, so a grouping below
-	// repartitions. KeyedOutput: its output is partitioned by its key (a
-	// table's rows live with their keys), so a key change above it does not
-	// matter below it.
+	// repartitions. KeyedOutput: its output is partitioned by its key
+	// (toStream of a table, repartition; an operator outputting a table
+	// says so by OpNode.Table), so a key change above it does not matter
+	// below it.
 	Grouping, Aggregation, Terminal, KeyChanging, KeyedOutput bool
 
 	// Edges links the operator to its inputs itself (a table reads the
@@ -52,7 +53,7 @@ type opKind struct {
 	// Type is the typing rule: given what the operator reads (o.In; o.Ins
 	// for left and right inputs), it sets o.Out and o.HasOut (and what
 	// else the kind needs), reporting what does not fit. in is the first
-	// input. Called once every input's type is known.
+	// input. Called once every input's type is known. Required.
 	Type func(r *resolver, o *OpNode, in Node)
 	// Nodes are the runtime nodes the operator adds to the topology, in
 	// the order it adds them; nil means one node, the operator's name.
@@ -64,7 +65,7 @@ type opKind struct {
 	// signatures (methods of Processors, named <Operator><Suffix>).
 	Funcs func(o *OpNode) []opFunc
 	// Emit is the code adding the operator to topology t, with Processors
-	// p and Serdes s.
+	// p and Serdes s. Required.
 	Emit func(e *emitter, o *OpNode) []jen.Code
 	// Rows says, from the spec alone, what the operator keeps in its
 	// store:, for check --against: a store kept for other rows no longer

@@ -282,3 +282,24 @@ operators:
 		})
 	}
 }
+
+// TestOperatorKindsComplete: every registered kind has what the drivers
+// call without a default, and declares each key at most once.
+func TestOperatorKindsComplete(t *testing.T) {
+	for _, name := range opKindNames() {
+		k := opKinds[name]
+		if k.Name != name || k.Type == nil || k.Emit == nil {
+			t.Errorf("kind %s: name %q, Type set %v, Emit set %v", name, k.Name, k.Type != nil, k.Emit != nil)
+		}
+		seen := map[string]bool{}
+		for _, key := range k.Keys {
+			if seen[key.Name] || key.Name == "op" {
+				t.Errorf("kind %s: key %s declared twice or reserved", name, key.Name)
+			}
+			seen[key.Name] = true
+			if key.Required && keyHelp[key.Name] == "" {
+				t.Errorf("kind %s: required key %s has no help for the message about it missing", name, key.Name)
+			}
+		}
+	}
+}
