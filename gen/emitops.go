@@ -182,11 +182,18 @@ func (c opEmit) repartition(rt *InternalName, vs jen.Code, from ...jen.Code) jen
 	return jen.Qual(pkgStream, "AddRepartition").Call(append([]jen.Code{jen.Id("t"), jen.Lit(c.o.Name.Value), jen.Id("s").Dot(rt.KeySerde), vs, opts}, from...)...)
 }
 
-// opSerdes adds the Serdes fields of the operators' internal topics.
+// opSerdes adds the Serdes fields of the operators' internal topics and
+// stores.
 func (e *emitter) opSerdes(side func(name, doc, format string, r TypeRef) error) error {
 	for _, o := range e.g.Operators {
 		for _, in := range o.Internal {
 			if !in.Topic {
+				if err := side(in.KeySerde, fmt.Sprintf("%s encodes the keys of store %q (%s).", in.KeySerde, in.Name, in.KeyFormat), in.KeyFormat, in.KV.Key); err != nil {
+					return fmt.Errorf("operator %q store %q key: %w", o.Name.Value, in.Name, err)
+				}
+				if err := side(in.ValueSerde, fmt.Sprintf("%s encodes the values of store %q (%s).", in.ValueSerde, in.Name, in.ValueFormat), in.ValueFormat, in.KV.Value); err != nil {
+					return fmt.Errorf("operator %q store %q value: %w", o.Name.Value, in.Name, err)
+				}
 				continue
 			}
 			if err := side(in.KeySerde, fmt.Sprintf("%s encodes the keys of %s (%s).", in.KeySerde, in.Name, in.KeyFormat), in.KeyFormat, in.KV.Key); err != nil {

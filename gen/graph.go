@@ -64,6 +64,11 @@ func Diagram(g *Graph) stream.Diagram {
 			placed[s] = true
 			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
 		}
+		for _, in := range o.Internal {
+			if !in.Topic {
+				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: in.Name, Detail: in.KV.String()})
+			}
+		}
 	}
 	slices.SortFunc(d.Groups, func(a, b stream.DiagramGroup) int { return a.ID - b.ID })
 	key := func(n Node) string {
@@ -112,6 +117,11 @@ func Diagram(g *Graph) stream.Diagram {
 		}
 		if o.Rows != nil {
 			d.Edges = append(d.Edges, stream.DiagramEdge{From: o.Name.Value, To: "store:" + o.Rows.Name.Value, Store: true})
+		}
+		for _, in := range o.Internal {
+			if !in.Topic {
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: o.Name.Value, To: "store:" + in.Name, Store: true})
+			}
 		}
 	}
 	return d

@@ -357,6 +357,10 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 				} else {
 					in.Name = n.declare(storeNames, op.Name.Value+"-"+ir.Role, o(ir.What))
 					n.declare(internalTopics, g.Spec.App.Value+"-"+in.Name+"-changelog", o(ir.What+"'s changelog"))
+					// Named as a store of the spec would be.
+					sid, _ := Ident(in.Name)
+					in.KeySerde = n.declare(serdes, "Store"+sid+"Key", o(ir.What+"'s key serde"))
+					in.ValueSerde = n.declare(serdes, "Store"+sid+"Value", o(ir.What+"'s value serde"))
 				}
 				op.Internal = append(op.Internal, in)
 			}

@@ -123,6 +123,8 @@ func duplicateNames(g *Graph) string {
 			if !in.Topic {
 				use("store", in.Name)
 				use("topic", app+"-"+in.Name+"-changelog")
+				use("serde", in.KeySerde)
+				use("serde", in.ValueSerde)
 				continue
 			}
 			use("topic", in.Name)

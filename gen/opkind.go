@@ -223,7 +223,9 @@ func kindOf(op *schema.Operator, errs *errList) *opKind {
 //     whose Serdes fields are <X><R>Key and <X><R>Value, R the role without
 //     its "repartition" word (a grouping's: <X>Key, <X>Value);
 //   - or the store x-r (a join's window stores x-left and x-right), whose
-//     changelog is <app>-x-r-changelog.
+//     changelog is <app>-x-r-changelog and whose Serdes fields are
+//     Store<XR>Key and Store<XR>Value, as a store of the spec's would be.
+//     The kind's Emit adds the store to the topology.
 //
 // The namer checks every such name against every other topic and store
 // name of the application, as it checks Go names.

@@ -153,9 +153,9 @@ var testJoinKind = &opKind{
 			return nil
 		}
 		return []internalRole{
-			{Role: "left", What: "left window store", KV: KV{o.Ins[0].Key, o.Ins[0].Value}},
-			{Role: "right", What: "right window store", KV: KV{o.Ins[1].Key, o.Ins[1].Value}},
-			{Role: "left-repartition", Topic: true, What: "left repartition topic", KV: o.Ins[0]},
+			{Role: "left", What: "left window store", KV: KV{o.Ins[0].Key, o.Ins[0].Value}, KeyFormat: "string", ValueFormat: "json"},
+			{Role: "right", What: "right window store", KV: KV{o.Ins[1].Key, o.Ins[1].Value}, KeyFormat: "string", ValueFormat: "int64"},
+			{Role: "left-repartition", Topic: true, What: "left repartition topic", KV: o.Ins[0], KeyFormat: "string", ValueFormat: "json"},
 		}
 	},
 	Emit: func(*emitter, *OpNode) []jen.Code { return nil },
@@ -198,9 +198,32 @@ operators:
 		got = append(got, in.Role+"="+in.Name+" "+in.KeySerde+" "+in.ValueSerde)
 	}
 	want := []string{"string,model.Sentence", "string,int64", "in=string,model.Sentence", "out=string,string",
-		"left=j-left  ", "right=j-right  ", "left-repartition=a-j-left-repartition JLeftKey JLeftValue"}
+		"left=j-left StoreJLeftKey StoreJLeftValue", "right=j-right StoreJRightKey StoreJRightValue", "left-repartition=a-j-left-repartition JLeftKey JLeftValue"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The Serdes fields of its stores and topics, as NewTopology gets them.
+	var fields []string
+	if err := (&emitter{g: g}).opSerdes(func(name, doc, format string, r TypeRef) error {
+		fields = append(fields, name+" "+format+" "+r.Name+": "+doc)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantFields := []string{
+		"StoreJLeftKey string string: StoreJLeftKey encodes the keys of store \"j-left\" (string).",
+		"StoreJLeftValue json model.Sentence: StoreJLeftValue encodes the values of store \"j-left\" (json).",
+		"StoreJRightKey string string: StoreJRightKey encodes the keys of store \"j-right\" (string).",
+		"StoreJRightValue int64 int64: StoreJRightValue encodes the values of store \"j-right\" (int64).",
+		"JLeftKey string string: JLeftKey encodes the keys of a-j-left-repartition (string).",
+		"JLeftValue json model.Sentence: JLeftValue encodes the values of a-j-left-repartition (json).",
+	}
+	if diff := cmp.Diff(wantFields, fields); diff != "" {
+		t.Errorf("Serdes fields (-want +got):\n%s", diff)
+	}
+	// kgen graph draws its stores.
+	if m := Mermaid(g); !strings.Contains(m, "j-left") || !strings.Contains(m, "j-right") {
+		t.Errorf("the diagram lacks the stores j-left and j-right:\n%s", m)
 	}
 	for _, tc := range []struct{ spec, want string }{
 		{"  j: {op: testJoin, from: [orders], value: string}\n", `kgen.yaml:9:28: operator "j" (testJoin) reads from 1 inputs: it reads two, left first (from: [LEFT, RIGHT])`},
