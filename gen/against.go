@@ -320,8 +320,10 @@ func specSubtopologies(s *schema.Spec) subtopologyMap {
 
 // compareOperators reports the changes to operators that strand state or
 // internal topics: the store of an aggregation or table renamed, dropped or
-// given rows of another kind, and a grouping renamed or removed (its
-// repartition topic, with the records not yet read from it, is left behind).
+// given rows of another kind (what a kind keeps is its descriptor's Rows),
+// and what each kind's own rule (its descriptor's Against) finds, such as a
+// grouping renamed or removed (its repartition topic, with the records not
+// yet read from it, is left behind).
 // Stores declared under stores are compared by CompareSpecs itself.
 func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking bool, format string, args ...any)) {
 	app := new.App.Value
@@ -330,15 +332,10 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 	}
 	// rows says what an operator keeps in its store, from the spec alone.
 	rows := func(o *schema.Operator) string {
-		switch o.Op.Value {
-		case schema.OpCount:
-			return "counts"
-		case schema.OpAggregate:
-			return "aggregates of type " + o.Value.Value
-		case schema.OpTable:
-			return "the rows of topic " + o.Topic.Value
+		if k := opKinds[o.Op.Value]; k != nil && k.Rows != nil {
+			return k.Rows(o)
 		}
-		return "reductions of its input"
+		return "rows of op " + o.Op.Value
 	}
 	oldByStore := map[string]*schema.Operator{}
 	for _, o := range old.Operators {
@@ -373,17 +370,10 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 		}
 		add(pos, true, "store %q of operator %q is gone: its state is lost (%s-%s-changelog is left behind)", st, o.Name.Value, app, st)
 	}
+	c := &againstCtx{App: app, AppPos: new.App.Pos, add: add}
 	for _, o := range old.Operators {
-		if o.Op.Value != schema.OpGroupBy && o.Op.Value != schema.OpGroupByKey {
-			continue
+		if k := opKinds[o.Op.Value]; k != nil && k.Against != nil {
+			k.Against(c, o, newByName[o.Name.Value])
 		}
-		if n := newByName[o.Name.Value]; n != nil && n.Op.Value == o.Op.Value {
-			continue
-		}
-		pos := new.App.Pos
-		if n := newByName[o.Name.Value]; n != nil {
-			pos = n.Op.Pos
-		}
-		add(pos, true, "grouping %q is gone: records not yet read from its repartition topic %s-%s-repartition are lost (and a groupByKey that repartitions now reads another topic)", o.Name.Value, app, o.Name.Value)
 	}
 }

@@ -78,17 +78,6 @@ func kvTypes(kv KV) []jen.Code {
 	return []jen.Code{typeOf(kv.Key), typeOf(kv.Value)}
 }
 
-// typeOf is the Go type of values of r, wrapped as operators carry it.
-func typeOf(r TypeRef) *jen.Statement {
-	switch r.Wrap {
-	case ChangeOf:
-		return jen.Qual(pkgDSL, "Change").Types(gotype.Of(r.Type))
-	case PointerTo:
-		return jen.Op("*").Add(gotype.Of(r.Type))
-	}
-	return gotype.Of(r.Type)
-}
-
 // outTypes are a processor's output type arguments; a processor that
 // forwards nothing uses struct{} for both.
 func outTypes(p *ProcNode) []jen.Code {
@@ -444,16 +433,21 @@ func (e *emitter) topology(f *jen.File) {
 		if !t.read() || t.Repartition {
 			continue
 		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)}
+		ks, vs := topicSerdes(t, jen.Id("s"), false)
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SourceNode), jen.Id(t.Go.Const), ks, vs}
 		if tf := t.TimestampField; tf != nil {
+			body := timestampBody(tf)
+			if t.KV.Value.is(PointerTo) {
+				body = append([]jen.Code{jen.If(jen.Id("v").Op("==").Nil()).Block(jen.Return(jen.Id("recordTime")))}, body...)
+			}
 			args = append(args, jen.Qual(pkgStream, "WithTimestamp").Call(
-				jen.Func().Params(jen.Id("_").Add(gotype.Of(t.KV.Key.Type)), jen.Id("v").Add(gotype.Of(t.KV.Value.Type)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(timestampBody(tf)...)))
+				jen.Func().Params(jen.Id("_").Add(typeOf(t.KV.Key)), jen.Id("v").Add(typeOf(t.KV.Value)), jen.Id("recordTime").Qual("time", "Time")).Qual("time", "Time").Block(body...)))
 		}
 		body = append(body, jen.Qual(pkgStream, "AddSource").Call(args...))
 	}
 	for _, n := range emitOrder(g) {
 		if n.Op != nil {
-			body = append(body, e.opCalls(n.Op)...)
+			body = append(body, n.Op.kind.Emit(e, n.Op)...)
 			continue
 		}
 		p := n.Proc
@@ -486,11 +480,8 @@ func (e *emitter) topology(f *jen.File) {
 		if !t.written() || t.Repartition {
 			continue
 		}
-		var vs jen.Code = jen.Id("s").Dot(t.Go.ValueSerde)
-		if t.Nullable {
-			vs = jen.Qual(pkgDSL, "Nullable").Call(vs) // a deleted row is a tombstone
-		}
-		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), vs}
+		ks, vs := topicSerdes(t, jen.Id("s"), t.Tombstones) // a deleted row is a tombstone
+		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), ks, vs}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
@@ -516,6 +507,21 @@ func (e *emitter) topology(f *jen.File) {
 	f.Commentf("NewTopology builds the topology of %s around the user's processors, with", schema.FileName)
 	f.Commentf("serdes s (%s, unless schema ids were registered).", idDefaultSerdes)
 	f.Func().Id(idNewTopology).Params(jen.Id("p").Id(idProcessors), jen.Id("s").Id(idSerdes)).Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(body...)
+}
+
+// topicSerdes are the serdes of topic t's key and value, fields of the
+// Serdes value serdes: a side carried as a pointer (nullable: key, value or
+// both), and the value when tombstones says so, reads and writes null as
+// nil through dsl.Nullable.
+func topicSerdes(t *TopicNode, serdes *jen.Statement, tombstones bool) (ks, vs jen.Code) {
+	ks, vs = serdes.Clone().Dot(t.Go.KeySerde), serdes.Clone().Dot(t.Go.ValueSerde)
+	if t.KV.Key.is(PointerTo) {
+		ks = jen.Qual(pkgDSL, "Nullable").Call(ks)
+	}
+	if t.KV.Value.is(PointerTo) || tombstones {
+		vs = jen.Qual(pkgDSL, "Nullable").Call(vs)
+	}
+	return ks, vs
 }
 
 // timestampBody extracts the event time from the value's field tf (v).
@@ -574,25 +580,32 @@ func (e *emitter) testDriver() ([]byte, error) {
 	for _, t := range g.Topics {
 		if t.Go.Pipe != "" {
 			f.Commentf("%s writes a record with timestamp ts to topic %q and processes it.", t.Go.Pipe, t.Name.Value)
-			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(gotype.Of(t.KV.Key.Type)), jen.Id("value").Add(gotype.Of(t.KV.Value.Type)), jen.Id("ts").Qual("time", "Time")).Error().Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde), jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
+			ks, vs := topicSerdes(t, jen.Id("d").Dot("s"), false)
+			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("value").Add(typeOf(t.KV.Value)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, vs, jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
 		if t.Go.Delete != "" {
 			f.Commentf("%s writes a tombstone for key with timestamp ts to topic %q and processes", t.Go.Delete, t.Name.Value)
 			f.Commentf("it: table %q deletes the key's row.", t.Table.Name.Value)
+			ks, vs := topicSerdes(t, jen.Id("d").Dot("s"), true)
 			recv().Id(t.Go.Delete).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("ts").Qual("time", "Time")).Error().Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Qual(pkgDSL, "Nullable").Call(jen.Id("d").Dot("s").Dot(t.Go.ValueSerde)), jen.Id("key"), jen.Nil(), jen.Id("ts"))))
+				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, vs, jen.Id("key"), jen.Nil(), jen.Id("ts"))))
 		}
-		if t.Go.Read != "" && t.Nullable {
+		if t.Go.Read != "" && t.Tombstones {
 			f.Commentf("%s returns the records written to topic %q since the last read; a nil", t.Go.Read, t.Name.Value)
 			f.Comment("value is a tombstone (a deleted table row).")
-			kv := KV{t.KV.Key, t.KV.Value.wrapped(PointerTo)}
+			kv := t.KV
+			if !kv.Value.is(PointerTo) {
+				kv.Value = kv.Value.wrapped(PointerTo)
+			}
+			ks, vs := topicSerdes(t, jen.Id("d").Dot("s"), true)
 			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(kv)...), jen.Error()).Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Qual(pkgDSL, "Nullable").Call(jen.Id("d").Dot("s").Dot(t.Go.ValueSerde)))))
+				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, vs)))
 		} else if t.Go.Read != "" {
 			f.Commentf("%s returns the records written to topic %q since the last read.", t.Go.Read, t.Name.Value)
+			ks, vs := topicSerdes(t, jen.Id("d").Dot("s"), false)
 			recv().Id(t.Go.Read).Params().Params(jen.Index().Qual(pkgStream, "Record").Types(kvTypes(t.KV)...), jen.Error()).Block(
-				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), jen.Id("d").Dot("s").Dot(t.Go.KeySerde), jen.Id("d").Dot("s").Dot(t.Go.ValueSerde))))
+				jen.Return(jen.Qual(pkgStreamtest, "Read").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, vs)))
 		}
 	}
 	for _, s := range g.Stores {

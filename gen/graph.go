@@ -52,20 +52,22 @@ func Diagram(g *Graph) stream.Diagram {
 	// grouping that repartitions sits before its repartition topic, drawn
 	// as the topic it is, and the aggregations read that topic.
 	for _, o := range g.allOps() {
-		kind := o.Kind
-		if o.Kind == opArm {
-			kind = "branch arm"
-		}
+		kind := o.kind.Name
 		grp := group(o.Subtopology)
-		if o.Repartition {
+		if rt := o.internal("repartition"); rt != nil {
 			grp = group(o.UpSubtopology)
-			topic := g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
+			topic := rt.Name
 			d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: topic, Detail: o.Out.String() + ", repartition topic"})
 		}
 		grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramProcessor, Name: o.Name.Value, Detail: kind})
 		if s := o.Rows; s != nil && !placed[s] {
 			placed[s] = true
 			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
+		}
+		for _, in := range o.Internal {
+			if !in.Topic {
+				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: in.Name, Detail: in.KV.String()})
+			}
 		}
 	}
 	slices.SortFunc(d.Groups, func(a, b stream.DiagramGroup) int { return a.ID - b.ID })
@@ -100,14 +102,14 @@ func Diagram(g *Graph) stream.Diagram {
 			}
 		}
 		from := o.Name.Value
-		if o.Repartition {
-			topic := "topic:" + g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
-			d.Edges = append(d.Edges, stream.DiagramEdge{From: from, To: topic, Label: o.Out.String()})
+		rt := o.internal("repartition")
+		if rt != nil {
+			d.Edges = append(d.Edges, stream.DiagramEdge{From: from, To: "topic:" + rt.Name, Label: o.Out.String()})
 		}
 		for _, c := range o.Children {
 			e := stream.DiagramEdge{From: from, To: key(c)}
-			if o.Repartition {
-				e.From = "topic:" + g.Spec.App.Value + "-" + o.Name.Value + "-repartition"
+			if rt != nil {
+				e.From = "topic:" + rt.Name
 			} else if o.HasOut {
 				e.Label = o.Out.String()
 			}
@@ -115,6 +117,11 @@ func Diagram(g *Graph) stream.Diagram {
 		}
 		if o.Rows != nil {
 			d.Edges = append(d.Edges, stream.DiagramEdge{From: o.Name.Value, To: "store:" + o.Rows.Name.Value, Store: true})
+		}
+		for _, in := range o.Internal {
+			if !in.Topic {
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: o.Name.Value, To: "store:" + in.Name, Store: true})
+			}
 		}
 	}
 	return d

@@ -249,6 +249,29 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 			Accessor: n.declare(driver, id, o("test driver accessor")),
 		}
 	}
+	// Topic and store names: the spec's topics, the application's internal
+	// topics (repartition topics, changelogs) and the stores, so that a
+	// name an operator derives (internalRole) is checked like every other.
+	internalTopics := newScope("topic name", "")
+	storeNames := newScope("store name", "")
+	app := g.Spec.App.Value
+	for _, t := range g.Topics {
+		o := owner{what: fmt.Sprintf("topic %q", t.Name.Value), role: "name", pos: t.Name.Pos}
+		if t.Repartition {
+			o.role = "repartition topic"
+			n.declare(internalTopics, app+"-"+t.Name.Value+"-repartition", o)
+			continue
+		}
+		n.declare(internalTopics, t.Name.Value, o)
+	}
+	for _, s := range g.Stores {
+		o := owner{what: fmt.Sprintf("store %q", s.Name.Value), role: "name", pos: s.Name.Pos}
+		n.declare(storeNames, s.Name.Value, o)
+		if s.Changelog {
+			o.role = "changelog"
+			n.declare(internalTopics, app+"-"+s.Name.Value+"-changelog", o)
+		}
+	}
 	for _, p := range g.Processors {
 		id, ok := n.ident("processor", p.Name)
 		if !ok {
@@ -318,23 +341,38 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 		op.Ident = id
 		n.declare(nodes, op.Name.Value, o("node"))
-		switch {
-		case op.Kind == schema.OpTable:
-			n.declare(nodes, op.Name.Value+"-source", o("source node"))
-		case op.Kind == schema.OpGroupBy:
-			n.declare(nodes, op.Name.Value+"-select", o("key-selecting node"))
-		}
-		if isGrouping(op.Kind) && op.Repartition {
-			n.declare(nodes, op.Name.Value+"-repartition-sink", o("repartition sink node"))
-			op.Go.KeySerde = n.declare(serdes, id+"Key", o("repartition key serde"))
-			op.Go.ValueSerde = n.declare(serdes, id+"Value", o("repartition value serde"))
-		}
-		for _, suffix := range opFuncs(op) {
-			role := "function"
-			if suffix != "" {
-				role = strings.ToLower(suffix) + " function"
+		for _, rn := range op.nodes() {
+			if rn.Suffix != "" {
+				n.declare(nodes, op.Name.Value+rn.Suffix, o(rn.Role))
 			}
-			op.Go.Funcs = append(op.Go.Funcs, n.declare(factories, id+suffix, o(role)))
+		}
+		if op.kind.Internal != nil {
+			for _, ir := range op.kind.Internal(op) {
+				in := &InternalName{internalRole: ir}
+				if ir.Topic {
+					in.Name = n.declare(internalTopics, g.Spec.App.Value+"-"+op.Name.Value+"-"+ir.Role, o(ir.What))
+					rid, _ := Ident(strings.TrimSuffix(strings.TrimSuffix(ir.Role, "repartition"), "-"))
+					in.KeySerde = n.declare(serdes, id+rid+"Key", o(strings.TrimSuffix(ir.What, " topic")+" key serde"))
+					in.ValueSerde = n.declare(serdes, id+rid+"Value", o(strings.TrimSuffix(ir.What, " topic")+" value serde"))
+				} else {
+					in.Name = n.declare(storeNames, op.Name.Value+"-"+ir.Role, o(ir.What))
+					n.declare(internalTopics, g.Spec.App.Value+"-"+in.Name+"-changelog", o(ir.What+"'s changelog"))
+					// Named as a store of the spec would be.
+					sid, _ := Ident(in.Name)
+					in.KeySerde = n.declare(serdes, "Store"+sid+"Key", o(ir.What+"'s key serde"))
+					in.ValueSerde = n.declare(serdes, "Store"+sid+"Value", o(ir.What+"'s value serde"))
+				}
+				op.Internal = append(op.Internal, in)
+			}
+		}
+		if op.kind.Funcs != nil {
+			for _, f := range op.kind.Funcs(op) {
+				role := "function"
+				if f.suffix != "" {
+					role = strings.ToLower(f.suffix) + " function"
+				}
+				op.Go.Funcs = append(op.Go.Funcs, n.declare(factories, id+f.suffix, o(role)))
+			}
 		}
 	}
 	return n.errs.errs.Sort()

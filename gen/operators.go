@@ -12,14 +12,18 @@ import (
 // OpNode is a resolved operator (or one arm of a branch).
 type OpNode struct {
 	*schema.Operator
-	// Kind is the operator kind (schema.OpFilter...), or opArm for an arm.
-	Kind  string
+	// kind is the operator's kind, its descriptor (armKind for an arm).
+	kind  *opKind
 	Ident string
 	Go    OpNames
-	// In is what the operator reads, Out what it outputs (meaningful when
-	// HasOut). A table's rows are carried as dsl.Change values; what
-	// toStream outputs as pointers, nil for a deletion.
-	In, Out  KV
+	// In is what the operator reads (its left input for a join), Ins what
+	// each of its inputs carries, in the order of Parents; Out is what it
+	// outputs (meaningful when HasOut). A table's rows are carried as
+	// dsl.Change values; what toStream outputs as pointers, nil for a
+	// deletion.
+	In       KV
+	Ins      []KV
+	Out      KV
 	HasOut   bool
 	Parents  []Node
 	Children []Node
@@ -28,6 +32,9 @@ type OpNode struct {
 	Table, InTable bool
 	// Rows is the store of an aggregation or a table (the spec's store:).
 	Rows *StoreNode
+	// Internal are the stores and internal topics the operator owns by
+	// role (internalRole), named by the namer.
+	Internal []*InternalName
 	// Repartition says a grouping reads through its repartition topic
 	// <app>-<name>-repartition; Why says which operator or processor may
 	// have changed the key.
@@ -50,85 +57,74 @@ type OpNode struct {
 	UpSubtopology int
 }
 
-// opArm is the Kind of a branch's arm.
-const opArm = "arm"
-
 // OpNames are the names generated for one operator.
 type OpNames struct {
 	// Funcs are the methods of Processors the operator calls, in order
 	// (a predicate; an initializer and an aggregator...).
 	Funcs []string
-	// KeySerde and ValueSerde are the Serdes fields of a grouping's
-	// repartition topic.
-	KeySerde, ValueSerde string
 }
 
 // Node name of the operator in the runtime: what its children name as
 // their parent.
 func (o *OpNode) nodeName() string { return o.Name.Value }
 
-// entryNode is the runtime node that receives what a parent sends to o.
+// nodes are the runtime nodes o adds, in order, the last its own.
+func (o *OpNode) nodes() []runtimeNode {
+	if o.kind.Nodes == nil {
+		return []runtimeNode{{Role: "node"}}
+	}
+	return o.kind.Nodes(o)
+}
+
+// entryNode is the runtime node that receives what a parent sends to o:
+// the first of its nodes that reads no topic.
 func (o *OpNode) entryNode() string {
-	switch {
-	case o.Kind == schema.OpGroupBy:
-		return o.Name.Value + "-select"
-	case o.Kind == schema.OpGroupByKey && o.Repartition:
-		return o.Name.Value + "-repartition-sink"
+	for _, n := range o.nodes() {
+		if !n.Source {
+			return o.Name.Value + n.Suffix
+		}
 	}
 	return o.Name.Value
 }
 
 func (o *OpNode) what() string {
-	if o.Kind == opArm {
+	if o.Split != nil {
 		return fmt.Sprintf("arm %q of branch %q", o.ArmName, o.Split.Name.Value)
 	}
-	return fmt.Sprintf("operator %q (%s)", o.Name.Value, o.Kind)
+	return fmt.Sprintf("operator %q (%s)", o.Name.Value, o.kind.Name)
 }
 
-func isGrouping(kind string) bool { return kind == schema.OpGroupBy || kind == schema.OpGroupByKey }
-
-func isAggregation(kind string) bool {
-	return kind == schema.OpCount || kind == schema.OpReduce || kind == schema.OpAggregate
+// funcs are the functions o calls, named.
+func (o *OpNode) funcs() []opFunc {
+	if o.kind.Funcs == nil {
+		return nil
+	}
+	fs := o.kind.Funcs(o)
+	if len(fs) != len(o.Go.Funcs) {
+		return nil // not named: the graph did not resolve
+	}
+	for i := range fs {
+		fs[i].method = o.Go.Funcs[i]
+	}
+	return fs
 }
 
-// keyChanging operators may forward records with other keys than they got.
-func keyChanging(kind string) bool {
-	return kind == schema.OpMap || kind == schema.OpFlatMap || kind == schema.OpSelectKey
-}
-
-// operators builds the operator nodes and their arms.
+// operators builds the operator nodes (and the nodes their kinds add,
+// such as a branch's arms).
 func (r *resolver) operators() {
 	for _, op := range r.spec.Operators {
-		o := &OpNode{Operator: op, Kind: op.Op.Value}
-		if _, ok := schema.OpKeysOf(o.Kind); !ok {
-			continue // reported by the loader
+		k := kindOf(op, &r.errs)
+		if k == nil {
+			continue // reported
 		}
+		o := &OpNode{Operator: op, kind: k}
 		if !r.claim(op.Name, fmt.Sprintf("operator %q", op.Name.Value)) {
 			continue
 		}
 		r.ops[op.Name.Value] = o
 		r.g.Operators = append(r.g.Operators, o)
-		if o.Kind != schema.OpBranch {
-			continue
-		}
-		arms := slices.Clone(op.Branches)
-		if op.Default.Value != "" {
-			arms = append(arms, op.Default)
-		}
-		for i, a := range arms {
-			name := schema.Str{Value: op.Name.Value + "-" + a.Value, Pos: a.Pos}
-			arm := &OpNode{Operator: &schema.Operator{Name: name}, Kind: opArm, Split: o, ArmName: a.Value, Default: i == len(op.Branches)}
-			if slices.ContainsFunc(arms[:i], func(b schema.Str) bool { return b.Value == a.Value }) {
-				r.errs.add(a.Pos, "branch %q: arm %q named twice", op.Name.Value, a.Value)
-				continue
-			}
-			if !r.claim(name, fmt.Sprintf("arm %q of branch %q", a.Value, op.Name.Value)) {
-				continue
-			}
-			arm.Parents = []Node{{Op: o}}
-			o.Children = append(o.Children, Node{Op: arm})
-			o.Arms = append(o.Arms, arm)
-			r.ops[name.Value] = arm
+		if k.Arms != nil {
+			k.Arms(r, o)
 		}
 	}
 }
@@ -178,27 +174,8 @@ func (r *resolver) lookup(name string) (Node, bool) {
 // opEdges links operators to their parents and children.
 func (r *resolver) opEdges() {
 	for _, o := range r.g.Operators {
-		if o.Kind == schema.OpTable {
-			t, ok := r.topics[o.Topic.Value]
-			if !ok {
-				if o.Topic.Value != "" {
-					r.errs.add(o.Topic.Pos, "%s reads topic %q, which is not a topic of the spec%s", o.what(), o.Topic.Value, schema.Suggest(o.Topic.Value, r.topicNames()))
-				}
-				continue
-			}
-			if t.Repartition {
-				r.errs.add(o.Topic.Pos, "%s reads topic %q, a repartition topic: a table reads a topic of the spec", o.what(), t.Name.Value)
-			}
-			if t.Table != nil {
-				r.errs.add(o.Topic.Pos, "%s reads topic %q, which table %q reads already", o.what(), t.Name.Value, t.Table.Name.Value)
-				continue
-			}
-			if t.Timestamp.Value != "" {
-				// dsl.Table adds its own source, without an extractor.
-				r.errs.add(t.Timestamp.Pos, "topic %q: table %q reads it with the records' own timestamps: a timestamp field is not supported on a table's topic yet", t.Name.Value, o.Name.Value)
-			}
-			t.Table = o
-			o.Parents = []Node{{Topic: t}}
+		if o.kind.Edges != nil {
+			o.kind.Edges(r, o)
 			continue
 		}
 		for _, f := range o.From {
@@ -210,14 +187,14 @@ func (r *resolver) opEdges() {
 			case n.Op == o:
 				r.errs.add(f.Pos, "%s reads from itself", o.what())
 				continue
-			case n.Op != nil && n.Op.Kind == schema.OpBranch:
+			case n.Op != nil && n.Op.kind.Arms != nil:
 				var arms []string
 				for _, a := range n.Op.Arms {
 					arms = append(arms, a.Name.Value)
 				}
 				r.errs.add(f.Pos, "%s reads from branch %q itself: read one of its arms (%s)", o.what(), f.Value, strings.Join(arms, ", "))
 				continue
-			case n.Op != nil && n.Op.Kind == schema.OpForeach:
+			case n.Op != nil && n.Op.kind.Terminal:
 				r.errs.add(f.Pos, "%s reads from %s, which is terminal: use peek to pass records on", o.what(), n.Op.what())
 				continue
 			}
@@ -256,12 +233,7 @@ func (r *resolver) opEdges() {
 		}
 	}
 	for _, o := range r.g.Operators {
-		if len(o.Parents) == 0 && len(o.From) == 0 && o.Kind != schema.OpTable {
-			r.errs.add(o.Name.Pos, "%s has no input: add from: [TOPIC, PROCESSOR or OPERATOR]", o.what())
-		}
-	}
-	for _, o := range r.g.Operators {
-		if len(o.Parents) == 0 && len(o.From) == 0 && o.Kind != schema.OpTable {
+		if len(o.Parents) == 0 && len(o.From) == 0 && o.kind.Edges == nil {
 			r.errs.add(o.Name.Pos, "%s has no input: add from: [TOPIC, PROCESSOR or OPERATOR]", o.what())
 		}
 	}
@@ -354,117 +326,79 @@ func outOf(n Node) (KV, bool) {
 	return n.Op.Out, n.Op.HasOut
 }
 
+// opType settles what operator o reads, checks it against what its kind
+// reads, and applies the kind's typing rule.
 func (r *resolver) opType(o *OpNode) {
-	// The input: what every parent outputs, alike.
+	k := o.kind
+	// The inputs: what every parent outputs, alike unless the kind reads a
+	// left and a right input of their own types.
 	var first Node
-	known := false
+	known := 0
 	for i, p := range o.Parents {
 		kv, ok := outOf(p)
 		if !ok {
 			continue
 		}
-		if !known {
-			first, o.In, known = p, kv, true
+		o.Ins = append(o.Ins, kv)
+		known++
+		if known == 1 {
+			first, o.In = p, kv
 			continue
 		}
-		if !kv.same(o.In) {
+		if k.Inputs != leftRight && !kv.same(o.In) {
 			r.errs.add(r.opFromPos(o, i), "%s: input %q carries %s but input %q carries %s: all inputs of an operator must carry the same key and value types", o.what(), p.Name(), kv, first.Name(), o.In)
 		}
 	}
-	if o.Kind == schema.OpTable {
-		if len(o.Parents) == 1 {
-			t := o.Parents[0].Topic
-			o.Out, o.HasOut, o.Table = KV{t.KV.Key, t.KV.Value.wrapped(ChangeOf)}, true, true
-			r.opStoreTypes(o, KV{t.KV.Key, t.KV.Value}, t.KeyFormat, t.ValueFormat)
-		}
-		return
-	}
-	if !known {
+	if known == 0 || known < len(o.Parents) && k.Inputs == leftRight {
 		return // a parent's types are unknown: reported there
 	}
-	o.InTable = o.In.Value.Wrap == ChangeOf
-	kind := o.Kind
-	if len(o.Parents) > 1 && kind != schema.OpMerge {
+	o.InTable = o.In.Value.is(ChangeOf)
+	switch {
+	case k.Inputs == oneInput && len(o.Parents) > 1:
 		r.errs.add(r.opFromPos(o, 1), "%s reads from %d inputs: an operator reads one; merge them first ({op: merge, from: [...]})", o.what(), len(o.Parents))
+	case k.Inputs == leftRight && len(o.Parents) != 2:
+		r.errs.add(r.opFromPos(o, 0), "%s reads from %d inputs: it reads two, left first (from: [LEFT, RIGHT])", o.what(), len(o.Parents))
+		return
 	}
-	streamOnly := func() bool {
-		if o.InTable {
-			r.errs.add(r.opFromPos(o, 0), "%s reads table %q (%s): %s works on a stream; turn the table into one first ({op: toStream, from: [%s]})", o.what(), first.Name(), o.In, kind, first.Name())
-			return false
-		}
-		return true
-	}
-	if first.Op != nil && isGrouping(first.Op.Kind) && !isAggregation(kind) {
+	if first.Op != nil && first.Op.kind.Grouping && !k.Aggregation {
 		r.errs.add(r.opFromPos(o, 0), "%s reads grouping %q: a grouping feeds an aggregation (count, reduce or aggregate)", o.what(), first.Name())
 		return
 	}
-	switch kind {
-	case schema.OpFilter, schema.OpFilterNot, schema.OpPeek, schema.OpMerge, schema.OpBranch, opArm:
-		if streamOnly() {
-			o.Out, o.HasOut = o.In, true
-		}
-	case schema.OpForeach:
-		streamOnly()
-	case schema.OpMap, schema.OpFlatMap:
-		if streamOnly() {
-			o.Out, o.HasOut = KV{r.typ(o.Key), r.typ(o.Value)}, true
-		}
-	case schema.OpMapValues, schema.OpFlatMapValues:
-		if streamOnly() {
-			o.Out, o.HasOut = KV{o.In.Key, r.typ(o.Value)}, true
-		}
-	case schema.OpSelectKey:
-		if streamOnly() {
-			o.Out, o.HasOut = KV{r.typ(o.Key), o.In.Value}, true
-		}
-	case schema.OpGroupByKey:
-		if !streamOnly() {
-			return
-		}
-		o.Out, o.HasOut = o.In, true
-		o.Why = r.keyChangedAbove(o)
-		o.Repartition = o.Why != ""
-	case schema.OpGroupBy:
-		if o.InTable {
-			if o.Value.Value == "" {
-				r.errs.add(o.Name.Pos, "%s groups table %q: say the value type its function outputs too (value: TYPE), as KTable.groupBy maps each row to a new key and value", o.what(), first.Name())
-				return
-			}
-			o.Out, o.HasOut = KV{r.typ(o.Key), r.typ(o.Value).wrapped(ChangeOf)}, true
-		} else {
-			if o.Value.Value != "" {
-				r.errs.add(o.Keys["value"], "%s groups a stream by a new key and keeps the values: it takes no value (to change values too, put a map before it)", o.what())
-			}
-			o.Out, o.HasOut = KV{r.typ(o.Key), o.In.Value}, true
-		}
-		o.Repartition, o.Why = true, "groupBy"
-	case schema.OpCount, schema.OpReduce, schema.OpAggregate:
-		g := first.Op
-		if g == nil || !isGrouping(g.Kind) {
-			r.errs.add(r.opFromPos(o, 0), "%s reads %q, which is not a grouping: aggregate a grouped stream ({op: groupByKey, from: [%s]} or groupBy)", o.what(), first.Name(), first.Name())
-			return
-		}
-		o.Grouping, o.InTable = g, g.Out.Value.Wrap == ChangeOf
-		in := g.Out.Value.plain()
-		va := in
-		switch kind {
-		case schema.OpCount:
-			va = r.builtin("int64")
-		case schema.OpAggregate:
-			va = r.typ(o.Value)
-		}
-		o.Out, o.HasOut, o.Table = KV{g.Out.Key, va.wrapped(ChangeOf)}, true, true
-		r.opStoreTypes(o, KV{g.Out.Key, va}, "", "")
-	case schema.OpToStream:
-		if !o.InTable {
-			r.errs.add(r.opFromPos(o, 0), "%s reads %q, which is not a table (%s): toStream turns a table's updates into a stream", o.what(), first.Name(), o.In)
-			return
-		}
-		o.Out, o.HasOut = KV{o.In.Key, o.In.Value.plain().wrapped(PointerTo)}, true
+	k.Type(r, o, first)
+}
+
+// streamOnly reports o, reading from in, when what it reads is a table: its
+// kind works on streams. It returns whether o reads a stream.
+func (r *resolver) streamOnly(o *OpNode, in Node) bool {
+	if o.InTable {
+		r.errs.add(r.opFromPos(o, 0), "%s reads table %q (%s): %s works on a stream; turn the table into one first ({op: toStream, from: [%s]})", o.what(), in.Name(), o.In, o.kind.Name, in.Name())
+		return false
 	}
-	if isGrouping(kind) && o.HasOut {
-		o.KeyFormat = r.format(schema.Str{}, schema.Str{}, o.Out.Key, true)
-		o.ValueFormat = r.format(schema.Str{}, schema.Str{}, o.Out.Value.plain(), false)
+	return true
+}
+
+// nonNull reports o, reading from in, when a side it needs not null (its
+// keys, its values) may be: kgen's groupings and tables do not drop null
+// keys and values yet, as Kafka Streams' do. It returns whether none is.
+func (r *resolver) nonNull(o *OpNode, in Node, keys, values bool) bool {
+	side, t := "", TypeRef{}
+	switch {
+	case keys && o.In.Key.is(PointerTo):
+		side, t = "keys", o.In.Key
+	case values && o.In.Value.is(PointerTo):
+		side, t = "values", o.In.Value
+	default:
+		return true
+	}
+	r.errs.add(r.opFromPos(o, 0), "%s reads %q, whose %s may be null (%s): %s takes no null %s yet; drop them first ({op: filter, from: [%s]}, then a mapValues or selectKey to %s)", o.what(), in.Name(), side, t.Name, o.kind.Name, side, in.Name(), t.unwrapped().Name)
+	return false
+}
+
+// passOn is the typing rule of an operator that outputs what it reads (a
+// stream).
+func passOn(r *resolver, o *OpNode, in Node) {
+	if r.streamOnly(o, in) {
+		o.Out, o.HasOut = o.In, true
 	}
 }
 
@@ -524,10 +458,10 @@ func (r *resolver) keyChangedAbove(o *OpNode) string {
 			}
 			parents = n.Proc.Parents
 		default:
-			if keyChanging(n.Op.Kind) {
+			if n.Op.kind.KeyChanging {
 				return n.Op.what() + " changes the key"
 			}
-			if n.Op.Table || n.Op.Kind == schema.OpToStream {
+			if n.Op.Table || n.Op.kind.KeyedOutput {
 				return "" // a table's rows live with their keys
 			}
 			parents = n.Op.Parents
@@ -557,21 +491,21 @@ func (r *resolver) opChildren(o *OpNode) {
 			}
 			t := c.Topic
 			out := o.Out
-			if out.Value.Wrap == PointerTo {
+			if out.Value.is(PointerTo) && !t.KV.Value.is(PointerTo) {
 				// toStream's deletions become tombstones.
-				out.Value = out.Value.plain()
-				t.Nullable = true
+				out.Value = out.Value.unwrapped()
+				t.Tombstones = true
 			}
 			if !out.same(t.KV) {
 				r.errs.add(r.opToPos(o, c), "%s outputs %s but topic %q takes %s", o.what(), o.Out, t.Name.Value, t.KV)
 			}
 		case c.Proc != nil:
-			if isGrouping(o.Kind) {
+			if o.kind.Grouping {
 				r.errs.add(r.opToPos(o, c), "%s feeds processor %q: a grouping feeds an aggregation (count, reduce or aggregate)", o.what(), c.Proc.Name.Value)
 			}
 		}
 	}
-	if isGrouping(o.Kind) && len(o.Children) == 0 {
+	if o.kind.Grouping && len(o.Children) == 0 {
 		r.errs.add(o.Name.Pos, "%s: nothing aggregates it: add an operator {op: count, from: [%s], store: NAME} (or reduce, aggregate)", o.what(), o.Name.Value)
 	}
 }
@@ -580,11 +514,11 @@ func (r *resolver) opChildren(o *OpNode) {
 // and without: one sink writes it, with one value serde.
 func (r *resolver) checkSinks() {
 	for _, t := range r.g.Topics {
-		if !t.Nullable {
+		if !t.Tombstones {
 			continue
 		}
 		for _, o := range t.OpWriters {
-			if o.Out.Value.Wrap != PointerTo {
+			if !o.Out.Value.is(PointerTo) {
 				r.errs.add(r.opToPos(o, Node{Topic: t}), "%s writes to topic %q, which toStream writes to with tombstones: write the stream after a toStream or give it a topic of its own", o.what(), t.Name.Value)
 			}
 		}
@@ -618,31 +552,6 @@ func (r *resolver) opToPos(o *OpNode, c Node) schema.Pos {
 	return o.Name.Pos
 }
 
-// opFuncs are the methods of Processors an operator calls, as suffixes of
-// its identifier, with what each does.
-func opFuncs(o *OpNode) []string {
-	switch o.Kind {
-	case schema.OpFilter, schema.OpFilterNot, schema.OpMap, schema.OpMapValues, schema.OpFlatMap, schema.OpFlatMapValues,
-		schema.OpSelectKey, schema.OpPeek, schema.OpForeach, schema.OpGroupBy:
-		return []string{""}
-	case schema.OpReduce:
-		if o.InTable {
-			return []string{"Add", "Subtract"}
-		}
-		return []string{"Reduce"}
-	case schema.OpAggregate:
-		if o.InTable {
-			return []string{"Init", "Add", "Subtract"}
-		}
-		return []string{"Init", "Aggregate"}
-	case opArm:
-		if !o.Default {
-			return []string{""}
-		}
-	}
-	return nil
-}
-
 // emitOrder lists processors and operators (not arms: their branch adds
 // them) parents first, ties broken by name: the order NewTopology adds them.
 func emitOrder(g *Graph) []Node {
@@ -658,7 +567,7 @@ func emitOrder(g *Graph) []Node {
 	var out []Node
 	var visit func(n Node)
 	visit = func(n Node) {
-		if n.Op != nil && n.Op.Kind == opArm {
+		if n.Op != nil && n.Op.Split != nil {
 			n = Node{Op: n.Op.Split}
 		}
 		if n.Topic != nil || done[n] {
@@ -704,21 +613,14 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 			shape.Sources[name] = true
 		}
 	}
-	switch {
-	case o.Kind == schema.OpTable:
-		add("op:"+o.Name.Value+"-source", true)
-		shape.Children["op:"+o.Name.Value+"-source"] = []string{out}
-		add(out, false)
-	case o.Kind == schema.OpGroupBy:
-		add("op:"+o.Name.Value+"-select", false)
-		shape.Children["op:"+o.Name.Value+"-select"] = []string{"op:" + o.Name.Value + "-repartition-sink"}
-		add("op:"+o.Name.Value+"-repartition-sink", false)
-		add(out, true)
-	case o.Kind == schema.OpGroupByKey && o.Repartition:
-		add("op:"+o.Name.Value+"-repartition-sink", false)
-		add(out, true)
-	default:
-		add(out, false)
+	nodes := o.nodes()
+	for i, n := range nodes {
+		name := "op:" + o.Name.Value + n.Suffix
+		add(name, n.Source)
+		// Each node feeds the next, unless the next reads a topic.
+		if i+1 < len(nodes) && !nodes[i+1].Source {
+			shape.Children[name] = []string{"op:" + o.Name.Value + nodes[i+1].Suffix}
+		}
 	}
 	for _, a := range o.Arms {
 		shape.Children[out] = append(shape.Children[out], "op:"+a.nodeName())
@@ -727,8 +629,8 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 			shape.Children["op:"+a.nodeName()] = append(shape.Children["op:"+a.nodeName()], shapeKey(c))
 		}
 	}
-	if o.Kind == schema.OpBranch {
-		return
+	if len(o.Arms) > 0 {
+		return // the arms are its children
 	}
 	for _, c := range o.Children {
 		shape.Children[out] = append(shape.Children[out], shapeKey(c))
@@ -738,10 +640,12 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 // rekeyedOpState finds a key-changing operator (map, flatMap, selectKey)
 // that feeds, in its own task, a processor keeping state per key: the same
 // mistake rekeyedState reports for processors. Groupings repartition by
-// themselves, so the walk stops at them.
+// themselves, and a kind whose output is partitioned by its key
+// (KeyedOutput) has brought each key's records together, so the walk stops
+// at them.
 func (r *resolver) rekeyedOpState() {
 	for _, o := range r.g.Operators {
-		if !keyChanging(o.Kind) {
+		if !o.kind.KeyChanging {
 			continue
 		}
 		seen := map[Node]bool{}
@@ -758,7 +662,7 @@ func (r *resolver) rekeyedOpState() {
 					stateful = c.Proc
 				case c.Proc != nil:
 					walk(c.Proc.Children)
-				case !isGrouping(c.Op.Kind):
+				case !c.Op.kind.Grouping && !c.Op.kind.KeyedOutput:
 					walk(c.Op.Children)
 				}
 			}

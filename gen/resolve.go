@@ -26,64 +26,6 @@ type Graph struct {
 	pkgScope *scope // package-level generated names, set by nameGraph
 }
 
-// TypeRef is a type named in the spec, resolved.
-type TypeRef struct {
-	Name string // as written in the spec ("model.Sentence", "int64"), or as Go spells a wrapped one
-	Type *model.Type
-	// Wrap is how operators carry the type: as is, as a table row's change
-	// (dsl.Change[T]), or nullable (*T, nil for a deletion).
-	Wrap Wrap
-}
-
-// Wrap is how an operator's output carries a spec type.
-type Wrap int
-
-// Wraps of a TypeRef.
-const (
-	Plain     Wrap = iota
-	ChangeOf       // dsl.Change[T]: a table row's old and new value
-	PointerTo      // *T: a table row's new value after toStream, nil when deleted
-)
-
-// wrapped is r carried as w.
-func (r TypeRef) wrapped(w Wrap) TypeRef {
-	p := r.plain()
-	switch w {
-	case ChangeOf:
-		p.Name = "dsl.Change[" + p.Name + "]"
-	case PointerTo:
-		p.Name = "*" + p.Name
-	}
-	p.Wrap = w
-	return p
-}
-
-// plain is the spec type r wraps.
-func (r TypeRef) plain() TypeRef {
-	switch r.Wrap {
-	case ChangeOf:
-		r.Name = strings.TrimSuffix(strings.TrimPrefix(r.Name, "dsl.Change["), "]")
-	case PointerTo:
-		r.Name = strings.TrimPrefix(r.Name, "*")
-	}
-	r.Wrap = Plain
-	return r
-}
-
-// Same reports whether two references denote the same type.
-func (r TypeRef) Same(o TypeRef) bool {
-	if r.Wrap != o.Wrap {
-		return false
-	}
-	if r.Type == nil || o.Type == nil {
-		return true // already reported as unknown
-	}
-	if r.Type.IsNamed() || o.Type.IsNamed() {
-		return r.Type == o.Type
-	}
-	return r.Type.Kind == o.Type.Kind
-}
-
 // KV is a key and value type pair.
 type KV struct{ Key, Value TypeRef }
 
@@ -107,8 +49,8 @@ type TopicNode struct {
 	// (a table reading it is Table instead).
 	OpReaders, OpWriters []*OpNode
 	Table                *OpNode
-	// Nullable says toStream writes to it: a deleted row is a tombstone.
-	Nullable bool
+	// Tombstones says toStream writes to it: a deleted row is a tombstone.
+	Tombstones bool
 }
 
 // read says whether a source reads the topic as a stream.
@@ -232,6 +174,14 @@ func (r *resolver) run() {
 		tn.KeyFormat = r.format(t.KeyFormat, t.Format, tn.KV.Key, true)
 		tn.ValueFormat = r.format(t.Format, schema.Str{}, tn.KV.Value, false)
 		r.timestamp(tn)
+		// A nullable side is carried as a pointer, nil for null; bytes
+		// are nil already.
+		if t.KeyNullable() {
+			tn.KV.Key = nullableRef(tn.KV.Key)
+		}
+		if t.ValueNullable() {
+			tn.KV.Value = nullableRef(tn.KV.Value)
+		}
 		r.topics[t.Name.Value] = tn
 		r.g.Topics = append(r.g.Topics, tn)
 	}
@@ -377,6 +327,15 @@ func (r *resolver) typ(s schema.Str) TypeRef {
 	return TypeRef{Name: s.Value, Type: t}
 }
 
+// nullableRef is how a nullable side of type r is carried: *T, or T for
+// a type whose values may be nil already (bytes).
+func nullableRef(r TypeRef) TypeRef {
+	if r.Type != nil && !r.Type.IsNamed() && r.Type.Kind == model.Bytes {
+		return r
+	}
+	return r.wrapped(PointerTo)
+}
+
 // format picks and checks the format of one side of a topic or store. own is
 // the format given for this side, fallback the topic's format (for keys).
 func (r *resolver) format(own, fallback schema.Str, t TypeRef, key bool) string {
@@ -491,13 +450,13 @@ func (r *resolver) edges() {
 				q.Children = appendNode(q.Children, Node{Proc: p})
 			} else if o, ok := r.ops[f.Value]; ok {
 				switch {
-				case o.Kind == schema.OpBranch:
+				case o.kind.Arms != nil:
 					r.errs.add(f.Pos, "processor %q reads from branch %q itself: read one of its arms (%s-ARM)", p.Name.Value, f.Value, f.Value)
 					continue
-				case o.Kind == schema.OpForeach:
+				case o.kind.Terminal:
 					r.errs.add(f.Pos, "processor %q reads from %s, which is terminal: use peek to pass records on", p.Name.Value, o.what())
 					continue
-				case isGrouping(o.Kind):
+				case o.kind.Grouping:
 					r.errs.add(f.Pos, "processor %q reads grouping %q: a grouping feeds an aggregation (count, reduce or aggregate)", p.Name.Value, f.Value)
 					continue
 				}
@@ -521,8 +480,8 @@ func (r *resolver) edges() {
 				p.Children = appendNode(p.Children, Node{Proc: q})
 				q.Parents = appendNode(q.Parents, Node{Proc: p})
 			} else if o, ok := r.ops[c.Value]; ok {
-				if o.Kind == schema.OpTable || o.Kind == opArm {
-					r.errs.add(c.Pos, "processor %q forwards to %s, which reads %s only", p.Name.Value, o.what(), map[bool]string{true: "its topic", false: "its branch"}[o.Kind == schema.OpTable])
+				if o.kind.Closed != "" {
+					r.errs.add(c.Pos, "processor %q forwards to %s, which reads %s only", p.Name.Value, o.what(), o.kind.Closed)
 					continue
 				}
 				p.Children = appendNode(p.Children, Node{Op: o})

@@ -267,3 +267,62 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestNullableTopics: a nullable side is a pointer everywhere it goes; what
+// does not take nulls yet says so, and a timestamp field of a nullable value
+// falls back to the record's time for a tombstone.
+func TestNullableTopics(t *testing.T) {
+	const head = `version: 1
+app: a
+types: {go: [./model]}
+topics:
+  both:  {key: string, value: string, nullable: both}
+  keys:  {key: string, value: string, nullable: key}
+  raw:   {key: bytes, value: bytes, nullable: both}
+  times: {key: string, value: model.Sentence, nullable: value, timestamp: at}
+`
+	for _, tc := range []struct{ name, spec, want string }{
+		{"grouping", head + "operators:\n  g: {op: groupByKey, from: [both]}\n  c: {op: count, from: [g], store: c}\n",
+			`kgen.yaml:10:30: operator "g" (groupByKey) reads "both", whose keys may be null (*string): groupByKey takes no null keys yet; drop them first ({op: filter, from: [both]}, then a mapValues or selectKey to string)`},
+		{"table", head + "operators:\n  rows: {op: table, topic: keys, store: rows}\n",
+			`kgen.yaml:10:3: operator "rows" (table) reads "keys", whose keys may be null (*string): table takes no null keys yet; drop them first ({op: filter, from: [keys]}, then a mapValues or selectKey to string)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Join(check(tc.spec), "\n"); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+	s, err := schema.Parse("kgen.yaml", []byte(head+"processors:\n  p: {from: [both, times, raw], forward: {key: string, value: string}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(s, universe(), "example.com/m")
+	want := []string{
+		`kgen.yaml:10:20: processor "p": input "times" carries string,*model.Sentence but input "both" carries *string,*string: all inputs of a processor must carry the same key and value types`,
+		`kgen.yaml:10:27: processor "p": input "raw" carries bytes,bytes but input "both" carries *string,*string: all inputs of a processor must carry the same key and value types`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got %v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	s, err = schema.Parse("kgen.yaml", []byte(head+"processors:\n  p: {from: [times]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Resolve(s, universe(), "example.com/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := (&emitter{g: g, pkgPath: "example.com/m", pkgName: "m"}).main()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"stream.AddSource(t, \"times-source\", TopicTimes, s.TimesKey, dsl.Nullable(s.TimesValue), stream.WithTimestamp(func(_ string, v *model.Sentence, recordTime time.Time) time.Time {\n\t\tif v == nil {\n\t\t\treturn recordTime\n\t\t}\n\t\treturn v.At\n\t}))",
+		"Process(ctx *PContext, key string, value *model.Sentence) error",
+	} {
+		if !strings.Contains(string(src), w) {
+			t.Errorf("generated code lacks\n%s\n%s", w, src)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func (e *emitter) factories(dir string, res *Result, methods map[string][]string
 			}
 		}
 		for _, o := range e.g.allOps() {
-			for _, fn := range funcsOf(o) {
+			for _, fn := range o.funcs() {
 				if !slices.Contains(methods[idFactories], fn.method) {
 					res.Notes = append(res.Notes, fmt.Sprintf("%s: %s has no method %s for %s yet (it will not compile): add\n\tfunc (%s) %s", path.Join(filepath.Base(dir), file), idFactories, fn.method, o.what(), idFactories, fn.signature(e.pkgPath, map[string]string{}, false)))
 				}
@@ -180,7 +180,7 @@ func (e *emitter) factories(dir string, res *Result, methods map[string][]string
 	var ops []opRef
 	imports := map[string]string{}
 	for _, o := range e.g.allOps() {
-		for _, fn := range funcsOf(o) {
+		for _, fn := range o.funcs() {
 			ops = append(ops, opRef{fn.method + " " + fn.doc, fn.signature(e.pkgPath, imports, true), o.what()})
 		}
 	}

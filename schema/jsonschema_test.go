@@ -54,7 +54,7 @@ app: a
 package: a
 types: {go: [./model], avro: [x.avsc]}
 topics:
-  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false}
+  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both}
 stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
 processors:
@@ -68,7 +68,7 @@ operators:
 	}
 	used := map[string][]string{
 		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
-		"topic":     {"format", "key", "key-format", "partitions", "repartition", "timestamp", "value"},
+		"topic":     {"format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
@@ -88,58 +88,4 @@ func anyMap[V any](m map[string]V) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// TestJSONSchemaOperators checks that the schema's operator kinds are the
-// loader's, and that each kind requires in the schema the keys the loader
-// requires.
-func TestJSONSchemaOperators(t *testing.T) {
-	var js struct {
-		Definitions struct {
-			Operator struct {
-				Properties struct {
-					Op struct {
-						Enum []string `json:"enum"`
-					} `json:"op"`
-				} `json:"properties"`
-				AllOf []struct {
-					If struct {
-						Properties struct {
-							Op struct {
-								Const string `json:"const"`
-							} `json:"op"`
-						} `json:"properties"`
-					} `json:"if"`
-					Then struct {
-						Required []string `json:"required"`
-					} `json:"then"`
-				} `json:"allOf"`
-			} `json:"operator"`
-		} `json:"definitions"`
-	}
-	if err := json.Unmarshal(JSONSchema, &js); err != nil {
-		t.Fatal(err)
-	}
-	op := js.Definitions.Operator
-	kinds := slices.Sorted(slices.Values(op.Properties.Op.Enum))
-	if !slices.Equal(kinds, Ops) {
-		t.Errorf("schema's op kinds %v, loader's %v", kinds, Ops)
-	}
-	schemaRequired := map[string][]string{}
-	for _, c := range op.AllOf {
-		schemaRequired[c.If.Properties.Op.Const] = slices.Sorted(slices.Values(c.Then.Required))
-	}
-	for _, kind := range Ops {
-		keys, _ := OpKeysOf(kind)
-		var required []string
-		for _, k := range keys {
-			if name, ok := strings.CutSuffix(k, "!"); ok {
-				required = append(required, name)
-			}
-		}
-		slices.Sort(required)
-		if !slices.Equal(required, schemaRequired[kind]) {
-			t.Errorf("op %s: schema requires %v, the loader %v", kind, schemaRequired[kind], required)
-		}
-	}
 }

@@ -316,6 +316,14 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 		{"repartition", func(_, v *yaml.Node) {
 			t.Repartition, t.RepartitionPos = d.boolean(v, what+": repartition"), d.pos(v)
 		}},
+		{"nullable", func(_, v *yaml.Node) {
+			t.Nullable = d.str(v, what+": nullable")
+			switch t.Nullable.Value {
+			case "", NullableKey, NullableValue, NullableBoth:
+			default:
+				d.errs.add(t.Nullable.Pos, "%s: nullable %q: want key, value or both%s", what, t.Nullable.Value, Suggest(t.Nullable.Value, []string{NullableBoth, NullableKey, NullableValue}))
+			}
+		}},
 	}) {
 		d.require(n, what, "key", t.Key)
 		d.require(n, what, "value", t.Value)

@@ -2,44 +2,22 @@ package schema
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// opKeys lists, per operator kind, the keys it takes besides op; required
-// ones are marked with a trailing "!".
-var opKeys = map[string][]string{
-	OpFilter:        {"from", "to"},
-	OpFilterNot:     {"from", "to"},
-	OpMap:           {"from", "to", "key!", "value!"},
-	OpMapValues:     {"from", "to", "value!"},
-	OpFlatMap:       {"from", "to", "key!", "value!"},
-	OpFlatMapValues: {"from", "to", "value!"},
-	OpSelectKey:     {"from", "to", "key!"},
-	OpPeek:          {"from", "to"},
-	OpForeach:       {"from"},
-	OpBranch:        {"from", "branches!", "default"},
-	OpMerge:         {"from", "to"},
-	OpGroupByKey:    {"from", "partitions"},
-	OpGroupBy:       {"from", "key!", "value", "partitions"},
-	OpCount:         {"from", "store!"},
-	OpReduce:        {"from", "store!"},
-	OpAggregate:     {"from", "store!", "value!"},
-	OpTable:         {"topic!", "store!"},
-	OpToStream:      {"from", "to"},
-}
+// The operator kinds, which keys each takes and which it requires, are the
+// generator's: each kind is one descriptor in package gen, which checks an
+// operator's keys against it. The loader reads every key any kind may take,
+// with its position, so that a new kind using known keys changes nothing
+// here; a key of its own is a change to the file format, made here.
 
-// opKeyHelp says what a key means, for the message about a missing one.
-var opKeyHelp = map[string]string{
-	"from":     "its inputs: from: [TOPIC, PROCESSOR or OPERATOR]",
-	"key":      "the key type it outputs: key: TYPE",
-	"value":    "the value type it outputs: value: TYPE",
-	"store":    "the store holding its rows: store: NAME",
-	"topic":    "the topic it reads: topic: NAME",
-	"branches": "the names of its arms: branches: [NAME, ...]",
-}
+// PlannedOps are operator kinds the spec format reserves for what comes next
+// (windowed aggregations, joins, global tables): a spec naming one is told so.
+var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin", "suppress"}
+
+// PlannedOperatorKeys are operator keys reserved for what comes next.
+var PlannedOperatorKeys = []string{"emit", "foreign-key", "query", "versioned", "window"}
 
 func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 	o := &Operator{Name: name, Keys: map[string]Pos{}}
@@ -70,74 +48,14 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 	if !d.mapping(n, what, fields) {
 		return o
 	}
-	if o.Op.Pos.Line == 0 {
-		d.errs.add(d.pos(n), "%s: missing op: the operator kind (%s)", what, strings.Join(Ops, ", "))
-		return o
-	}
-	if o.Op.Value == "" {
-		return o // reported
-	}
-	keys, ok := opKeys[o.Op.Value]
-	if !ok {
-		if slices.Contains(PlannedOps, o.Op.Value) {
-			d.errs.add(o.Op.Pos, "%s: op %s is planned (joins, global tables and cogroup come next) but not supported by this kgen yet", what, o.Op.Value)
-			return o
-		}
-		d.errs.add(o.Op.Pos, "%s: unknown op %q (want one of %s)%s", what, o.Op.Value, strings.Join(Ops, ", "), Suggest(o.Op.Value, Ops))
-		return o
-	}
-	allowed := map[string]bool{"op": true}
-	for _, k := range keys {
-		name, required := strings.CutSuffix(k, "!")
-		allowed[name] = true
-		if _, given := o.Keys[name]; required && !given {
-			d.errs.add(o.Name.Pos, "%s: %s needs %s", what, o.Op.Value, opKeyHelp[name])
-		}
-	}
-	var given []string
-	for k := range o.Keys {
-		given = append(given, k)
-	}
-	slices.Sort(given)
-	for _, k := range given {
-		if allowed[k] || slices.Contains(PlannedOperatorKeys, k) {
-			continue
-		}
-		var hint string
-		switch {
-		case k == "to" && (o.Op.Value == OpCount || o.Op.Value == OpReduce || o.Op.Value == OpAggregate || o.Op.Value == OpTable):
-			hint = fmt.Sprintf(": %s makes a table; write its updates to a topic with an operator {op: toStream, from: [%s], to: [TOPIC]}", o.Op.Value, name.Value)
-		case k == "to" && (o.Op.Value == OpGroupBy || o.Op.Value == OpGroupByKey):
-			hint = ": a grouping feeds an aggregation (count, reduce or aggregate), not a topic"
-		case k == "to" && o.Op.Value == OpBranch:
-			hint = fmt.Sprintf(": each arm is a node of its own, named %s-ARM; name it in the from of what reads it", name.Value)
-		case k == "from" && o.Op.Value == OpTable:
-			hint = ": a table reads one topic: topic: NAME"
-		case k == "to" && o.Op.Value == OpForeach:
-			hint = ": foreach is terminal; use peek to pass records on"
-		default:
-			var ks []string
-			for a := range allowed {
-				ks = append(ks, a)
-			}
-			slices.Sort(ks)
-			hint = " (it takes " + strings.Join(ks, ", ") + ")"
-		}
-		d.errs.add(o.Keys[k], "%s: %s takes no %s%s", what, o.Op.Value, k, hint)
-		o.clear(k) // so that resolving it adds no errors of its own
-	}
+	o.Pos = d.pos(n)
 	return o
 }
 
-// OpKeysOf lists the keys an operator kind takes besides op (required ones
-// end in "!"), and whether the kind exists.
-func OpKeysOf(kind string) ([]string, bool) {
-	k, ok := opKeys[kind]
-	return k, ok
-}
-
-// clear forgets the value of key k.
-func (o *Operator) clear(k string) {
+// Clear forgets the value of key k, as if it had not been written (its
+// position stays in Keys): for a key the operator's kind does not take, so
+// that resolving the operator adds no errors of its own about it.
+func (o *Operator) Clear(k string) {
 	switch k {
 	case "from":
 		o.From = nil

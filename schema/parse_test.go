@@ -18,14 +18,8 @@ func TestParseErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"unknown op", "version: 1\napp: a\noperators:\n  o: {op: fliter, from: [t]}\n", []string{`kgen.yaml:4:11: operator "o": unknown op "fliter" (want one of aggregate, branch, count, filter, filterNot, flatMap, flatMapValues, foreach, groupBy, groupByKey, map, mapValues, merge, peek, reduce, selectKey, table, toStream) (did you mean "filter"?)`}},
-		{"missing op", "version: 1\napp: a\noperators:\n  o: {from: [t]}\n", []string{`kgen.yaml:4:6: operator "o": missing op: the operator kind (aggregate, branch, count, filter, filterNot, flatMap, flatMapValues, foreach, groupBy, groupByKey, map, mapValues, merge, peek, reduce, selectKey, table, toStream)`}},
-		{"missing store", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g]}\n", []string{`kgen.yaml:4:3: operator "o": count needs the store holding its rows: store: NAME`}},
-		{"missing value", "version: 1\napp: a\noperators:\n  o: {op: mapValues, from: [g]}\n", []string{`kgen.yaml:4:3: operator "o": mapValues needs the value type it outputs: value: TYPE`}},
-		{"wrong field", "version: 1\napp: a\noperators:\n  o: {op: filter, from: [g], store: s}\n", []string{`kgen.yaml:4:30: operator "o": filter takes no store (it takes from, op, to)`}},
-		{"to on a table", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, to: [t]}\n", []string{`kgen.yaml:4:39: operator "o": count takes no to: count makes a table; write its updates to a topic with an operator {op: toStream, from: [o], to: [TOPIC]}`}},
-		{"planned op", "version: 1\napp: a\noperators:\n  o: {op: join, from: [a, b]}\n", []string{`kgen.yaml:4:11: operator "o": op join is planned (joins, global tables and cogroup come next) but not supported by this kgen yet`}},
 		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{`kgen.yaml:4:39: operator "o": window is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
 		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,6 +84,27 @@ type Topic struct {
 	// topics). RepartitionPos is where it was said.
 	Repartition    bool
 	RepartitionPos Pos
+	// Nullable says which sides of the topic's records may be null (a
+	// null key, a tombstone): key, value or both; empty for neither. A
+	// nullable side is carried as a pointer, nil for null.
+	Nullable Str
+}
+
+// Values of a topic's nullable.
+const (
+	NullableKey   = "key"
+	NullableValue = "value"
+	NullableBoth  = "both"
+)
+
+// KeyNullable reports whether the topic's keys may be null.
+func (t *Topic) KeyNullable() bool {
+	return t.Nullable.Value == NullableKey || t.Nullable.Value == NullableBoth
+}
+
+// ValueNullable reports whether the topic's values may be null.
+func (t *Topic) ValueNullable() bool {
+	return t.Nullable.Value == NullableValue || t.Nullable.Value == NullableBoth
 }
 
 // Backends a store may use.
@@ -144,45 +165,14 @@ type Punctuation struct {
 	Pos      Pos
 }
 
-// Operator kinds: Kafka Streams' DSL operators, by their Java method names.
-const (
-	OpFilter        = "filter"
-	OpFilterNot     = "filterNot"
-	OpMap           = "map"
-	OpMapValues     = "mapValues"
-	OpFlatMap       = "flatMap"
-	OpFlatMapValues = "flatMapValues"
-	OpSelectKey     = "selectKey"
-	OpPeek          = "peek"
-	OpForeach       = "foreach"
-	OpBranch        = "branch"
-	OpMerge         = "merge"
-	OpGroupByKey    = "groupByKey"
-	OpGroupBy       = "groupBy"
-	OpCount         = "count"
-	OpReduce        = "reduce"
-	OpAggregate     = "aggregate"
-	OpTable         = "table"
-	OpToStream      = "toStream"
-)
-
-// Ops lists every operator kind this kgen supports, sorted.
-var Ops = []string{OpAggregate, OpBranch, OpCount, OpFilter, OpFilterNot, OpFlatMap, OpFlatMapValues, OpForeach,
-	OpGroupBy, OpGroupByKey, OpMap, OpMapValues, OpMerge, OpPeek, OpReduce, OpSelectKey, OpTable, OpToStream}
-
-// PlannedOps are operator kinds the spec format reserves for what comes next
-// (windowed aggregations, joins, global tables): a spec naming one is told so.
-var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin", "suppress"}
-
-// PlannedOperatorKeys are operator keys reserved for what comes next.
-var PlannedOperatorKeys = []string{"emit", "foreign-key", "query", "versioned", "window"}
-
 // Operator is a node of Kafka Streams' DSL: the generator writes the wiring
 // and one typed function signature per function the operator needs, which
 // the user implements.
 type Operator struct {
 	Name Str
-	Op   Str
+	// Op is the operator kind, Kafka Streams' method name: the generator
+	// knows the kinds (package gen, one descriptor each).
+	Op Str
 	// From lists the inputs: topics, processors or operators (a branch's
 	// arms are named <branch>-<arm>).
 	From []Str
@@ -206,4 +196,6 @@ type Operator struct {
 	PartitionsPos Pos
 	// Keys holds where each key of the operator's mapping was written.
 	Keys map[string]Pos
+	// Pos is where the operator's mapping starts.
+	Pos Pos
 }

@@ -1,0 +1,80 @@
+package gen
+
+import (
+	"github.com/dave/jennifer/jen"
+
+	"github.com/kgen-dev/kgen/schema"
+)
+
+// table reads a topic as a table kept in store:: a record upserts its key's
+// row, a tombstone deletes it; it outputs each row's change.
+func init() {
+	register(&opKind{
+		Name: "table",
+		Keys: keys("topic!", "store!"),
+		Hint: func(key string, op *schema.Operator) string {
+			switch key {
+			case "to":
+				return tableHint(key, op)
+			case "from":
+				return ": a table reads one topic: topic: NAME"
+			}
+			return ""
+		},
+		Closed: "its topic",
+		Edges:  tableEdges,
+		Type: func(r *resolver, o *OpNode, in Node) {
+			t := o.Parents[0].Topic
+			if !r.nonNull(o, in, true, false) {
+				return
+			}
+			rows := tableRows(t)
+			o.Out, o.HasOut, o.Table = KV{rows.Key, rows.Value.wrapped(ChangeOf)}, true, true
+			r.opStoreTypes(o, rows, t.KeyFormat, t.ValueFormat)
+		},
+		Nodes: func(o *OpNode) []runtimeNode {
+			return []runtimeNode{{Suffix: "-source", Role: "source node", Source: true}, {Role: "node"}}
+		},
+		Emit: func(e *emitter, o *OpNode) []jen.Code {
+			t, st := o.Parents[0].Topic, o.Rows
+			return []jen.Code{jen.Qual(pkgDSL, "Table").Types(kvTypes(tableRows(t))...).Call(jen.Id("t"), jen.Lit(o.Name.Value), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
+				jen.Id(st.Go.Const), storeOptions(st))}
+		},
+		Rows: func(o *schema.Operator) string { return "the rows of topic " + o.Topic.Value },
+	})
+}
+
+// tableEdges links table o to the topic it reads.
+func tableEdges(r *resolver, o *OpNode) {
+	t, ok := r.topics[o.Topic.Value]
+	if !ok {
+		if o.Topic.Value != "" {
+			r.errs.add(o.Topic.Pos, "%s reads topic %q, which is not a topic of the spec%s", o.what(), o.Topic.Value, schema.Suggest(o.Topic.Value, r.topicNames()))
+		}
+		return
+	}
+	if t.Repartition {
+		r.errs.add(o.Topic.Pos, "%s reads topic %q, a repartition topic: a table reads a topic of the spec", o.what(), t.Name.Value)
+	}
+	if t.Table != nil {
+		r.errs.add(o.Topic.Pos, "%s reads topic %q, which table %q reads already", o.what(), t.Name.Value, t.Table.Name.Value)
+		return
+	}
+	if t.Timestamp.Value != "" {
+		// dsl.Table adds its own source, without an extractor.
+		r.errs.add(t.Timestamp.Pos, "topic %q: table %q reads it with the records' own timestamps: a timestamp field is not supported on a table's topic yet", t.Name.Value, o.Name.Value)
+	}
+	t.Table = o
+	o.Parents = []Node{{Topic: t}}
+}
+
+// tableRows are the key and value types of the rows of a table reading topic
+// t: a table reads a null value as a deletion, so a nullable value is a row's
+// value type.
+func tableRows(t *TopicNode) KV {
+	kv := t.KV
+	if kv.Value.is(PointerTo) {
+		kv.Value = kv.Value.unwrapped()
+	}
+	return kv
+}

@@ -1,0 +1,19 @@
+package nullable
+
+// Factories makes the processors of kgen.yaml for the runtime: one method per
+// processor, each called once per task. Pass it to NewTestDriver, Run or Main.
+// Its other methods are the functions of the operators, called from every
+// task at once: keep them free of shared mutable state.
+// kgen wrote this file once and will not touch it again: it is yours to edit
+// (give Factories fields for what your processors need, such as configuration).
+// When the spec gains a processor, the line below stops compiling until
+// Factories has its method.
+type Factories struct{}
+
+var _ Processors = Factories{}
+
+// Audit makes processor "audit".
+func (Factories) Audit() AuditProcessor { return &Audit{} }
+
+// Big is the predicate of filter "big": it keeps the values above 1.
+func (Factories) Big(key string, value *int64) (keep bool) { return value != nil && *value > 1 }
