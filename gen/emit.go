@@ -584,6 +584,21 @@ func (e *emitter) testDriver() ([]byte, error) {
 			recv().Id(t.Go.Pipe).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("value").Add(typeOf(t.KV.Value)), jen.Id("ts").Qual("time", "Time")).Error().Block(
 				jen.Return(jen.Qual(pkgStreamtest, "Pipe").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, vs, jen.Id("key"), jen.Id("value"), jen.Id("ts"))))
 		}
+		if t.Go.PipeNullKey != "" {
+			f.Commentf("%s writes a record with a null key (as a producer that sends no key does) to", t.Go.PipeNullKey)
+			f.Commentf("topic %q and processes it: its source, whose key cannot be null, drops it and counts", t.Name.Value)
+			f.Comment("it in Driver().Dropped().")
+			_, vs := topicSerdes(t, jen.Id("d").Dot("s"), false)
+			recv().Id(t.Go.PipeNullKey).Params(jen.Id("value").Add(typeOf(t.KV.Value)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "PipeNullKey").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), vs, jen.Id("value"), jen.Id("ts"))))
+		}
+		if t.Go.PipeTombstone != "" {
+			f.Commentf("%s writes a tombstone (a null value) for key to topic %q and processes", t.Go.PipeTombstone, t.Name.Value)
+			f.Comment("it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().")
+			ks, _ := topicSerdes(t, jen.Id("d").Dot("s"), false)
+			recv().Id(t.Go.PipeTombstone).Params(jen.Id("key").Add(typeOf(t.KV.Key)), jen.Id("ts").Qual("time", "Time")).Error().Block(
+				jen.Return(jen.Qual(pkgStreamtest, "PipeTombstone").Call(jen.Id("d").Dot("d"), jen.Id(t.Go.Const), ks, jen.Id("key"), jen.Id("ts"))))
+		}
 		if t.Go.Delete != "" {
 			f.Commentf("%s writes a tombstone for key with timestamp ts to topic %q and processes", t.Go.Delete, t.Name.Value)
 			f.Commentf("it: table %q deletes the key's row.", t.Table.Name.Value)

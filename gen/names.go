@@ -88,6 +88,10 @@ type TopicNames struct {
 	// (for Pipe) or writes (for Read) the topic, so none is generated.
 	// Delete pipes a tombstone to a topic a table reads.
 	Pipe, Read, Delete string
+	// PipeNullKey and PipeTombstone pipe a null key, or a null value, to a
+	// topic whose side cannot say null, so a test can show what drops it
+	// (a nullable side is piped as nil through Pipe); empty otherwise.
+	PipeNullKey, PipeTombstone string
 	// SourceNode and SinkNode are the runtime's node names.
 	SourceNode, SinkNode string
 }
@@ -223,6 +227,12 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		}
 		if t.read() || t.Table != nil {
 			t.Go.Pipe = n.declare(driver, "Pipe"+id, o("test driver input method"))
+			if !t.KV.Key.is(PointerTo) {
+				t.Go.PipeNullKey = n.declare(driver, "Pipe"+id+"NullKey", o("test driver null-key method"))
+			}
+		}
+		if t.read() && t.Table == nil && !t.KV.Value.is(PointerTo) {
+			t.Go.PipeTombstone = n.declare(driver, "Pipe"+id+"Tombstone", o("test driver tombstone method"))
 		}
 		if t.Table != nil {
 			t.Go.Delete = n.declare(driver, "Delete"+id, o("test driver tombstone method"))

@@ -48,6 +48,19 @@ func (d *TestDriver) PipeSentences(key string, value model.Sentence, ts time.Tim
 	return streamtest.Pipe(d.d, TopicSentences, d.s.SentencesKey, d.s.SentencesValue, key, value, ts)
 }
 
+// PipeSentencesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "sentences" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSentencesNullKey(value model.Sentence, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSentences, d.s.SentencesValue, value, ts)
+}
+
+// PipeSentencesTombstone writes a tombstone (a null value) for key to topic "sentences" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSentencesTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSentences, d.s.SentencesKey, key, ts)
+}
+
 // ReadWordCounts returns the records written to topic "word-counts" since the last read.
 func (d *TestDriver) ReadWordCounts() ([]stream.Record[string, int64], error) {
 	return streamtest.Read(d.d, TopicWordCounts, d.s.WordCountsKey, d.s.WordCountsValue)

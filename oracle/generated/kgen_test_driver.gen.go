@@ -48,6 +48,19 @@ func (d *TestDriver) PipeAggregateByKeyIn(key string, value string, ts time.Time
 	return streamtest.Pipe(d.d, TopicAggregateByKeyIn, d.s.AggregateByKeyInKey, d.s.AggregateByKeyInValue, key, value, ts)
 }
 
+// PipeAggregateByKeyInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "aggregate-by-key-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeAggregateByKeyInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicAggregateByKeyIn, d.s.AggregateByKeyInValue, value, ts)
+}
+
+// PipeAggregateByKeyInTombstone writes a tombstone (a null value) for key to topic "aggregate-by-key-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeAggregateByKeyInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicAggregateByKeyIn, d.s.AggregateByKeyInKey, key, ts)
+}
+
 // ReadAggregateByKeyOut returns the records written to topic "aggregate-by-key-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadAggregateByKeyOut() ([]stream.Record[string, *int64], error) {
@@ -59,6 +72,19 @@ func (d *TestDriver) PipeAggregateGroupByIn(key string, value string, ts time.Ti
 	return streamtest.Pipe(d.d, TopicAggregateGroupByIn, d.s.AggregateGroupByInKey, d.s.AggregateGroupByInValue, key, value, ts)
 }
 
+// PipeAggregateGroupByInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "aggregate-group-by-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeAggregateGroupByInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicAggregateGroupByIn, d.s.AggregateGroupByInValue, value, ts)
+}
+
+// PipeAggregateGroupByInTombstone writes a tombstone (a null value) for key to topic "aggregate-group-by-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeAggregateGroupByInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicAggregateGroupByIn, d.s.AggregateGroupByInKey, key, ts)
+}
+
 // ReadAggregateGroupByOut returns the records written to topic "aggregate-group-by-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadAggregateGroupByOut() ([]stream.Record[string, *int64], error) {
@@ -68,6 +94,19 @@ func (d *TestDriver) ReadAggregateGroupByOut() ([]stream.Record[string, *int64],
 // PipeBranchIn writes a record with timestamp ts to topic "branch-in" and processes it.
 func (d *TestDriver) PipeBranchIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicBranchIn, d.s.BranchInKey, d.s.BranchInValue, key, value, ts)
+}
+
+// PipeBranchInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "branch-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeBranchInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicBranchIn, d.s.BranchInValue, value, ts)
+}
+
+// PipeBranchInTombstone writes a tombstone (a null value) for key to topic "branch-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeBranchInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicBranchIn, d.s.BranchInKey, key, ts)
 }
 
 // ReadBranchOutA returns the records written to topic "branch-out-a" since the last read.
@@ -90,6 +129,19 @@ func (d *TestDriver) PipeCountByKeyIn(key string, value string, ts time.Time) er
 	return streamtest.Pipe(d.d, TopicCountByKeyIn, d.s.CountByKeyInKey, d.s.CountByKeyInValue, key, value, ts)
 }
 
+// PipeCountByKeyInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "count-by-key-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeCountByKeyInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicCountByKeyIn, d.s.CountByKeyInValue, value, ts)
+}
+
+// PipeCountByKeyInTombstone writes a tombstone (a null value) for key to topic "count-by-key-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeCountByKeyInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicCountByKeyIn, d.s.CountByKeyInKey, key, ts)
+}
+
 // ReadCountByKeyOut returns the records written to topic "count-by-key-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadCountByKeyOut() ([]stream.Record[string, *int64], error) {
@@ -99,6 +151,19 @@ func (d *TestDriver) ReadCountByKeyOut() ([]stream.Record[string, *int64], error
 // PipeCountGroupByIn writes a record with timestamp ts to topic "count-group-by-in" and processes it.
 func (d *TestDriver) PipeCountGroupByIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicCountGroupByIn, d.s.CountGroupByInKey, d.s.CountGroupByInValue, key, value, ts)
+}
+
+// PipeCountGroupByInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "count-group-by-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeCountGroupByInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicCountGroupByIn, d.s.CountGroupByInValue, value, ts)
+}
+
+// PipeCountGroupByInTombstone writes a tombstone (a null value) for key to topic "count-group-by-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeCountGroupByInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicCountGroupByIn, d.s.CountGroupByInKey, key, ts)
 }
 
 // ReadCountGroupByOut returns the records written to topic "count-group-by-out" since the last read; a nil
@@ -112,9 +177,35 @@ func (d *TestDriver) PipeFilterIn(key string, value string, ts time.Time) error 
 	return streamtest.Pipe(d.d, TopicFilterIn, d.s.FilterInKey, d.s.FilterInValue, key, value, ts)
 }
 
+// PipeFilterInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "filter-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeFilterInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicFilterIn, d.s.FilterInValue, value, ts)
+}
+
+// PipeFilterInTombstone writes a tombstone (a null value) for key to topic "filter-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeFilterInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicFilterIn, d.s.FilterInKey, key, ts)
+}
+
 // PipeFilterNotIn writes a record with timestamp ts to topic "filter-not-in" and processes it.
 func (d *TestDriver) PipeFilterNotIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicFilterNotIn, d.s.FilterNotInKey, d.s.FilterNotInValue, key, value, ts)
+}
+
+// PipeFilterNotInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "filter-not-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeFilterNotInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicFilterNotIn, d.s.FilterNotInValue, value, ts)
+}
+
+// PipeFilterNotInTombstone writes a tombstone (a null value) for key to topic "filter-not-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeFilterNotInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicFilterNotIn, d.s.FilterNotInKey, key, ts)
 }
 
 // ReadFilterNotOut returns the records written to topic "filter-not-out" since the last read.
@@ -132,6 +223,19 @@ func (d *TestDriver) PipeFlatMapIn(key string, value string, ts time.Time) error
 	return streamtest.Pipe(d.d, TopicFlatMapIn, d.s.FlatMapInKey, d.s.FlatMapInValue, key, value, ts)
 }
 
+// PipeFlatMapInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "flat-map-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeFlatMapInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicFlatMapIn, d.s.FlatMapInValue, value, ts)
+}
+
+// PipeFlatMapInTombstone writes a tombstone (a null value) for key to topic "flat-map-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeFlatMapInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicFlatMapIn, d.s.FlatMapInKey, key, ts)
+}
+
 // ReadFlatMapOut returns the records written to topic "flat-map-out" since the last read.
 func (d *TestDriver) ReadFlatMapOut() ([]stream.Record[string, int64], error) {
 	return streamtest.Read(d.d, TopicFlatMapOut, d.s.FlatMapOutKey, d.s.FlatMapOutValue)
@@ -140,6 +244,19 @@ func (d *TestDriver) ReadFlatMapOut() ([]stream.Record[string, int64], error) {
 // PipeFlatMapValuesIn writes a record with timestamp ts to topic "flat-map-values-in" and processes it.
 func (d *TestDriver) PipeFlatMapValuesIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicFlatMapValuesIn, d.s.FlatMapValuesInKey, d.s.FlatMapValuesInValue, key, value, ts)
+}
+
+// PipeFlatMapValuesInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "flat-map-values-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeFlatMapValuesInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicFlatMapValuesIn, d.s.FlatMapValuesInValue, value, ts)
+}
+
+// PipeFlatMapValuesInTombstone writes a tombstone (a null value) for key to topic "flat-map-values-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeFlatMapValuesInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicFlatMapValuesIn, d.s.FlatMapValuesInKey, key, ts)
 }
 
 // ReadFlatMapValuesOut returns the records written to topic "flat-map-values-out" since the last read.
@@ -152,6 +269,19 @@ func (d *TestDriver) PipeMapIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicMapIn, d.s.MapInKey, d.s.MapInValue, key, value, ts)
 }
 
+// PipeMapInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "map-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeMapInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicMapIn, d.s.MapInValue, value, ts)
+}
+
+// PipeMapInTombstone writes a tombstone (a null value) for key to topic "map-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeMapInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicMapIn, d.s.MapInKey, key, ts)
+}
+
 // ReadMapOut returns the records written to topic "map-out" since the last read.
 func (d *TestDriver) ReadMapOut() ([]stream.Record[string, int64], error) {
 	return streamtest.Read(d.d, TopicMapOut, d.s.MapOutKey, d.s.MapOutValue)
@@ -160,6 +290,19 @@ func (d *TestDriver) ReadMapOut() ([]stream.Record[string, int64], error) {
 // PipeMapValuesIn writes a record with timestamp ts to topic "map-values-in" and processes it.
 func (d *TestDriver) PipeMapValuesIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicMapValuesIn, d.s.MapValuesInKey, d.s.MapValuesInValue, key, value, ts)
+}
+
+// PipeMapValuesInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "map-values-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeMapValuesInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicMapValuesIn, d.s.MapValuesInValue, value, ts)
+}
+
+// PipeMapValuesInTombstone writes a tombstone (a null value) for key to topic "map-values-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeMapValuesInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicMapValuesIn, d.s.MapValuesInKey, key, ts)
 }
 
 // ReadMapValuesOut returns the records written to topic "map-values-out" since the last read.
@@ -172,9 +315,35 @@ func (d *TestDriver) PipeMergeIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicMergeIn, d.s.MergeInKey, d.s.MergeInValue, key, value, ts)
 }
 
+// PipeMergeInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "merge-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeMergeInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicMergeIn, d.s.MergeInValue, value, ts)
+}
+
+// PipeMergeInTombstone writes a tombstone (a null value) for key to topic "merge-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeMergeInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicMergeIn, d.s.MergeInKey, key, ts)
+}
+
 // PipeMergeIn2 writes a record with timestamp ts to topic "merge-in2" and processes it.
 func (d *TestDriver) PipeMergeIn2(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicMergeIn2, d.s.MergeIn2Key, d.s.MergeIn2Value, key, value, ts)
+}
+
+// PipeMergeIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "merge-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeMergeIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicMergeIn2, d.s.MergeIn2Value, value, ts)
+}
+
+// PipeMergeIn2Tombstone writes a tombstone (a null value) for key to topic "merge-in2" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeMergeIn2Tombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicMergeIn2, d.s.MergeIn2Key, key, ts)
 }
 
 // ReadMergeOut returns the records written to topic "merge-out" since the last read.
@@ -187,6 +356,19 @@ func (d *TestDriver) PipePeekIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicPeekIn, d.s.PeekInKey, d.s.PeekInValue, key, value, ts)
 }
 
+// PipePeekInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "peek-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipePeekInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicPeekIn, d.s.PeekInValue, value, ts)
+}
+
+// PipePeekInTombstone writes a tombstone (a null value) for key to topic "peek-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipePeekInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicPeekIn, d.s.PeekInKey, key, ts)
+}
+
 // ReadPeekOut returns the records written to topic "peek-out" since the last read.
 func (d *TestDriver) ReadPeekOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicPeekOut, d.s.PeekOutKey, d.s.PeekOutValue)
@@ -195,6 +377,19 @@ func (d *TestDriver) ReadPeekOut() ([]stream.Record[string, string], error) {
 // PipeReduceByKeyIn writes a record with timestamp ts to topic "reduce-by-key-in" and processes it.
 func (d *TestDriver) PipeReduceByKeyIn(key string, value int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicReduceByKeyIn, d.s.ReduceByKeyInKey, d.s.ReduceByKeyInValue, key, value, ts)
+}
+
+// PipeReduceByKeyInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "reduce-by-key-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeReduceByKeyInNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicReduceByKeyIn, d.s.ReduceByKeyInValue, value, ts)
+}
+
+// PipeReduceByKeyInTombstone writes a tombstone (a null value) for key to topic "reduce-by-key-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeReduceByKeyInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicReduceByKeyIn, d.s.ReduceByKeyInKey, key, ts)
 }
 
 // ReadReduceByKeyOut returns the records written to topic "reduce-by-key-out" since the last read; a nil
@@ -208,6 +403,19 @@ func (d *TestDriver) PipeReduceGroupByIn(key string, value int64, ts time.Time) 
 	return streamtest.Pipe(d.d, TopicReduceGroupByIn, d.s.ReduceGroupByInKey, d.s.ReduceGroupByInValue, key, value, ts)
 }
 
+// PipeReduceGroupByInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "reduce-group-by-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeReduceGroupByInNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicReduceGroupByIn, d.s.ReduceGroupByInValue, value, ts)
+}
+
+// PipeReduceGroupByInTombstone writes a tombstone (a null value) for key to topic "reduce-group-by-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeReduceGroupByInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicReduceGroupByIn, d.s.ReduceGroupByInKey, key, ts)
+}
+
 // ReadReduceGroupByOut returns the records written to topic "reduce-group-by-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadReduceGroupByOut() ([]stream.Record[string, *int64], error) {
@@ -219,6 +427,19 @@ func (d *TestDriver) PipeSelectKeyIn(key string, value string, ts time.Time) err
 	return streamtest.Pipe(d.d, TopicSelectKeyIn, d.s.SelectKeyInKey, d.s.SelectKeyInValue, key, value, ts)
 }
 
+// PipeSelectKeyInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "select-key-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSelectKeyInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSelectKeyIn, d.s.SelectKeyInValue, value, ts)
+}
+
+// PipeSelectKeyInTombstone writes a tombstone (a null value) for key to topic "select-key-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSelectKeyInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSelectKeyIn, d.s.SelectKeyInKey, key, ts)
+}
+
 // ReadSelectKeyOut returns the records written to topic "select-key-out" since the last read.
 func (d *TestDriver) ReadSelectKeyOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicSelectKeyOut, d.s.SelectKeyOutKey, d.s.SelectKeyOutValue)
@@ -227,6 +448,13 @@ func (d *TestDriver) ReadSelectKeyOut() ([]stream.Record[string, string], error)
 // PipeTableAggregateIn writes a record with timestamp ts to topic "table-aggregate-in" and processes it.
 func (d *TestDriver) PipeTableAggregateIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicTableAggregateIn, d.s.TableAggregateInKey, d.s.TableAggregateInValue, key, value, ts)
+}
+
+// PipeTableAggregateInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "table-aggregate-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTableAggregateInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTableAggregateIn, d.s.TableAggregateInValue, value, ts)
 }
 
 // DeleteTableAggregateIn writes a tombstone for key with timestamp ts to topic "table-aggregate-in" and processes
@@ -246,6 +474,13 @@ func (d *TestDriver) PipeTableCountIn(key string, value string, ts time.Time) er
 	return streamtest.Pipe(d.d, TopicTableCountIn, d.s.TableCountInKey, d.s.TableCountInValue, key, value, ts)
 }
 
+// PipeTableCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "table-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTableCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTableCountIn, d.s.TableCountInValue, value, ts)
+}
+
 // DeleteTableCountIn writes a tombstone for key with timestamp ts to topic "table-count-in" and processes
 // it: table "regions" deletes the key's row.
 func (d *TestDriver) DeleteTableCountIn(key string, ts time.Time) error {
@@ -261,6 +496,13 @@ func (d *TestDriver) ReadTableCountOut() ([]stream.Record[string, *int64], error
 // PipeTableIn writes a record with timestamp ts to topic "table-in" and processes it.
 func (d *TestDriver) PipeTableIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicTableIn, d.s.TableInKey, d.s.TableInValue, key, value, ts)
+}
+
+// PipeTableInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "table-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTableInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTableIn, d.s.TableInValue, value, ts)
 }
 
 // DeleteTableIn writes a tombstone for key with timestamp ts to topic "table-in" and processes
@@ -280,6 +522,13 @@ func (d *TestDriver) PipeTableReduceIn(key string, value int64, ts time.Time) er
 	return streamtest.Pipe(d.d, TopicTableReduceIn, d.s.TableReduceInKey, d.s.TableReduceInValue, key, value, ts)
 }
 
+// PipeTableReduceInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "table-reduce-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTableReduceInNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTableReduceIn, d.s.TableReduceInValue, value, ts)
+}
+
 // DeleteTableReduceIn writes a tombstone for key with timestamp ts to topic "table-reduce-in" and processes
 // it: table "numbers" deletes the key's row.
 func (d *TestDriver) DeleteTableReduceIn(key string, ts time.Time) error {
@@ -295,6 +544,19 @@ func (d *TestDriver) ReadTableReduceOut() ([]stream.Record[string, *int64], erro
 // PipeWordcountIn writes a record with timestamp ts to topic "wordcount-in" and processes it.
 func (d *TestDriver) PipeWordcountIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicWordcountIn, d.s.WordcountInKey, d.s.WordcountInValue, key, value, ts)
+}
+
+// PipeWordcountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "wordcount-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeWordcountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicWordcountIn, d.s.WordcountInValue, value, ts)
+}
+
+// PipeWordcountInTombstone writes a tombstone (a null value) for key to topic "wordcount-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeWordcountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicWordcountIn, d.s.WordcountInKey, key, ts)
 }
 
 // ReadWordcountOut returns the records written to topic "wordcount-out" since the last read; a nil

@@ -56,6 +56,19 @@ func (d *TestDriver) PipeCustomers(key string, value Customer, ts time.Time) err
 	return streamtest.Pipe(d.d, TopicCustomers, d.s.CustomersKey, d.s.CustomersValue, key, value, ts)
 }
 
+// PipeCustomersNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "customers" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeCustomersNullKey(value Customer, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicCustomers, d.s.CustomersValue, value, ts)
+}
+
+// PipeCustomersTombstone writes a tombstone (a null value) for key to topic "customers" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeCustomersTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicCustomers, d.s.CustomersKey, key, ts)
+}
+
 // ReadEnriched returns the records written to topic "enriched" since the last read.
 func (d *TestDriver) ReadEnriched() ([]stream.Record[string, EnrichedOrder], error) {
 	return streamtest.Read(d.d, TopicEnriched, d.s.EnrichedKey, d.s.EnrichedValue)
@@ -64,6 +77,19 @@ func (d *TestDriver) ReadEnriched() ([]stream.Record[string, EnrichedOrder], err
 // PipeOrders writes a record with timestamp ts to topic "orders" and processes it.
 func (d *TestDriver) PipeOrders(key string, value Order, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicOrders, d.s.OrdersKey, d.s.OrdersValue, key, value, ts)
+}
+
+// PipeOrdersNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "orders" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeOrdersNullKey(value Order, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicOrders, d.s.OrdersValue, value, ts)
+}
+
+// PipeOrdersTombstone writes a tombstone (a null value) for key to topic "orders" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeOrdersTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicOrders, d.s.OrdersKey, key, ts)
 }
 
 // Customers is store "customers", to inspect or seed: every partition's copy, each key

@@ -52,6 +52,19 @@ func (d *TestDriver) PipeIds(key int32, value float64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicIds, d.s.IdsKey, d.s.IdsValue, key, value, ts)
 }
 
+// PipeIdsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "ids" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeIdsNullKey(value float64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicIds, d.s.IdsValue, value, ts)
+}
+
+// PipeIdsTombstone writes a tombstone (a null value) for key to topic "ids" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeIdsTombstone(key int32, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicIds, d.s.IdsKey, key, ts)
+}
+
 // ReadRaw returns the records written to topic "raw" since the last read.
 func (d *TestDriver) ReadRaw() ([]stream.Record[string, []byte], error) {
 	return streamtest.Read(d.d, TopicRaw, d.s.RawKey, d.s.RawValue)
@@ -60,6 +73,19 @@ func (d *TestDriver) ReadRaw() ([]stream.Record[string, []byte], error) {
 // PipeReadings writes a record with timestamp ts to topic "readings" and processes it.
 func (d *TestDriver) PipeReadings(key []byte, value model.Reading, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicReadings, d.s.ReadingsKey, d.s.ReadingsValue, key, value, ts)
+}
+
+// PipeReadingsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "readings" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeReadingsNullKey(value model.Reading, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicReadings, d.s.ReadingsValue, value, ts)
+}
+
+// PipeReadingsTombstone writes a tombstone (a null value) for key to topic "readings" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeReadingsTombstone(key []byte, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicReadings, d.s.ReadingsKey, key, ts)
 }
 
 // ReadStats returns the records written to topic "stats" since the last read.

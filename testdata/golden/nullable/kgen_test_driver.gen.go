@@ -58,6 +58,13 @@ func (d *TestDriver) PipeKept(key string, value *int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicKept, d.s.KeptKey, dsl.Nullable(d.s.KeptValue), key, value, ts)
 }
 
+// PipeKeptNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "kept" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeKeptNullKey(value *int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicKept, dsl.Nullable(d.s.KeptValue), value, ts)
+}
+
 // ReadKept returns the records written to topic "kept" since the last read.
 func (d *TestDriver) ReadKept() ([]stream.Record[string, *int64], error) {
 	return streamtest.Read(d.d, TopicKept, d.s.KeptKey, dsl.Nullable(d.s.KeptValue))
@@ -71,6 +78,13 @@ func (d *TestDriver) ReadLarge() ([]stream.Record[string, *int64], error) {
 // PipePrices writes a record with timestamp ts to topic "prices" and processes it.
 func (d *TestDriver) PipePrices(key string, value *int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicPrices, d.s.PricesKey, dsl.Nullable(d.s.PricesValue), key, value, ts)
+}
+
+// PipePricesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "prices" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipePricesNullKey(value *int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicPrices, dsl.Nullable(d.s.PricesValue), value, ts)
 }
 
 // DeletePrices writes a tombstone for key with timestamp ts to topic "prices" and processes

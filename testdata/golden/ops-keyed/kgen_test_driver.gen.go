@@ -54,6 +54,19 @@ func (d *TestDriver) PipeClicks(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicClicks, d.s.ClicksKey, d.s.ClicksValue, key, value, ts)
 }
 
+// PipeClicksNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "clicks" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeClicksNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicClicks, d.s.ClicksValue, value, ts)
+}
+
+// PipeClicksTombstone writes a tombstone (a null value) for key to topic "clicks" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeClicksTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicClicks, d.s.ClicksKey, key, ts)
+}
+
 // ReadCounts returns the records written to topic "counts" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadCounts() ([]stream.Record[string, *int64], error) {
@@ -69,6 +82,13 @@ func (d *TestDriver) ReadFirsts() ([]stream.Record[string, *string], error) {
 // PipePrices writes a record with timestamp ts to topic "prices" and processes it.
 func (d *TestDriver) PipePrices(key string, value int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicPrices, d.s.PricesKey, d.s.PricesValue, key, value, ts)
+}
+
+// PipePricesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "prices" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipePricesNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicPrices, d.s.PricesValue, value, ts)
 }
 
 // DeletePrices writes a tombstone for key with timestamp ts to topic "prices" and processes

@@ -88,3 +88,32 @@ func TestTableAggregations(t *testing.T) {
 		t.Errorf("price sum per band (-want +got):\n%s", diff)
 	}
 }
+
+// TestNullsOnNonNullableTopics pipes a null key and a tombstone, typed, to
+// topics whose sides cannot say null: the sources drop both, count them by
+// reason, and nothing reaches a count or a table (Kafka Streams drops them
+// at the aggregation and at the table source).
+func TestNullsOnNonNullableTopics(t *testing.T) {
+	d := newDriver(t)
+	for _, pipe := range []func() error{
+		func() error { return d.PipeClicks("ann", "page-1", t0) },
+		func() error { return d.PipeClicksNullKey("page-2", t0.Add(time.Second)) },
+		func() error { return d.PipeClicksTombstone("ann", t0.Add(2*time.Second)) },
+		func() error { return d.PipeClicksTombstone("bob", t0.Add(3*time.Second)) },
+		func() error { return d.PipePricesNullKey(120, t0.Add(4*time.Second)) },
+	} {
+		if err := pipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(map[string]int64{"ann": 1}, lastValues(t, d.ReadCounts)); diff != "" {
+		t.Errorf("clicks per user (-want +got):\n%s", diff)
+	}
+	if got := lastValues(t, d.ReadBySize); len(got) != 0 {
+		t.Errorf("a null-key price reached the table: %v", got)
+	}
+	want := map[stream.DropReason]uint64{stream.DropNullKey: 2, stream.DropNullValue: 2}
+	if diff := cmp.Diff(want, d.Driver().Dropped()); diff != "" {
+		t.Errorf("dropped records by reason (-want +got):\n%s", diff)
+	}
+}

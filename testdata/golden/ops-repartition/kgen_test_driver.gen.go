@@ -60,6 +60,19 @@ func (d *TestDriver) PipeLines(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicLines, d.s.LinesKey, d.s.LinesValue, key, value, ts)
 }
 
+// PipeLinesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "lines" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeLinesNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicLines, d.s.LinesValue, value, ts)
+}
+
+// PipeLinesTombstone writes a tombstone (a null value) for key to topic "lines" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeLinesTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicLines, d.s.LinesKey, key, ts)
+}
+
 // ReadWords returns the records written to topic "words" since the last read.
 func (d *TestDriver) ReadWords() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicWords, d.s.WordsKey, d.s.WordsValue)

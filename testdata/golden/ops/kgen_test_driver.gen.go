@@ -82,6 +82,13 @@ func (d *TestDriver) PipeProfiles(key string, value model.Profile, ts time.Time)
 	return streamtest.Pipe(d.d, TopicProfiles, d.s.ProfilesKey, d.s.ProfilesValue, key, value, ts)
 }
 
+// PipeProfilesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "profiles" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeProfilesNullKey(value model.Profile, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicProfiles, d.s.ProfilesValue, value, ts)
+}
+
 // DeleteProfiles writes a tombstone for key with timestamp ts to topic "profiles" and processes
 // it: table "people" deletes the key's row.
 func (d *TestDriver) DeleteProfiles(key string, ts time.Time) error {
@@ -91,6 +98,19 @@ func (d *TestDriver) DeleteProfiles(key string, ts time.Time) error {
 // PipeSentences writes a record with timestamp ts to topic "sentences" and processes it.
 func (d *TestDriver) PipeSentences(key string, value model.Sentence, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicSentences, d.s.SentencesKey, d.s.SentencesValue, key, value, ts)
+}
+
+// PipeSentencesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "sentences" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSentencesNullKey(value model.Sentence, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSentences, d.s.SentencesValue, value, ts)
+}
+
+// PipeSentencesTombstone writes a tombstone (a null value) for key to topic "sentences" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSentencesTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSentences, d.s.SentencesKey, key, ts)
 }
 
 // ReadWordCounts returns the records written to topic "word-counts" since the last read; a nil

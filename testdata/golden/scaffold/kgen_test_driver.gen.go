@@ -46,6 +46,19 @@ func (d *TestDriver) PipeGreetings(key string, value string, ts time.Time) error
 	return streamtest.Pipe(d.d, TopicGreetings, d.s.GreetingsKey, d.s.GreetingsValue, key, value, ts)
 }
 
+// PipeGreetingsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "greetings" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeGreetingsNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicGreetings, d.s.GreetingsValue, value, ts)
+}
+
+// PipeGreetingsTombstone writes a tombstone (a null value) for key to topic "greetings" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeGreetingsTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicGreetings, d.s.GreetingsKey, key, ts)
+}
+
 // ReadShouts returns the records written to topic "shouts" since the last read.
 func (d *TestDriver) ReadShouts() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicShouts, d.s.ShoutsKey, d.s.ShoutsValue)
