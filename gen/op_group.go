@@ -18,31 +18,41 @@ func init() {
 		Hint:     groupingHint,
 		Grouping: true,
 		Type: func(r *resolver, o *OpNode, in Node) {
-			if !r.streamOnly(o, in) || !r.nonNull(o, in, true, true) {
+			if !r.streamOnly(o, in) {
 				return
 			}
-			o.Out, o.HasOut = o.In, true
+			// A nullable side is made plain by a null-dropping node first,
+			// as Kafka Streams' aggregations drop null keys and values.
+			o.Out, o.HasOut = KV{plainSide(o.In.Key), plainSide(o.In.Value)}, true
 			o.Why = r.keyChangedAbove(o)
 			o.Repartition = o.Why != ""
 			groupingFormats(r, o)
 		},
 		Nodes: func(o *OpNode) []runtimeNode {
-			if !o.Repartition {
-				return nil
+			var ns []runtimeNode
+			if dropsNulls(o) {
+				ns = append(ns, runtimeNode{Suffix: nonNullSuffix, Role: "null-dropping node"})
 			}
-			return []runtimeNode{{Suffix: "-repartition-sink", Role: "repartition sink node"}, {Role: "node", Source: true}}
+			if !o.Repartition {
+				if ns == nil {
+					return nil
+				}
+				return append(ns, runtimeNode{Role: "node"})
+			}
+			return append(ns, runtimeNode{Suffix: "-repartition-sink", Role: "repartition sink node"}, runtimeNode{Role: "node", Source: true})
 		},
 		Internal: groupingTopic,
 		Emit: func(e *emitter, o *OpNode) []jen.Code {
 			c := e.op(o)
+			code := c.dropNulls()
 			if !o.Repartition {
 				// A node of its own, so that what feeds the grouping names it.
-				return []jen.Code{jen.Comment("groupByKey " + o.Name.Value + ": the key is unchanged since the input was partitioned by it."),
-					c.dsl("Merge").Types(kvTypes(o.In)...).Call(c.args()...)}
+				return append(code, jen.Comment("groupByKey "+o.Name.Value+": the key is unchanged since the input was partitioned by it."),
+					c.dsl("Merge").Types(kvTypes(o.Out)...).Call(c.args()...))
 			}
 			rt := o.internal("repartition")
-			return []jen.Code{jen.Commentf("groupByKey %s reads through %s: %s.", o.Name.Value, rt.Name, o.Why),
-				c.repartition(rt, jen.Id("s").Dot(rt.ValueSerde), c.parents...)}
+			return append(code, jen.Commentf("groupByKey %s reads through %s: %s.", o.Name.Value, rt.Name, o.Why),
+				c.repartition(rt, jen.Id("s").Dot(rt.ValueSerde), c.parents...))
 		},
 		Against: groupingAgainst,
 	})
@@ -132,4 +142,42 @@ func groupingAgainst(c *againstCtx, old, new *schema.Operator) {
 		pos = new.Op.Pos
 	}
 	c.Breaking(pos, "grouping %q is gone: records not yet read from its repartition topic %s-%s-repartition are lost (and a groupByKey that repartitions now reads another topic)", old.Name.Value, c.App, old.Name.Value)
+}
+
+// nonNullSuffix names the node that drops nulls in front of a grouping.
+const nonNullSuffix = "-non-null"
+
+// plainSide is side t as an aggregation takes it: a nullable (pointer)
+// side becomes its plain type, its nulls dropped before.
+func plainSide(t TypeRef) TypeRef {
+	if t.is(PointerTo) {
+		return t.unwrapped()
+	}
+	return t
+}
+
+// dropsNulls says grouping o reads a side that may be null, so a
+// null-dropping node goes first.
+func dropsNulls(o *OpNode) bool { return o.In.Key.is(PointerTo) || o.In.Value.is(PointerTo) }
+
+// dropNulls emits, for a grouping that reads a nullable side, the
+// dsl.DropNulls node that drops null keys and values (counted by reason,
+// as Kafka Streams' aggregations drop them) and makes the sides plain; the
+// grouping then reads from it. Nothing for a grouping of plain sides.
+func (c *opEmit) dropNulls() []jen.Code {
+	o := c.o
+	if !dropsNulls(o) {
+		return nil
+	}
+	side := func(t TypeRef) jen.Code {
+		if t.is(PointerTo) {
+			return jen.Qual(pkgDSL, "Deref").Types(typeOf(t.unwrapped()))
+		}
+		return jen.Qual(pkgDSL, "Present").Types(typeOf(t))
+	}
+	name := o.Name.Value + nonNullSuffix
+	code := []jen.Code{jen.Commentf("%s drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).", name),
+		c.dsl("DropNulls").Call(append([]jen.Code{jen.Id("t"), jen.Lit(name), side(o.In.Key), side(o.In.Value)}, c.parents...)...)}
+	c.parents = []jen.Code{jen.Lit(name)}
+	return code
 }

@@ -25,9 +25,6 @@ func init() {
 		Edges:  tableEdges,
 		Type: func(r *resolver, o *OpNode, in Node) {
 			t := o.Parents[0].Topic
-			if !r.nonNull(o, in, true, false) {
-				return
-			}
 			rows := tableRows(t)
 			o.Out, o.HasOut, o.Table = KV{rows.Key, rows.Value.wrapped(ChangeOf)}, true, true
 			r.opStoreTypes(o, rows, t.KeyFormat, t.ValueFormat)
@@ -73,6 +70,11 @@ func tableEdges(r *resolver, o *OpNode) {
 // value type.
 func tableRows(t *TopicNode) KV {
 	kv := t.KV
+	if kv.Key.is(PointerTo) {
+		// Read with the plain key serde, the source drops a null key
+		// (counted), as Kafka Streams' table source does.
+		kv.Key = kv.Key.unwrapped()
+	}
 	if kv.Value.is(PointerTo) {
 		kv.Value = kv.Value.unwrapped()
 	}

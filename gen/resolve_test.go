@@ -282,14 +282,48 @@ topics:
   times: {key: string, value: model.Sentence, nullable: value, timestamp: at}
 `
 	for _, tc := range []struct{ name, spec, want string }{
-		{"grouping", head + "operators:\n  g: {op: groupByKey, from: [both]}\n  c: {op: count, from: [g], store: c}\n",
-			`kgen.yaml:10:30: operator "g" (groupByKey) reads "both", whose keys may be null (*string): groupByKey takes no null keys yet; drop them first ({op: filter, from: [both]}, then a mapValues or selectKey to string)`},
-		{"table", head + "operators:\n  rows: {op: table, topic: keys, store: rows}\n",
-			`kgen.yaml:10:3: operator "rows" (table) reads "keys", whose keys may be null (*string): table takes no null keys yet; drop them first ({op: filter, from: [keys]}, then a mapValues or selectKey to string)`},
+		{"groupBy", head + "operators:\n  g: {op: groupBy, from: [both], key: string}\n  c: {op: count, from: [g], store: c}\n",
+			`kgen.yaml:10:27: operator "g" (groupBy) reads "both", whose values may be null (*string): groupBy takes no null values yet; drop them first ({op: filter, from: [both]}, then a mapValues or selectKey to string)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := strings.Join(check(tc.spec), "\n"); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+	// A grouping of nullable sides drops the nulls first and aggregates
+	// plain values; a table reads a nullable key with the plain key serde,
+	// so its source drops a null key: both as Kafka Streams drops them.
+	for _, tc := range []struct {
+		name, spec string
+		want       []string
+	}{
+		{"grouping", head + "operators:\n  g: {op: groupByKey, from: [both]}\n  c: {op: count, from: [g], store: c}\n", []string{
+			"dsl.DropNulls(t, \"g-non-null\", dsl.Deref[string], dsl.Deref[string], \"both-source\")",
+			"dsl.Merge[string, string](t, \"g\", \"g-non-null\")",
+			"dsl.Count[string, string](t, \"c\", StoreC, s.StoreCKey",
+		}},
+		{"table", head + "operators:\n  rows: {op: table, topic: keys, store: rows}\n", []string{
+			"dsl.Table[string, string](t, \"rows\", TopicKeys, s.KeysKey, s.KeysValue",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := schema.Parse("kgen.yaml", []byte(tc.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Resolve(s, universe(), "example.com/m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := (&emitter{g: g, pkgPath: "example.com/m", pkgName: "m"}).main()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(src), w) {
+					t.Errorf("generated code lacks\n%s\n%s", w, src)
+				}
 			}
 		})
 	}

@@ -124,3 +124,27 @@ func TestTableGroupByLeavesOutNulls(t *testing.T) {
 		t.Errorf("dropped (-want +got):\n%s", diff)
 	}
 }
+
+// DropNulls in front of a count makes a nullable stream's sides plain: a
+// nil key or value is dropped and counted by reason, the others are counted
+// under their plain key.
+func TestDropNullsBeforeAnAggregation(t *testing.T) {
+	ns := dsl.Nullable[string](serde.String{})
+	for _, parts := range []int32{1, 3} {
+		topo := stream.NewTopology()
+		stream.AddSource(topo, "in", "in", ns, ns)
+		dsl.DropNulls(topo, "non-null", dsl.Deref[string], dsl.Deref[string], "in")
+		dsl.Count[string, string](topo, "count", "count-store", serde.String{}, stream.StoreOptions{}, "non-null")
+		dsl.ToStream[string, int64](topo, "updates", "count")
+		stream.AddSink(topo, "out", "out", serde.String{}, dsl.Nullable[int64](serde.Int64{}), "updates")
+		d, _ := nullDriver(t, topo, parts)
+		for _, r := range []struct{ k, v []byte }{{nil, []byte("x")}, {[]byte("a"), nil}, {[]byte("a"), []byte("")}, {nil, nil}, {[]byte("a"), []byte("y")}} {
+			pipeBytes(t, d, "in", r.k, r.v)
+		}
+		same(t, "count", render(d.Output("out"), long), []string{"a=1@0", "a=2@0"})
+		want := map[stream.DropReason]uint64{stream.DropNullKey: 2, stream.DropNullValue: 1}
+		if diff := cmp.Diff(want, d.Dropped()); diff != "" {
+			t.Errorf("%d partitions: dropped (-want +got):\n%s", parts, diff)
+		}
+	}
+}

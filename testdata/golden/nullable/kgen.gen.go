@@ -24,6 +24,8 @@ const AppID = "nulls"
 const (
 	// TopicChanges is topic "changes": key string (string), value *int64 (int64).
 	TopicChanges = "changes"
+	// TopicCounts is topic "counts": key string (string), value int64 (int64).
+	TopicCounts = "counts"
 	// TopicEvents is topic "events": key *string (string), value *int64 (int64).
 	TopicEvents = "events"
 	// TopicKept is topic "kept": key string (string), value *int64 (int64).
@@ -32,12 +34,20 @@ const (
 	TopicLarge = "large"
 	// TopicPrices is topic "prices": key string (string), value *int64 (int64).
 	TopicPrices = "prices"
+	// TopicRated is topic "rated": key string (string), value *int64 (int64).
+	TopicRated = "rated"
+	// TopicRates is topic "rates": key *string (string), value *int64 (int64).
+	TopicRates = "rates"
 )
 
 // State stores of the application.
 const (
+	// StoreCounted is key-value store "counted": string to int64.
+	StoreCounted = "counted"
 	// StorePriceRows is key-value store "price-rows": string to int64.
 	StorePriceRows = "price-rows"
+	// StoreRateRows is key-value store "rate-rows": string to int64.
+	StoreRateRows = "rate-rows"
 )
 
 // Serdes holds the serde of every topic and store side: what NewTopology builds the
@@ -48,6 +58,10 @@ type Serdes struct {
 	ChangesKey serde.Serde[string]
 	// ChangesValue encodes the values of topic "changes" (int64).
 	ChangesValue serde.Serde[int64]
+	// CountsKey encodes the keys of topic "counts" (string).
+	CountsKey serde.Serde[string]
+	// CountsValue encodes the values of topic "counts" (int64).
+	CountsValue serde.Serde[int64]
 	// EventsKey encodes the keys of topic "events" (string).
 	EventsKey serde.Serde[string]
 	// EventsValue encodes the values of topic "events" (int64).
@@ -64,10 +78,26 @@ type Serdes struct {
 	PricesKey serde.Serde[string]
 	// PricesValue encodes the values of topic "prices" (int64).
 	PricesValue serde.Serde[int64]
+	// RatedKey encodes the keys of topic "rated" (string).
+	RatedKey serde.Serde[string]
+	// RatedValue encodes the values of topic "rated" (int64).
+	RatedValue serde.Serde[int64]
+	// RatesKey encodes the keys of topic "rates" (string).
+	RatesKey serde.Serde[string]
+	// RatesValue encodes the values of topic "rates" (int64).
+	RatesValue serde.Serde[int64]
+	// StoreCountedKey encodes the keys of store "counted".
+	StoreCountedKey serde.Serde[string]
+	// StoreCountedValue encodes the values of store "counted".
+	StoreCountedValue serde.Serde[int64]
 	// StorePriceRowsKey encodes the keys of store "price-rows".
 	StorePriceRowsKey serde.Serde[string]
 	// StorePriceRowsValue encodes the values of store "price-rows".
 	StorePriceRowsValue serde.Serde[int64]
+	// StoreRateRowsKey encodes the keys of store "rate-rows".
+	StoreRateRowsKey serde.Serde[string]
+	// StoreRateRowsValue encodes the values of store "rate-rows".
+	StoreRateRowsValue serde.Serde[int64]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
@@ -75,6 +105,8 @@ func DefaultSerdes() Serdes {
 	return Serdes{
 		ChangesKey:          serde.String{},
 		ChangesValue:        serde.Int64{},
+		CountsKey:           serde.String{},
+		CountsValue:         serde.Int64{},
 		EventsKey:           serde.String{},
 		EventsValue:         serde.Int64{},
 		KeptKey:             serde.String{},
@@ -83,8 +115,16 @@ func DefaultSerdes() Serdes {
 		LargeValue:          serde.Int64{},
 		PricesKey:           serde.String{},
 		PricesValue:         serde.Int64{},
+		RatedKey:            serde.String{},
+		RatedValue:          serde.Int64{},
+		RatesKey:            serde.String{},
+		RatesValue:          serde.Int64{},
+		StoreCountedKey:     serde.String{},
+		StoreCountedValue:   serde.Int64{},
 		StorePriceRowsKey:   serde.String{},
 		StorePriceRowsValue: serde.Int64{},
+		StoreRateRowsKey:    serde.String{},
+		StoreRateRowsValue:  serde.Int64{},
 	}
 }
 
@@ -182,11 +222,21 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		return &auditNode{impl: p.Audit()}
 	}, "events-source")
 	dsl.Filter(t, "big", p.Big, "kept-source")
+	// per-key-non-null drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).
+	dsl.DropNulls(t, "per-key-non-null", dsl.Deref[string], dsl.Deref[int64], "events-source")
+	// groupByKey per-key: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, int64](t, "per-key", "per-key-non-null")
+	dsl.Count[string, int64](t, "counted", StoreCounted, s.StoreCountedKey, stream.StoreOptions{Changelog: true}, "per-key")
+	dsl.ToStream[string, int64](t, "count-out", "counted")
 	dsl.Table[string, int64](t, "price-rows", TopicPrices, s.PricesKey, s.PricesValue, StorePriceRows, stream.StoreOptions{Changelog: true})
 	dsl.ToStream[string, int64](t, "price-changes", "price-rows")
+	dsl.Table[string, int64](t, "rate-rows", TopicRates, s.RatesKey, s.RatesValue, StoreRateRows, stream.StoreOptions{Changelog: true})
+	dsl.ToStream[string, int64](t, "rate-out", "rate-rows")
 	stream.AddSink(t, "changes-sink", TopicChanges, s.ChangesKey, dsl.Nullable(s.ChangesValue), "price-changes")
+	stream.AddSink(t, "counts-sink", TopicCounts, s.CountsKey, dsl.Nullable(s.CountsValue), "count-out")
 	stream.AddSink(t, "kept-sink", TopicKept, s.KeptKey, dsl.Nullable(s.KeptValue), "audit")
 	stream.AddSink(t, "large-sink", TopicLarge, s.LargeKey, dsl.Nullable(s.LargeValue), "big")
+	stream.AddSink(t, "rated-sink", TopicRated, s.RatedKey, dsl.Nullable(s.RatedValue), "rate-out")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -18,10 +18,13 @@ type Config = appmain.Config
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
 	TopicChanges: 4,
+	TopicCounts:  4,
 	TopicEvents:  4,
 	TopicKept:    4,
 	TopicLarge:   4,
 	TopicPrices:  4,
+	TopicRated:   4,
+	TopicRates:   4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

@@ -48,6 +48,12 @@ func (d *TestDriver) ReadChanges() ([]stream.Record[string, *int64], error) {
 	return streamtest.Read(d.d, TopicChanges, d.s.ChangesKey, dsl.Nullable(d.s.ChangesValue))
 }
 
+// ReadCounts returns the records written to topic "counts" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadCounts() ([]stream.Record[string, *int64], error) {
+	return streamtest.Read(d.d, TopicCounts, d.s.CountsKey, dsl.Nullable(d.s.CountsValue))
+}
+
 // PipeEvents writes a record with timestamp ts to topic "events" and processes it.
 func (d *TestDriver) PipeEvents(key *string, value *int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicEvents, dsl.Nullable(d.s.EventsKey), dsl.Nullable(d.s.EventsValue), key, value, ts)
@@ -93,11 +99,41 @@ func (d *TestDriver) DeletePrices(key string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicPrices, d.s.PricesKey, dsl.Nullable(d.s.PricesValue), key, nil, ts)
 }
 
+// ReadRated returns the records written to topic "rated" since the last read.
+func (d *TestDriver) ReadRated() ([]stream.Record[string, *int64], error) {
+	return streamtest.Read(d.d, TopicRated, d.s.RatedKey, dsl.Nullable(d.s.RatedValue))
+}
+
+// PipeRates writes a record with timestamp ts to topic "rates" and processes it.
+func (d *TestDriver) PipeRates(key *string, value *int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRates, dsl.Nullable(d.s.RatesKey), dsl.Nullable(d.s.RatesValue), key, value, ts)
+}
+
+// DeleteRates writes a tombstone for key with timestamp ts to topic "rates" and processes
+// it: table "rate-rows" deletes the key's row.
+func (d *TestDriver) DeleteRates(key *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRates, dsl.Nullable(d.s.RatesKey), dsl.Nullable(d.s.RatesValue), key, nil, ts)
+}
+
+// Counted is store "counted", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "counted" (count) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) Counted() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreCounted, d.s.StoreCountedKey)
+}
+
 // PriceRows is store "price-rows", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "price-rows" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) PriceRows() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StorePriceRows, d.s.StorePriceRowsKey)
+}
+
+// RateRows is store "rate-rows", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "rate-rows" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) RateRows() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreRateRows, d.s.StoreRateRowsKey)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

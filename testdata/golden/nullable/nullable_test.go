@@ -2,6 +2,7 @@ package nullable
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,56 @@ func TestNullableSides(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"x=5", "x=nil"}, kv(t, d.ReadChanges)); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestGroupingAndTableDropNulls runs on four partitions: the grouping of
+// events drops a null key and a tombstone before its count (the count's
+// function takes plain values), and the table over rates drops a null key
+// at its source; each drop is counted by reason, as Kafka Streams counts
+// them in dropped-records.
+func TestGroupingAndTableDropNulls(t *testing.T) {
+	d, err := NewTestDriver(Factories{}, streamtest.Config{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, e := range []struct {
+		key   *string
+		value *int64
+	}{{ptr("a"), ptr[int64](1)}, {nil, ptr[int64](2)}, {ptr("a"), nil}, {ptr("b"), ptr[int64](3)}, {ptr("a"), ptr[int64](4)}, {nil, nil}} {
+		if err := d.PipeEvents(e.key, e.value, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := map[string]string{}
+	for _, s := range kv(t, d.ReadCounts) {
+		k, v, _ := strings.Cut(s, "=")
+		last[k] = v
+	}
+	if diff := cmp.Diff(map[string]string{"a": "2", "b": "1"}, last); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if err := d.PipeRates(ptr("eur"), ptr[int64](7), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PipeRates(nil, ptr[int64](9), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteRates(ptr("eur"), t0); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"eur=7", "eur=nil"}, kv(t, d.ReadRated)); diff != "" {
+		t.Errorf("rated (-want +got):\n%s", diff)
+	}
+	// Null keys: two events (one of them a tombstone too: the key is
+	// looked at first) and one rate; null values: one event.
+	want := map[stream.DropReason]uint64{stream.DropNullKey: 3, stream.DropNullValue: 1}
+	if diff := cmp.Diff(want, d.Driver().Dropped()); diff != "" {
+		t.Errorf("dropped by reason (-want +got):\n%s", diff)
 	}
 }
