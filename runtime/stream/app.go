@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,9 @@ type App struct {
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
 	topicSub   map[string]int   // source topic -> sub-topology
+	// maxMessageBytes is each dead-letter topic's max.message.bytes, read
+	// at start: a dead letter larger is sent truncated.
+	maxMessageBytes map[string]int
 
 	// Changelog topics are created while the units join the group; tasks
 	// with stores wait for changelogsReady, then read changelogsErr.
@@ -341,6 +345,9 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := a.readDeadLetterLimits(ctx); err != nil {
+		return nil, err
+	}
 	if len(a.topo.repartitions) > 0 {
 		repart := map[string]int32{}
 		counts := maps.Clone(a.partitions)
@@ -385,6 +392,40 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	}
 	maps.Copy(a.partitions, changelogs)
 	return changelogs, nil
+}
+
+// readDeadLetterLimits reads the max.message.bytes of the dead-letter
+// topics (the topic's own or the broker's default, as the broker applies
+// it), so a dead letter that would be too large is truncated before the
+// producer instead of refused by the broker.
+func (a *App) readDeadLetterLimits(ctx context.Context) error {
+	a.maxMessageBytes = map[string]int{}
+	var topics []string
+	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError, a.cfg.onProduceError} {
+		if p.action == actionDeadLetter && !slices.Contains(topics, p.topic) {
+			topics = append(topics, p.topic)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	cfgs, err := a.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return &transientError{fmt.Errorf("describe dead-letter topic configs: %w", err)}
+	}
+	for _, rc := range cfgs {
+		if rc.Err != nil {
+			return &transientError{fmt.Errorf("dead-letter topic %q: describe configs: %w", rc.Name, rc.Err)}
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil {
+				if n, err := strconv.Atoi(*c.Value); err == nil && n > 0 {
+					a.maxMessageBytes[rc.Name] = n
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // prepareChangelogs checks the changelog topics that exist and creates the

@@ -69,7 +69,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	u.pg = &purger{u: u}
 	// Everything a rebalance callback may touch exists before the client:
 	// the group may assign partitions before the first poll.
-	u.rc = newCollector(u.cfg, u.log, u.partitions)
+	u.rc = newCollector(u.cfg, u.log, u.partitions, func(topic string) int { return a.maxMessageBytes[topic] })
 	u.bal.log = u.log
 	u.reportState()
 	a.unitPhase(idx, false) // a new unit has yet to join
