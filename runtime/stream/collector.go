@@ -153,7 +153,8 @@ func (c *collector) produced(r *kgo.Record, err error) {
 		c.skipped.Add(1)
 	case actionDeadLetter:
 		if src == nil || src.in == nil {
-			c.fail(perr) // a punctuation's output: no input to send
+			perr.Err = errNoInputToDeadLetter(err)
+			c.fail(perr)
 			return
 		}
 		c.log.Warn("dead-lettering the input of an output that could not be produced", "error", perr, "dead_letter_topic", c.cfg.onProduceError.topic)
@@ -169,6 +170,12 @@ func (c *collector) produced(r *kgo.Record, err error) {
 	default:
 		c.fail(perr)
 	}
+}
+
+// errNoInputToDeadLetter says why an output that failed under DeadLetter
+// stopped the app.
+func errNoInputToDeadLetter(err error) error {
+	return fmt.Errorf("%w (a punctuation's output has no input record to dead-letter)", err)
 }
 
 func produceError(r *kgo.Record, src *produceSource, err error) *ProduceError {

@@ -380,3 +380,36 @@ func lowerMaxMessageBytes(t *testing.T, adm *kadm.Client, topic, limit string) {
 	}
 	t.Errorf("max.message.bytes of %s never became %s", topic, limit)
 }
+
+// A punctuation's output that cannot be produced has no input record to
+// dead-letter: under DeadLetter the app stops, and its error says why the
+// policy did not apply instead of leaving the reader to guess.
+func TestPunctuationOutputTooLargeUnderDeadLetter(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out, dlq := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "tick", func() stream.Processor[string, string, string, string] { return bigTicker{} }, "in")
+	stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "tick")
+	_, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID("punct-big-"+in), stream.StateDir(t.TempDir()),
+		stream.Parallelism(1), stream.Logger(testLogger(t)), stream.OnProduceError(stream.DeadLetter(dlq)))
+	var perr *stream.ProduceError
+	if !errors.As(err, &perr) || perr.SourceTopic != "" || !strings.Contains(err.Error(), "from a punctuation") ||
+		!strings.Contains(err.Error(), "a punctuation's output has no input record to dead-letter") {
+		t.Fatalf("Run: %v, want a ProduceError from a punctuation saying why it was not dead-lettered", err)
+	}
+}
+
+type bigTicker struct{}
+
+func (bigTicker) Init(ctx *stream.Context[string, string]) error {
+	ctx.Schedule(10*time.Millisecond, stream.WallClock, func(time.Time) error {
+		ctx.Forward(stream.Record[string, string]{Key: "k", Value: strings.Repeat("x", 2<<20)})
+		return nil
+	})
+	return nil
+}
+
+func (bigTicker) Process(*stream.Context[string, string], stream.Record[string, string]) error {
+	return nil
+}
