@@ -58,8 +58,9 @@ type App struct {
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
 	topicSub   map[string]int   // source topic -> sub-topology
-	// maxMessageBytes is each dead-letter topic's max.message.bytes, read
-	// at start: a dead letter larger is sent truncated.
+	// maxMessageBytes is the max.message.bytes of each sink and
+	// dead-letter topic, read at start: it bounds the producer's batches
+	// for the topic, and a dead letter larger is sent truncated.
 	maxMessageBytes map[string]int
 
 	// Changelog topics are created while the units join the group; tasks
@@ -345,7 +346,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := a.readDeadLetterLimits(ctx); err != nil {
+	if err := a.readMessageLimits(ctx); err != nil {
 		return nil, err
 	}
 	if len(a.topo.repartitions) > 0 {
@@ -394,28 +395,37 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	return changelogs, nil
 }
 
-// readDeadLetterLimits reads the max.message.bytes of the dead-letter
-// topics (the topic's own or the broker's default, as the broker applies
-// it), so a dead letter that would be too large is truncated before the
-// producer instead of refused by the broker.
-func (a *App) readDeadLetterLimits(ctx context.Context) error {
+// readMessageLimits reads the max.message.bytes of the user's sink topics
+// and of the dead-letter topics (the topic's own or the broker's default,
+// as the broker applies it). The producer's batches for a topic stay under
+// it (batchMaxBytes): batched up to the producer's own limit, records that
+// each fit were refused together. And a dead letter that would be too large
+// is truncated before the producer instead of refused by the broker.
+func (a *App) readMessageLimits(ctx context.Context) error {
 	a.maxMessageBytes = map[string]int{}
 	var topics []string
+	for _, topic := range a.topo.SinkTopics() {
+		if !a.topo.isRepartitionTopic(topic) {
+			topics = append(topics, topic)
+		}
+	}
 	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError, a.cfg.onProduceError} {
-		if p.action == actionDeadLetter && !slices.Contains(topics, p.topic) {
+		if p.action == actionDeadLetter {
 			topics = append(topics, p.topic)
 		}
 	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
 	if len(topics) == 0 {
 		return nil
 	}
 	cfgs, err := a.adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
-		return &transientError{fmt.Errorf("describe dead-letter topic configs: %w", err)}
+		return &transientError{fmt.Errorf("describe topic configs: %w", err)}
 	}
 	for _, rc := range cfgs {
 		if rc.Err != nil {
-			return &transientError{fmt.Errorf("dead-letter topic %q: describe configs: %w", rc.Name, rc.Err)}
+			return &transientError{fmt.Errorf("topic %q: describe configs: %w", rc.Name, rc.Err)}
 		}
 		for _, c := range rc.Configs {
 			if c.Key == "max.message.bytes" && c.Value != nil {
@@ -426,6 +436,21 @@ func (a *App) readDeadLetterLimits(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// defaultBatchMaxBytes is franz-go's default ProducerBatchMaxBytes (and
+// Kafka's producer default).
+const defaultBatchMaxBytes = 1_000_012
+
+// batchMaxBytes is the unit producer's batch limit for topic: the default,
+// or the topic's max.message.bytes if smaller (franz-go takes no less than
+// 512).
+func (a *App) batchMaxBytes(topic string) int32 {
+	limit := defaultBatchMaxBytes
+	if m := a.maxMessageBytes[topic]; m > 0 && m < limit {
+		limit = max(m, 512)
+	}
+	return int32(limit)
 }
 
 // prepareChangelogs checks the changelog topics that exist and creates the

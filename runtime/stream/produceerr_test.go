@@ -355,6 +355,46 @@ func TestDeadLetterFitsTheTopicLimit(t *testing.T) {
 	}
 }
 
+// Dead letters that each fit their topic's max.message.bytes were batched
+// by the producer up to its own limit (1 MB), and the broker refused the
+// whole batch: every one of them became a reference. The producer's batches
+// for a topic are bounded by the topic's limit, read at start, so each
+// dead letter arrives with what fits of its input.
+func TestDeadLettersBatchedWithinTheTopicLimit(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	limit := "4000"
+	dlq := c.CreateTopic(t, 1, map[string]*string{"max.message.bytes": &limit})
+	var recs []*kgo.Record
+	for i := range 20 {
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte("b"), Value: []byte(fmt.Sprintf("poison %d %s", i, incompressible(10_000)))})
+	}
+	produceAll(t, c.Client(t), recs)
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "check", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(*stream.Context[string, string], stream.Record[string, string]) error {
+			return errors.New("poison record")
+		})
+	}, "in")
+	stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "check")
+	_, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID("dlq-batch-"+in), stream.StateDir(t.TempDir()),
+		stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(), stream.OnProcessError(stream.DeadLetter(dlq)))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	dead := c.ReadToEnd(t, dlq)
+	if len(dead) != 20 {
+		t.Fatalf("%d dead letters, want 20", len(dead))
+	}
+	for _, d := range dead {
+		if len(d.Value) < 3000 {
+			t.Fatalf("dead letter of offset %s: %d value bytes, kgen.truncated %q; want the value cut to fit 4000 bytes, not a reference",
+				header(d, "kgen.source.offset"), len(d.Value), header(d, "kgen.truncated"))
+		}
+	}
+}
+
 // lowerMaxMessageBytes sets topic's max.message.bytes and waits until the
 // broker reports it.
 func lowerMaxMessageBytes(t *testing.T, adm *kadm.Client, topic, limit string) {

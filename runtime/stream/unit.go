@@ -78,6 +78,9 @@ func newUnit(a *App, idx int) (*unit, error) {
 		isolation = kgo.ReadCommitted()
 	}
 	opts := append(unitMemoryOpts(), []kgo.Opt{
+		// Read when the producer first meets a partition, after
+		// prepareTopics: ClientOpts may override it.
+		kgo.ProducerBatchMaxBytesFn(a.batchMaxBytes),
 		kgo.SeedBrokers(a.cfg.brokers...),
 		kgo.ClientID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
 		kgo.ConsumerGroup(a.cfg.appID),
