@@ -453,3 +453,60 @@ func (bigTicker) Init(ctx *stream.Context[string, string]) error {
 func (bigTicker) Process(*stream.Context[string, string], stream.Record[string, string]) error {
 	return nil
 }
+
+// What a restart does with records dead-lettered after the last commit,
+// when a later record stops the app (here one that fails to deserialize,
+// under Fail): the restart begins at the last commit, meets the poison
+// record again and dead-letters it again, then stops at the same record.
+// Under at-least-once every such restart adds a copy of the dead letter;
+// under exactly-once each stop aborts the transaction that held it, so a
+// read_committed reader sees none until a run gets past the failure, and
+// then one.
+func TestDeadLettersAfterAFailedRun(t *testing.T) {
+	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out, dlq := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+			produceAll(t, c.Client(t), []*kgo.Record{
+				{Topic: in, Key: []byte("k"), Value: []byte(`"fine"`)},
+				{Topic: in, Key: []byte("k"), Value: []byte(`"poison"`)},
+				{Topic: in, Key: []byte("k"), Value: []byte(`not json`)},
+			})
+			topo := stream.NewTopology()
+			stream.AddSource(topo, "in", in, serde.String{}, serde.JSON[string]{})
+			stream.AddProcessor(topo, "check", func() stream.Processor[string, string, string, string] {
+				return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+					if r.Value == "poison" {
+						return errors.New("poison record")
+					}
+					ctx.Forward(r)
+					return nil
+				})
+			}, "in")
+			stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "check")
+			appID := "dlq-restart-" + in
+			for run := range 2 {
+				_, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
+					stream.Parallelism(1), stream.Guarantee(g), stream.Logger(testLogger(t)), stream.OnProcessError(stream.DeadLetter(dlq)))
+				var rerr *stream.RecordError
+				if !errors.As(err, &rerr) || !rerr.Deserialize || rerr.Offset != 2 {
+					t.Fatalf("run %d: %v, want a deserialization error at offset 2", run, err)
+				}
+			}
+			want := map[stream.GuaranteeKind]int{stream.AtLeastOnce: 2, stream.ExactlyOnce: 0}[g]
+			if got := len(c.ReadToEnd(t, dlq, kafkatest.ReadCommitted())); got != want {
+				t.Fatalf("%d dead letters after two failed runs, want %d", got, want)
+			}
+			// A run that gets past the failure (the record skipped) commits
+			// one more.
+			if _, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
+				stream.Parallelism(1), stream.Guarantee(g), stream.Logger(testLogger(t)), stream.OnProcessError(stream.DeadLetter(dlq)),
+				stream.OnDeserializeError(stream.LogAndContinue()), stream.ExitWhenCaughtUp()); err != nil {
+				t.Fatalf("run past the failure: %v", err)
+			}
+			if got := len(c.ReadToEnd(t, dlq, kafkatest.ReadCommitted())); got != want+1 {
+				t.Fatalf("%d dead letters after a run that got through, want %d", got, want+1)
+			}
+		})
+	}
+}
