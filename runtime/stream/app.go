@@ -419,13 +419,26 @@ func (a *App) readMessageLimits(ctx context.Context) error {
 	if len(topics) == 0 {
 		return nil
 	}
+	// An app may produce to topics whose configs it may not describe (no
+	// DescribeConfigs ACL): the producer's own limit then applies to them.
+	unread := func(topic string, err error) {
+		a.cfg.logger.Warn("cannot read max.message.bytes: the producer's limit bounds this topic's batches and dead letters", "topic", topic, "error", err)
+	}
 	cfgs, err := a.adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
+		if !kerr.IsRetriable(err) && (errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)) {
+			unread(strings.Join(topics, ","), err)
+			return nil
+		}
 		return &transientError{fmt.Errorf("describe topic configs: %w", err)}
 	}
 	for _, rc := range cfgs {
 		if rc.Err != nil {
-			return &transientError{fmt.Errorf("topic %q: describe configs: %w", rc.Name, rc.Err)}
+			if kerr.IsRetriable(rc.Err) {
+				return &transientError{fmt.Errorf("topic %q: describe configs: %w", rc.Name, rc.Err)}
+			}
+			unread(rc.Name, rc.Err)
+			continue
 		}
 		for _, c := range rc.Configs {
 			if c.Key == "max.message.bytes" && c.Value != nil {
