@@ -234,7 +234,10 @@ type GuaranteeKind int
 
 const (
 	// AtLeastOnce commits offsets after outputs are acknowledged: nothing is
-	// lost, and a crash may repeat work since the last commit.
+	// lost, and a crash may repeat work since the last commit: outputs and
+	// dead letters repeat, and state that accumulates (a count, a sum, an
+	// aggregation of a table grouped by a new key) counts the repeated
+	// records again, so it drifts from the truth with each crash.
 	AtLeastOnce GuaranteeKind = iota
 	// ExactlyOnce commits outputs, changelogs and offsets in Kafka
 	// transactions (KIP-447: one transactional producer per unit, offsets
