@@ -17,7 +17,10 @@ import (
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // The production error policy (Kafka Streams' ProductionExceptionHandler)
@@ -508,5 +511,52 @@ func TestDeadLettersAfterAFailedRun(t *testing.T) {
 				t.Fatalf("%d dead letters after a run that got through, want %d", got, want+1)
 			}
 		})
+	}
+}
+
+// An app may produce to topics whose configs it may not describe: reading
+// their max.message.bytes at start then keeps the producer's limit, with a
+// warning, instead of retrying until the startup timeout and failing.
+func TestTopicLimitsNotDescribable(t *testing.T) {
+	acls := []kfake.ACL{
+		{Resource: kmsg.ACLResourceTypeTopic, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true},
+		{Resource: kmsg.ACLResourceTypeGroup, Name: "*", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true},
+		{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true},
+		{Resource: kmsg.ACLResourceTypeTopic, Name: "out", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribeConfigs},
+		{Resource: kmsg.ACLResourceTypeTopic, Name: "dlq", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationDescribeConfigs},
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("PLAIN", "admin", "admin"),
+		kfake.User("PLAIN", "app", "app", acls...), kfake.SeedTopics(1, "in", "out", "dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	auth := kgo.SASL(plain.Auth{User: "app", Pass: "app"}.AsMechanism())
+	seed, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seed.Close()
+	produceAll(t, seed, []*kgo.Record{{Topic: "in", Value: []byte("fine")}, {Topic: "in", Value: []byte("poison")}})
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", "in", serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "check", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+			if r.Value == "poison" {
+				return errors.New("poison record")
+			}
+			ctx.Forward(r)
+			return nil
+		})
+	}, "in")
+	stream.AddSink(topo, "out", "out", serde.String{}, serde.String{}, "check")
+	app, err := runApp(t, topo, stream.Brokers(c.ListenAddrs()...), stream.ClientOpts(auth), stream.AppID("no-describe"),
+		stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(),
+		stream.StartupTimeout(10*time.Second), stream.OnProcessError(stream.DeadLetter("dlq")))
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st := app.Stats(); st.DeadLettered != 1 {
+		t.Fatalf("dead-lettered %d, want 1", st.DeadLettered)
 	}
 }
