@@ -295,8 +295,12 @@ func headerMap(r *kgo.Record) map[string]string {
 // while the app runs makes the broker refuse one; it is then sent as a
 // reference to its input (kgen's headers only) instead of stopping the app.
 func TestDeadLetterFitsTheTopicLimit(t *testing.T) {
-	for _, when := range []string{"at start", "lowered while running"} {
-		t.Run(when, func(t *testing.T) {
+	for _, tc := range []struct {
+		when string
+		g    stream.GuaranteeKind
+	}{{"at start", stream.AtLeastOnce}, {"lowered while running", stream.AtLeastOnce}, {"lowered while running", stream.ExactlyOnce}} {
+		when := tc.when
+		t.Run(when+"/"+tc.g.String(), func(t *testing.T) {
 			c := kafkatest.New(t)
 			in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
 			limit := "4000"
@@ -327,11 +331,11 @@ func TestDeadLetterFitsTheTopicLimit(t *testing.T) {
 			}, "in")
 			stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "check")
 			app, err := runApp(t, topo, stream.Brokers(c.Seeds()...), stream.AppID("dlq-limit-"+in), stream.StateDir(t.TempDir()),
-				stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(), stream.OnProcessError(stream.DeadLetter(dlq)))
+				stream.Parallelism(1), stream.Guarantee(tc.g), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(), stream.OnProcessError(stream.DeadLetter(dlq)))
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			dead := c.ReadToEnd(t, dlq)
+			dead := c.ReadToEnd(t, dlq, kafkatest.ReadCommitted())
 			if len(dead) != 1 || app.Stats().DeadLettered != 1 {
 				t.Fatalf("%d dead letters (stats %d), want 1", len(dead), app.Stats().DeadLettered)
 			}
