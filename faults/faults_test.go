@@ -76,9 +76,11 @@ func shortRun(t *testing.T, brokers []string, g stream.GuaranteeKind) {
 // kills app processes on the real broker named by KGEN_TEST_BROKERS, which
 // CI's real-broker pass (make test-kafka) sets. With KGEN_FAULTS_KFAKE=1 it
 // runs on an in-process kfake cluster instead, which the children reach over
-// loopback; CI does not do that, because kfake's group coordinator has been
-// seen to stop answering joins after members were killed mid-rebalance (the
-// same runs pass on Apache Kafka). Otherwise it is skipped.
+// loopback; CI does not do that, because kfake keeps a member killed while
+// its JoinGroup waits until the rebalance timeout (60 s) instead of its
+// session timeout, so the others wait in JoinGroup for minutes after a few
+// kills (runtime/DESIGN.md, Failure detection; the same runs pass on Apache
+// Kafka). Otherwise it is skipped.
 func TestFaultsShort(t *testing.T) {
 	var brokers []string
 	switch {

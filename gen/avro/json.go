@@ -31,12 +31,20 @@ func (o *object) get(k string) *node {
 	return nil
 }
 
+// obj and str take a nil node (a key the object does not have) as a value
+// of another kind, so a lookup can be read without a nil check.
 func (n *node) obj() *object {
+	if n == nil {
+		return nil
+	}
 	o, _ := n.val.(*object)
 	return o
 }
 
 func (n *node) str() (string, bool) {
+	if n == nil {
+		return "", false
+	}
 	s, ok := n.val.(string)
 	return s, ok
 }

@@ -757,7 +757,8 @@ func (l *loader) record(s *havro.RecordSchema) *model.Type {
 	l.types[s.FullName()] = t
 	fieldNodes := map[string]*object{}
 	if fn := d.obj.get("fields"); fn != nil {
-		for _, n := range fn.val.([]*node) {
+		fields, _ := fn.val.([]*node)
+		for _, n := range fields {
 			if o := n.obj(); o != nil {
 				if name, ok := o.get("name").str(); ok {
 					fieldNodes[name] = o
@@ -827,7 +828,11 @@ func writeSchema(b *bytes.Buffer, s havro.Schema, seen map[string]bool, l *loade
 		var fieldNodes map[string]*object
 		if d := l.defs[s.FullName()]; d != nil {
 			fieldNodes = map[string]*object{}
-			for _, n := range d.obj.get("fields").val.([]*node) {
+			var fields []*node
+			if fn := d.obj.get("fields"); fn != nil {
+				fields, _ = fn.val.([]*node)
+			}
+			for _, n := range fields {
 				if o := n.obj(); o != nil {
 					name, _ := o.get("name").str()
 					fieldNodes[name] = o

@@ -272,6 +272,15 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"nested invalid default", []string{write("n.avsc", `{"type":"record","name":"R","fields":[{"name":"r","type":{"type":"record","name":"In","fields":[{"name":"b","type":"boolean","default":1}]}}]}`)},
 			[]string{filepath.Join(dir, "n.avsc") + `:1:136: invalid default for field b. <nil> not a boolean`}},
+		// These crashed the loader (SIGSEGV in kgen check and generate): a
+		// named type without "name", or with a "name" that is not a string,
+		// inside a union.
+		{"nameless record in a union", []string{write("nn.avsc", `["null",{"type":"record","fields":[]}]`)},
+			[]string{filepath.Join(dir, "nn.avsc") + `:1:9: record has no "name"`}},
+		{"nameless enum in a field's union", []string{write("ne.avsc", `{"type":"record","name":"R","fields":[{"name":"a","type":["int",{"type":"enum","symbols":["A"]}]}]}`)},
+			[]string{filepath.Join(dir, "ne.avsc") + `:1:65: enum has no "name"`}},
+		{"fixed with a number for a name in a union", []string{write("nf.avsc", `[{"type":"fixed","name":1,"size":1},"int"]`)},
+			[]string{filepath.Join(dir, "nf.avsc") + `:1:2: fixed has no "name"`}},
 		{"two top-level unions", []string{write("t1.avsc", `[{"type":"fixed","name":"F1","size":1},"int"]`), write("t2.avsc", `[{"type":"fixed","name":"F2","size":1},"int"]`)}, nil},
 		{"all problems reported", []string{"testdata/errors/unknown.avsc", "testdata/errors/dupfield.avsc"}, []string{
 			`testdata/errors/unknown.avsc:3:26: unknown type "x.Missing"`,

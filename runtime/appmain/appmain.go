@@ -177,7 +177,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return err
 		}
 		handler := opsHandler(a, reg)
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+		srv := opsServer(handler)
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
@@ -196,6 +196,16 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		return cause
 	}
 	return err
+}
+
+// opsIdleTimeout closes a kept-alive ops connection that sends no request
+// for that long: without it a scraper or load balancer that keeps
+// connections open and then goes away leaves them open forever.
+var opsIdleTimeout = 2 * time.Minute
+
+// opsServer serves the ops endpoints with bounds on slow or idle clients.
+func opsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: opsIdleTimeout}
 }
 
 // OpsHandler serves /metrics (the app's metrics, the Go runtime's, the

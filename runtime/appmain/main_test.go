@@ -1,6 +1,7 @@
 package appmain
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -329,5 +330,40 @@ func TestDevInstancesHaveTheirOwnIDs(t *testing.T) {
 	}
 	if len(ids) != 2 {
 		t.Errorf("two runs, instance ids %v: want two different", ids)
+	}
+}
+
+// The ops server closes a kept-alive connection that stays idle: it kept
+// such connections open forever.
+func TestOpsServerClosesIdleConnections(t *testing.T) {
+	defer func(d time.Duration) { opsIdleTimeout = d }(opsIdleTimeout)
+	opsIdleTimeout = 200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := opsServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The connection is kept alive; the server must close it once idle.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("read on an idle kept-alive connection: %v, want EOF (closed by the server)", err)
 	}
 }

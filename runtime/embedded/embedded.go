@@ -3,6 +3,13 @@
 // the topics an application needs. Generated mains use it when no brokers are
 // given, so an application runs with zero setup. It is not for production:
 // data lives in memory and is gone when the process exits.
+//
+// One difference from Apache Kafka shows when instances are killed: a member
+// that dies while its JoinGroup waits is kept until the group's rebalance
+// timeout (franz-go's default, 60 s, which kgen keeps) instead of its session
+// timeout (10 s), because kfake starts a member's session timer only when the
+// join response reaches it. The others wait in JoinGroup meanwhile; several
+// kills in a row can keep them there for minutes, where Kafka takes seconds.
 package embedded
 
 import (

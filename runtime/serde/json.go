@@ -215,6 +215,9 @@ func (w *walker) value(t reflect.Type) bool {
 		_, _, ok := w.str()
 		return ok
 	case 'n':
+		if !w.null() {
+			return false // not null, though it starts like it: encoding/json says what it is
+		}
 		if t != nil {
 			switch t.Kind() {
 			case reflect.Slice, reflect.Map, reflect.Interface:
@@ -237,6 +240,21 @@ func (w *walker) value(t reflect.Type) bool {
 		}
 		return false
 	}
+}
+
+// null reports whether the next value is the literal null, ended by the
+// document's end or a byte that cannot continue it.
+func (w *walker) null() bool {
+	if !bytes.HasPrefix(w.b[w.pos:], []byte("null")) {
+		return false
+	}
+	if end := w.pos + 4; end < len(w.b) {
+		switch c := w.b[end]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) literal(lit string) bool {

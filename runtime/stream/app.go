@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type App struct {
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
 	topicSub   map[string]int   // source topic -> sub-topology
+	// maxMessageBytes is the max.message.bytes of each sink and
+	// dead-letter topic, read at start: it bounds the producer's batches
+	// for the topic, and a dead letter larger is sent truncated.
+	maxMessageBytes map[string]int
 
 	// Changelog topics are created while the units join the group; tasks
 	// with stores wait for changelogsReady, then read changelogsErr.
@@ -341,6 +346,9 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if err := a.readMessageLimits(ctx); err != nil {
+		return nil, err
+	}
 	if len(a.topo.repartitions) > 0 {
 		repart := map[string]int32{}
 		counts := maps.Clone(a.partitions)
@@ -385,6 +393,77 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	}
 	maps.Copy(a.partitions, changelogs)
 	return changelogs, nil
+}
+
+// readMessageLimits reads the max.message.bytes of the user's sink topics
+// and of the dead-letter topics (the topic's own or the broker's default,
+// as the broker applies it). The producer's batches for a topic stay under
+// it (batchMaxBytes): batched up to the producer's own limit, records that
+// each fit were refused together. And a dead letter that would be too large
+// is truncated before the producer instead of refused by the broker.
+func (a *App) readMessageLimits(ctx context.Context) error {
+	a.maxMessageBytes = map[string]int{}
+	var topics []string
+	for _, topic := range a.topo.SinkTopics() {
+		if !a.topo.isRepartitionTopic(topic) {
+			topics = append(topics, topic)
+		}
+	}
+	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError, a.cfg.onProduceError} {
+		if p.action == actionDeadLetter {
+			topics = append(topics, p.topic)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	if len(topics) == 0 {
+		return nil
+	}
+	// An app may produce to topics whose configs it may not describe (no
+	// DescribeConfigs ACL): the producer's own limit then applies to them.
+	unread := func(topic string, err error) {
+		a.cfg.logger.Warn("cannot read max.message.bytes: the producer's limit bounds this topic's batches and dead letters", "topic", topic, "error", err)
+	}
+	cfgs, err := a.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		if !kerr.IsRetriable(err) && (errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed)) {
+			unread(strings.Join(topics, ","), err)
+			return nil
+		}
+		return &transientError{fmt.Errorf("describe topic configs: %w", err)}
+	}
+	for _, rc := range cfgs {
+		if rc.Err != nil {
+			if kerr.IsRetriable(rc.Err) {
+				return &transientError{fmt.Errorf("topic %q: describe configs: %w", rc.Name, rc.Err)}
+			}
+			unread(rc.Name, rc.Err)
+			continue
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil {
+				if n, err := strconv.Atoi(*c.Value); err == nil && n > 0 {
+					a.maxMessageBytes[rc.Name] = n
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// defaultBatchMaxBytes is franz-go's default ProducerBatchMaxBytes (and
+// Kafka's producer default).
+const defaultBatchMaxBytes = 1_000_012
+
+// batchMaxBytes is the unit producer's batch limit for topic: the default,
+// or the topic's max.message.bytes if smaller (franz-go takes no less than
+// 512).
+func (a *App) batchMaxBytes(topic string) int32 {
+	limit := defaultBatchMaxBytes
+	if m := a.maxMessageBytes[topic]; m > 0 && m < limit {
+		limit = max(m, 512)
+	}
+	return int32(limit)
 }
 
 // prepareChangelogs checks the changelog topics that exist and creates the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -23,10 +25,18 @@ func repartitionNeeds(string) topicNeeds {
 	return topicNeeds{
 		configs: map[string]string{"cleanup.policy": "delete", "retention.ms": "-1"},
 		check: func(topic string, configs map[string]string) error {
+			var errs []error
 			if p, ok := configs["cleanup.policy"]; ok && p != "delete" {
-				return fmt.Errorf("repartition topic %q has cleanup.policy=%s, it needs delete", topic, p)
+				errs = append(errs, fmt.Errorf("repartition topic %q has cleanup.policy=%s, it needs delete", topic, p))
 			}
-			return nil
+			for _, key := range []string{"retention.ms", "retention.bytes"} {
+				if v, ok := configs[key]; ok {
+					if err := checkRepartitionRetention(topic, key, &v); err != nil {
+						errs = append(errs, err)
+					}
+				}
+			}
+			return errors.Join(errs...)
 		},
 	}
 }
@@ -123,4 +133,33 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 	// A new topic takes a moment to have leaders everywhere.
 	_, err = a.endOffsetsOf(ctx, want)
 	return err
+}
+
+// minRepartitionRetention is the shortest retention.ms accepted on a
+// repartition topic: Kafka's default retention, which deployments already
+// plan their outages against. The app deletes what it has committed from
+// these topics itself, so retention only matters while the sub-topology
+// that reads them is down or behind; a shorter one can delete records
+// before they are read.
+const minRepartitionRetention = 7 * 24 * time.Hour
+
+// checkRepartitionRetention refuses a repartition topic's config that lets
+// the broker delete records the app has not read: retention.ms below
+// minRepartitionRetention (other than -1, unlimited, as Kafka Streams makes
+// them) or any retention.bytes limit.
+func checkRepartitionRetention(topic, key string, value *string) error {
+	if value == nil {
+		return nil
+	}
+	v, err := strconv.ParseInt(*value, 10, 64)
+	if err != nil {
+		return nil // not a number: the broker would not have taken it
+	}
+	switch {
+	case key == "retention.ms" && v >= 0 && v < minRepartitionRetention.Milliseconds():
+		return fmt.Errorf("repartition topic %q has retention.ms=%d: the broker may delete records before the sub-topology that reads them commits them; set retention.ms=-1 (the app deletes what it has committed) or at least %d (7 days), or delete the topic for the app to create it", topic, v, minRepartitionRetention.Milliseconds())
+	case key == "retention.bytes" && v >= 0:
+		return fmt.Errorf("repartition topic %q has retention.bytes=%d: the broker may delete records before the sub-topology that reads them commits them; set retention.bytes=-1 (the app deletes what it has committed), or delete the topic for the app to create it", topic, v)
+	}
+	return nil
 }

@@ -162,7 +162,7 @@ func (d *LocalDriver) send(t *task, o *outRecord) {
 }
 
 func (d *LocalDriver) deadLetter(topic string, in *kgo.Record, node string, cause error) {
-	d.produce(deadLetter(topic, d.partitions(topic), in, node, cause))
+	d.produce(deadLetter(topic, d.partitions(topic), localMaxRecordBytes-batchOverhead, in, node, cause))
 }
 
 func (d *LocalDriver) produce(r *kgo.Record) {

@@ -255,7 +255,10 @@ type GuaranteeKind int
 
 const (
 	// AtLeastOnce commits offsets after outputs are acknowledged: nothing is
-	// lost, and a crash may repeat work since the last commit.
+	// lost, and a crash may repeat work since the last commit: outputs and
+	// dead letters repeat, and state that accumulates (a count, a sum, an
+	// aggregation of a table grouped by a new key) counts the repeated
+	// records again, so it drifts from the truth with each crash.
 	AtLeastOnce GuaranteeKind = iota
 	// ExactlyOnce commits outputs, changelogs and offsets in Kafka
 	// transactions (KIP-447: one transactional producer per unit, offsets
@@ -335,9 +338,23 @@ func Fail() ErrorPolicy { return ErrorPolicy{action: actionFail} }
 // LogAndContinue logs the failure, counts the record as skipped and goes on.
 func LogAndContinue() ErrorPolicy { return ErrorPolicy{action: actionContinue} }
 
-// DeadLetter sends the raw record to topic, with headers kgen.error,
+// DeadLetter sends the raw input record to topic (its key, value and
+// headers, partitioned by its key), with headers kgen.error,
 // kgen.error.node, kgen.source.topic, kgen.source.partition and
-// kgen.source.offset, counts it and goes on.
+// kgen.source.offset, counts it and goes on. A dead letter larger than the
+// producer's limit (kgo.ProducerBatchMaxBytes) or the topic's
+// max.message.bytes (read at start) carries what fits of the input's key,
+// headers and value, in that order, with kgen.error cut to 1 KiB and a
+// header kgen.truncated, "key=K/K' value=V/V' headers=H/H'": what was kept
+// of each out of the input's. One the broker still refuses as too large is
+// sent with kgen's headers only. Other failures to send a dead letter stop
+// the app with a ProduceError naming the input record.
+//
+// Dead letters are produced with the outputs: under ExactlyOnce inside the
+// transaction, so a restart after a crash leaves one committed dead letter
+// per failed record; under AtLeastOnce a record dead-lettered after the
+// last commit is dead-lettered again when a crash makes a restart process
+// it again.
 func DeadLetter(topic string) ErrorPolicy { return ErrorPolicy{action: actionDeadLetter, topic: topic} }
 
 // OnProcessError sets the policy for records whose processing returns an
@@ -353,8 +370,8 @@ func OnDeserializeError(p ErrorPolicy) Option { return func(c *config) { c.onDes
 // producer, a topic that rejects it. Fail stops the app with a
 // ProduceError naming the output topic and the input record (topic,
 // partition, offset) it came from; LogAndContinue drops the output and
-// counts it as skipped; DeadLetter(topic) sends the output's key and value
-// there instead, with the kgen.error and kgen.source.* headers. Changelog
+// counts it as skipped; DeadLetter(topic) sends the input record the
+// output came from there instead, as for the other policies. Changelog
 // records are never dropped: their failure always stops the app, since
 // state would be lost. Default Fail.
 func OnProduceError(p ErrorPolicy) Option { return func(c *config) { c.onProduceError = p } }

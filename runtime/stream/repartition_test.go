@@ -264,3 +264,51 @@ func TestLocalDriverPartitionsLikeProduction(t *testing.T) {
 		t.Fatal("without the repartition step the counts came out right: the driver does not partition like production")
 	}
 }
+
+// A repartition topic that exists with a retention shorter than the app
+// can rely on is refused at start, naming the topic and what to set: the
+// broker could delete its records before the sub-topology that reads them
+// has committed them. Unlimited retention (the app purges what it
+// committed) and the broker's default week are accepted; so is a finite
+// retention.bytes refused, which deletes the same way.
+func TestRepartitionTopicRetentionIsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		configs map[string]string
+		want    string // "" to start
+	}{
+		{"unlimited", map[string]string{"retention.ms": "-1"}, ""},
+		{"a week", map[string]string{"retention.ms": "604800000"}, ""},
+		{"a minute", map[string]string{"retention.ms": "60000"}, "has retention.ms=60000"},
+		{"bounded bytes", map[string]string{"retention.ms": "-1", "retention.bytes": "1048576"}, "has retention.bytes=1048576"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+			appID := "repart-retention-" + in
+			repart := appID + "-words-repartition"
+			configs := map[string]*string{}
+			for k, v := range tc.configs {
+				configs[k] = &v
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			adm := c.Admin(t)
+			if _, err := adm.CreateTopic(ctx, 2, -1, configs, repart); err != nil {
+				t.Fatalf("create %s: %v", repart, err)
+			}
+			t.Cleanup(func() { adm.DeleteTopics(context.Background(), repart) })
+			_, err := runApp(t, wordCountTopology(in, out, nil), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+				stream.StateDir(t.TempDir()), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("repartition topic %q %s", repart, tc.want)) {
+				t.Fatalf("Run: %v, want an error naming %s and saying it %s", err, repart, tc.want)
+			}
+		})
+	}
+}

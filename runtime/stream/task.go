@@ -112,7 +112,8 @@ func (t *task) outputFailed(o *outRecord, err error) {
 	cfg := t.env.config()
 	policy := cfg.onProduceError
 	if policy.action == actionDeadLetter && o.src.in == nil {
-		policy = Fail() // a punctuation's output has no input to dead-letter
+		policy = Fail()
+		perr.Err = errNoInputToDeadLetter(err)
 	}
 	switch policy.action {
 	case actionContinue:

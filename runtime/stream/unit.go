@@ -69,7 +69,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	u.pg = &purger{u: u}
 	// Everything a rebalance callback may touch exists before the client:
 	// the group may assign partitions before the first poll.
-	u.rc = newCollector(u.cfg, u.log, u.partitions)
+	u.rc = newCollector(u.cfg, u.log, u.partitions, func(topic string) int { return a.maxMessageBytes[topic] })
 	u.bal.log = u.log
 	u.reportState()
 	a.unitPhase(idx, false) // a new unit has yet to join
@@ -78,6 +78,9 @@ func newUnit(a *App, idx int) (*unit, error) {
 		isolation = kgo.ReadCommitted()
 	}
 	opts := append(unitMemoryOpts(), []kgo.Opt{
+		// Read when the producer first meets a partition, after
+		// prepareTopics: ClientOpts may override it.
+		kgo.ProducerBatchMaxBytesFn(a.batchMaxBytes),
 		kgo.SeedBrokers(a.cfg.brokers...),
 		kgo.ClientID(fmt.Sprintf("%s-%s-%d", a.cfg.appID, a.cfg.instanceID, idx)),
 		kgo.ConsumerGroup(a.cfg.appID),
