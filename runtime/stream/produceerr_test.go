@@ -541,7 +541,7 @@ func TestTopicLimitsNotDescribable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seed.Close()
-	produceAll(t, seed, []*kgo.Record{{Topic: "in", Value: []byte("fine")}, {Topic: "in", Value: []byte("poison")}})
+	produceAll(t, seed, []*kgo.Record{{Topic: "in", Key: []byte("a"), Value: []byte("fine")}, {Topic: "in", Key: []byte("b"), Value: []byte("poison")}})
 	topo := stream.NewTopology()
 	stream.AddSource(topo, "in", "in", serde.String{}, serde.String{})
 	stream.AddProcessor(topo, "check", func() stream.Processor[string, string, string, string] {
