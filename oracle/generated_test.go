@@ -16,7 +16,7 @@ import (
 var generatedPrefix = map[string]string{
 	"filter": "filter", "filterNot": "filter-not", "map": "map", "mapValues": "map-values",
 	"flatMap": "flat-map", "flatMapValues": "flat-map-values", "selectKey": "select-key", "peek": "peek",
-	"branch": "branch", "merge": "merge",
+	"branch": "branch", "branch-no-default": "branch-no-default", "foreach": "foreach", "merge": "merge",
 	"count-groupByKey": "count-by-key", "reduce-groupByKey": "reduce-by-key", "aggregate-groupByKey": "aggregate-by-key",
 	"count-groupBy": "count-group-by", "reduce-groupBy": "reduce-group-by", "aggregate-groupBy": "aggregate-group-by",
 	"wordcount": "wordcount",

@@ -11,8 +11,8 @@ import (
 // same trivial functions, so both give the same records. kgen wrote this
 // file once; it is the oracle's to edit.
 //
-// Peeked, when set, collects what operators "look", "look-n" (peeks) and
-// "see-n" (a foreach) see, as the Java runner records it.
+// Peeked, when set, collects what operators "look", "look-n" (peeks), "see"
+// and "see-n" (foreaches) see, as the Java runner records it.
 type Factories struct{ Peeked *[]string }
 
 var _ Processors = Factories{}
@@ -66,9 +66,16 @@ func (f Factories) Look(key string, value string) {
 		*f.Peeked = append(*f.Peeked, key+"="+value)
 	}
 }
-func (Factories) SplitLong(_ string, value string) bool { return len(value) > 5 }
-func (Factories) SplitA(_ string, value string) bool    { return strings.HasPrefix(value, "a") }
-func (Factories) Upper(_ string, value string) string   { return strings.ToUpper(value) }
+func (Factories) SplitLong(_ string, value string) bool   { return len(value) > 5 }
+func (Factories) SplitA(_ string, value string) bool      { return strings.HasPrefix(value, "a") }
+func (Factories) Upper(_ string, value string) string     { return strings.ToUpper(value) }
+func (Factories) SplitNdLong(_ string, value string) bool { return len(value) > 5 }
+func (Factories) SplitNdA(_ string, value string) bool    { return strings.HasPrefix(value, "a") }
+func (f Factories) See(key string, value string) {
+	if f.Peeked != nil {
+		*f.Peeked = append(*f.Peeked, key+"="+value)
+	}
+}
 
 // Aggregations of streams.
 

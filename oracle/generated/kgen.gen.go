@@ -36,6 +36,12 @@ const (
 	TopicAggregateGroupByOut = "aggregate-group-by-out"
 	// TopicBranchIn is topic "branch-in": key string (string), value string (string).
 	TopicBranchIn = "branch-in"
+	// TopicBranchNoDefaultIn is topic "branch-no-default-in": key string (string), value string (string).
+	TopicBranchNoDefaultIn = "branch-no-default-in"
+	// TopicBranchNoDefaultOutA is topic "branch-no-default-out-a": key string (string), value string (string).
+	TopicBranchNoDefaultOutA = "branch-no-default-out-a"
+	// TopicBranchNoDefaultOutLong is topic "branch-no-default-out-long": key string (string), value string (string).
+	TopicBranchNoDefaultOutLong = "branch-no-default-out-long"
 	// TopicBranchNullableIn is topic "branch-nullable-in": key *string (string), value *string (string).
 	TopicBranchNullableIn = "branch-nullable-in"
 	// TopicBranchNullableOutDefault is topic "branch-nullable-out-default": key *string (string), value *string (string).
@@ -90,6 +96,8 @@ const (
 	TopicFlatMapValuesNullableOut = "flat-map-values-nullable-out"
 	// TopicFlatMapValuesOut is topic "flat-map-values-out": key string (string), value string (string).
 	TopicFlatMapValuesOut = "flat-map-values-out"
+	// TopicForeachIn is topic "foreach-in": key string (string), value string (string).
+	TopicForeachIn = "foreach-in"
 	// TopicForeachNullableIn is topic "foreach-nullable-in": key *string (string), value *string (string).
 	TopicForeachNullableIn = "foreach-nullable-in"
 	// TopicMapIn is topic "map-in": key string (string), value string (string).
@@ -232,6 +240,18 @@ type Serdes struct {
 	BranchInKey serde.Serde[string]
 	// BranchInValue encodes the values of topic "branch-in" (string).
 	BranchInValue serde.Serde[string]
+	// BranchNoDefaultInKey encodes the keys of topic "branch-no-default-in" (string).
+	BranchNoDefaultInKey serde.Serde[string]
+	// BranchNoDefaultInValue encodes the values of topic "branch-no-default-in" (string).
+	BranchNoDefaultInValue serde.Serde[string]
+	// BranchNoDefaultOutAKey encodes the keys of topic "branch-no-default-out-a" (string).
+	BranchNoDefaultOutAKey serde.Serde[string]
+	// BranchNoDefaultOutAValue encodes the values of topic "branch-no-default-out-a" (string).
+	BranchNoDefaultOutAValue serde.Serde[string]
+	// BranchNoDefaultOutLongKey encodes the keys of topic "branch-no-default-out-long" (string).
+	BranchNoDefaultOutLongKey serde.Serde[string]
+	// BranchNoDefaultOutLongValue encodes the values of topic "branch-no-default-out-long" (string).
+	BranchNoDefaultOutLongValue serde.Serde[string]
 	// BranchNullableInKey encodes the keys of topic "branch-nullable-in" (string).
 	BranchNullableInKey serde.Serde[string]
 	// BranchNullableInValue encodes the values of topic "branch-nullable-in" (string).
@@ -340,6 +360,10 @@ type Serdes struct {
 	FlatMapValuesOutKey serde.Serde[string]
 	// FlatMapValuesOutValue encodes the values of topic "flat-map-values-out" (string).
 	FlatMapValuesOutValue serde.Serde[string]
+	// ForeachInKey encodes the keys of topic "foreach-in" (string).
+	ForeachInKey serde.Serde[string]
+	// ForeachInValue encodes the values of topic "foreach-in" (string).
+	ForeachInValue serde.Serde[string]
 	// ForeachNullableInKey encodes the keys of topic "foreach-nullable-in" (string).
 	ForeachNullableInKey serde.Serde[string]
 	// ForeachNullableInValue encodes the values of topic "foreach-nullable-in" (string).
@@ -595,6 +619,12 @@ func DefaultSerdes() Serdes {
 		AggregateGroupByOutValue:        serde.Int64{},
 		BranchInKey:                     serde.String{},
 		BranchInValue:                   serde.String{},
+		BranchNoDefaultInKey:            serde.String{},
+		BranchNoDefaultInValue:          serde.String{},
+		BranchNoDefaultOutAKey:          serde.String{},
+		BranchNoDefaultOutAValue:        serde.String{},
+		BranchNoDefaultOutLongKey:       serde.String{},
+		BranchNoDefaultOutLongValue:     serde.String{},
 		BranchNullableInKey:             serde.String{},
 		BranchNullableInValue:           serde.String{},
 		BranchNullableOutDefaultKey:     serde.String{},
@@ -663,6 +693,8 @@ func DefaultSerdes() Serdes {
 		FlatMapValuesNullableOutValue:   serde.String{},
 		FlatMapValuesOutKey:             serde.String{},
 		FlatMapValuesOutValue:           serde.String{},
+		ForeachInKey:                    serde.String{},
+		ForeachInValue:                  serde.String{},
 		ForeachNullableInKey:            serde.String{},
 		ForeachNullableInValue:          serde.String{},
 		MapInKey:                        serde.String{},
@@ -857,6 +889,8 @@ type Processors interface {
 	// ParitySumsSubtract is the subtractor of reduce "parity-sums": the aggregate with an
 	// old row's value taken out.
 	ParitySumsSubtract(agg int64, value int64) int64
+	// See is called with every record foreach "see" reads.
+	See(key string, value string)
 	// SeeN is called with every record foreach "see-n" reads.
 	SeeN(key *string, value *string)
 	// SplitLong is the predicate of arm "long" of branch "split": a record goes to the first
@@ -871,6 +905,12 @@ type Processors interface {
 	// SplitNNokey is the predicate of arm "nokey" of branch "split-n": a record goes to the
 	// first arm whose predicate returns true.
 	SplitNNokey(key *string, value *string) bool
+	// SplitNdLong is the predicate of arm "long" of branch "split-nd": a record goes to the
+	// first arm whose predicate returns true.
+	SplitNdLong(key string, value string) bool
+	// SplitNdA is the predicate of arm "a" of branch "split-nd": a record goes to the first
+	// arm whose predicate returns true.
+	SplitNdA(key string, value string) bool
 	// SplitWords is the mapper of flatMapValues "split-words": the values one record
 	// becomes, each with its key.
 	SplitWords(key string, value string) []string
@@ -910,6 +950,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "aggregate-by-key-nullable-in-source", TopicAggregateByKeyNullableIn, dsl.Nullable(s.AggregateByKeyNullableInKey), dsl.Nullable(s.AggregateByKeyNullableInValue))
 	stream.AddSource(t, "aggregate-group-by-in-source", TopicAggregateGroupByIn, s.AggregateGroupByInKey, s.AggregateGroupByInValue)
 	stream.AddSource(t, "branch-in-source", TopicBranchIn, s.BranchInKey, s.BranchInValue)
+	stream.AddSource(t, "branch-no-default-in-source", TopicBranchNoDefaultIn, s.BranchNoDefaultInKey, s.BranchNoDefaultInValue)
 	stream.AddSource(t, "branch-nullable-in-source", TopicBranchNullableIn, dsl.Nullable(s.BranchNullableInKey), dsl.Nullable(s.BranchNullableInValue))
 	stream.AddSource(t, "count-by-key-in-source", TopicCountByKeyIn, s.CountByKeyInKey, s.CountByKeyInValue)
 	stream.AddSource(t, "count-by-key-nullable-in-source", TopicCountByKeyNullableIn, dsl.Nullable(s.CountByKeyNullableInKey), dsl.Nullable(s.CountByKeyNullableInValue))
@@ -921,6 +962,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "flat-map-in-source", TopicFlatMapIn, s.FlatMapInKey, s.FlatMapInValue)
 	stream.AddSource(t, "flat-map-values-in-source", TopicFlatMapValuesIn, s.FlatMapValuesInKey, s.FlatMapValuesInValue)
 	stream.AddSource(t, "flat-map-values-nullable-in-source", TopicFlatMapValuesNullableIn, dsl.Nullable(s.FlatMapValuesNullableInKey), dsl.Nullable(s.FlatMapValuesNullableInValue))
+	stream.AddSource(t, "foreach-in-source", TopicForeachIn, s.ForeachInKey, s.ForeachInValue)
 	stream.AddSource(t, "foreach-nullable-in-source", TopicForeachNullableIn, dsl.Nullable(s.ForeachNullableInKey), dsl.Nullable(s.ForeachNullableInValue))
 	stream.AddSource(t, "map-in-source", TopicMapIn, s.MapInKey, s.MapInValue)
 	stream.AddSource(t, "map-values-in-source", TopicMapValuesIn, s.MapValuesInKey, s.MapValuesInValue)
@@ -942,6 +984,14 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Pred: p.SplitA,
 	}}, "default", "branch-in-source")
 	dsl.Merge[string, string](t, "a-out", "split-a")
+	dsl.Branch(t, "split-nd", []dsl.BranchDef[string, string]{{
+		Name: "long",
+		Pred: p.SplitNdLong,
+	}, {
+		Name: "a",
+		Pred: p.SplitNdA,
+	}}, "", "branch-no-default-in-source")
+	dsl.Merge[string, string](t, "a-out-nd", "split-nd-a")
 	// groupByKey aggregate-by-key-group: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "aggregate-by-key-group", "aggregate-by-key-in-source")
 	// aggregate-by-key-n-group-non-null drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).
@@ -1010,6 +1060,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.ToStream[string, int64](t, "lengths-by-key-n-stream", "lengths-by-key-n")
 	dsl.ToStream[string, int64](t, "lengths-by-key-stream", "lengths-by-key")
 	dsl.Merge[string, string](t, "long-out", "split-long")
+	dsl.Merge[string, string](t, "long-out-nd", "split-nd-long")
 	dsl.Peek(t, "look", p.Look, "peek-in-source")
 	dsl.Peek(t, "look-n", p.LookN, "peek-nullable-in-source")
 	dsl.TableAggregate[string, string, int64](t, "name-lengths", StoreNameLengthsStore, s.StoreNameLengthsStoreKey, s.StoreNameLengthsStoreValue, stream.StoreOptions{Changelog: true}, p.NameLengthsInit, p.NameLengthsAdd, p.NameLengthsSubtract, "by-home")
@@ -1030,6 +1081,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.Table[string, string](t, "rows-n", TopicTableNullableIn, s.TableNullableInKey, s.TableNullableInValue, StoreRowsNStore, stream.StoreOptions{Changelog: true})
 	dsl.ToStream[string, string](t, "rows-n-stream", "rows-n")
 	dsl.ToStream[string, string](t, "rows-stream", "rows")
+	dsl.Foreach(t, "see", p.See, "foreach-in-source")
 	dsl.Foreach(t, "see-n", p.SeeN, "foreach-nullable-in-source")
 	dsl.FlatMapValues(t, "split-words", p.SplitWords, "flat-map-values-in-source")
 	dsl.FlatMapValues(t, "split-words-n", p.SplitWordsN, "flat-map-values-nullable-in-source")
@@ -1046,6 +1098,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "aggregate-by-key-nullable-out-sink", TopicAggregateByKeyNullableOut, s.AggregateByKeyNullableOutKey, dsl.Nullable(s.AggregateByKeyNullableOutValue), "lengths-by-key-n-stream")
 	stream.AddSink(t, "aggregate-by-key-out-sink", TopicAggregateByKeyOut, s.AggregateByKeyOutKey, dsl.Nullable(s.AggregateByKeyOutValue), "lengths-by-key-stream")
 	stream.AddSink(t, "aggregate-group-by-out-sink", TopicAggregateGroupByOut, s.AggregateGroupByOutKey, dsl.Nullable(s.AggregateGroupByOutValue), "lengths-by-first-stream")
+	stream.AddSink(t, "branch-no-default-out-a-sink", TopicBranchNoDefaultOutA, s.BranchNoDefaultOutAKey, s.BranchNoDefaultOutAValue, "a-out-nd")
+	stream.AddSink(t, "branch-no-default-out-long-sink", TopicBranchNoDefaultOutLong, s.BranchNoDefaultOutLongKey, s.BranchNoDefaultOutLongValue, "long-out-nd")
 	stream.AddSink(t, "branch-nullable-out-default-sink", TopicBranchNullableOutDefault, dsl.Nullable(s.BranchNullableOutDefaultKey), dsl.Nullable(s.BranchNullableOutDefaultValue), "default-out-n")
 	stream.AddSink(t, "branch-nullable-out-nokey-sink", TopicBranchNullableOutNokey, dsl.Nullable(s.BranchNullableOutNokeyKey), dsl.Nullable(s.BranchNullableOutNokeyValue), "nokey-out-n")
 	stream.AddSink(t, "branch-nullable-out-novalue-sink", TopicBranchNullableOutNovalue, dsl.Nullable(s.BranchNullableOutNovalueKey), dsl.Nullable(s.BranchNullableOutNovalueValue), "novalue-out-n")

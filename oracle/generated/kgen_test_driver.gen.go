@@ -120,6 +120,34 @@ func (d *TestDriver) PipeBranchInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicBranchIn, d.s.BranchInKey, key, ts)
 }
 
+// PipeBranchNoDefaultIn writes a record with timestamp ts to topic "branch-no-default-in" and processes it.
+func (d *TestDriver) PipeBranchNoDefaultIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInKey, d.s.BranchNoDefaultInValue, key, value, ts)
+}
+
+// PipeBranchNoDefaultInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "branch-no-default-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeBranchNoDefaultInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInValue, value, ts)
+}
+
+// PipeBranchNoDefaultInTombstone writes a tombstone (a null value) for key to topic "branch-no-default-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeBranchNoDefaultInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInKey, key, ts)
+}
+
+// ReadBranchNoDefaultOutA returns the records written to topic "branch-no-default-out-a" since the last read.
+func (d *TestDriver) ReadBranchNoDefaultOutA() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicBranchNoDefaultOutA, d.s.BranchNoDefaultOutAKey, d.s.BranchNoDefaultOutAValue)
+}
+
+// ReadBranchNoDefaultOutLong returns the records written to topic "branch-no-default-out-long" since the last read.
+func (d *TestDriver) ReadBranchNoDefaultOutLong() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicBranchNoDefaultOutLong, d.s.BranchNoDefaultOutLongKey, d.s.BranchNoDefaultOutLongValue)
+}
+
 // PipeBranchNullableIn writes a record with timestamp ts to topic "branch-nullable-in" and processes it.
 func (d *TestDriver) PipeBranchNullableIn(key *string, value *string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicBranchNullableIn, dsl.Nullable(d.s.BranchNullableInKey), dsl.Nullable(d.s.BranchNullableInValue), key, value, ts)
@@ -334,6 +362,24 @@ func (d *TestDriver) ReadFlatMapValuesNullableOut() ([]stream.Record[*string, st
 // ReadFlatMapValuesOut returns the records written to topic "flat-map-values-out" since the last read.
 func (d *TestDriver) ReadFlatMapValuesOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicFlatMapValuesOut, d.s.FlatMapValuesOutKey, d.s.FlatMapValuesOutValue)
+}
+
+// PipeForeachIn writes a record with timestamp ts to topic "foreach-in" and processes it.
+func (d *TestDriver) PipeForeachIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicForeachIn, d.s.ForeachInKey, d.s.ForeachInValue, key, value, ts)
+}
+
+// PipeForeachInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "foreach-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeForeachInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicForeachIn, d.s.ForeachInValue, value, ts)
+}
+
+// PipeForeachInTombstone writes a tombstone (a null value) for key to topic "foreach-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeForeachInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicForeachIn, d.s.ForeachInKey, key, ts)
 }
 
 // PipeForeachNullableIn writes a record with timestamp ts to topic "foreach-nullable-in" and processes it.
