@@ -876,7 +876,8 @@ func equalResults(t *testing.T, c caseFile, a, b result) bool {
 
 // runCase runs case c through the topology build makes, whose topics are
 // the case's topics as named by topic, and compares with want.
-func runCase(t *testing.T, c caseFile, want result, partitions int32, build func(*env) *stream.Topology, topicOf func(string) string) {
+// It returns the records the topology dropped, by reason.
+func runCase(t *testing.T, c caseFile, want result, partitions int32, build func(*env) *stream.Topology, topicOf func(string) string) map[stream.DropReason]uint64 {
 	t.Helper()
 	where := fmt.Sprintf("case %s, %d partition(s)", c.Name, partitions)
 	e := &env{}
@@ -974,6 +975,7 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32, build func
 	if !slices.Equal(e.peeked, want.Peeked) {
 		t.Errorf("%s: peek saw %q, want %q", where, e.peeked, want.Peeked)
 	}
+	return d.Dropped()
 }
 
 // compare reports the first difference of two record sequences, and the

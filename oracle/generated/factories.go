@@ -11,8 +11,8 @@ import (
 // same trivial functions, so both give the same records. kgen wrote this
 // file once; it is the oracle's to edit.
 //
-// Peeked, when set, collects what operator "look" (a peek) sees, as the
-// Java runner records it.
+// Peeked, when set, collects what operators "look", "look-n" (peeks), "see"
+// and "see-n" (foreaches) see, as the Java runner records it.
 type Factories struct{ Peeked *[]string }
 
 var _ Processors = Factories{}
@@ -66,9 +66,16 @@ func (f Factories) Look(key string, value string) {
 		*f.Peeked = append(*f.Peeked, key+"="+value)
 	}
 }
-func (Factories) SplitLong(_ string, value string) bool { return len(value) > 5 }
-func (Factories) SplitA(_ string, value string) bool    { return strings.HasPrefix(value, "a") }
-func (Factories) Upper(_ string, value string) string   { return strings.ToUpper(value) }
+func (Factories) SplitLong(_ string, value string) bool   { return len(value) > 5 }
+func (Factories) SplitA(_ string, value string) bool      { return strings.HasPrefix(value, "a") }
+func (Factories) Upper(_ string, value string) string     { return strings.ToUpper(value) }
+func (Factories) SplitNdLong(_ string, value string) bool { return len(value) > 5 }
+func (Factories) SplitNdA(_ string, value string) bool    { return strings.HasPrefix(value, "a") }
+func (f Factories) See(key string, value string) {
+	if f.Peeked != nil {
+		*f.Peeked = append(*f.Peeked, key+"="+value)
+	}
+}
 
 // Aggregations of streams.
 
@@ -101,4 +108,57 @@ func (Factories) NameLengthsAdd(_ string, value string, agg int64) int64 {
 }
 func (Factories) NameLengthsSubtract(_ string, value string, agg int64) int64 {
 	return agg - int64(len(value))
+}
+
+// The -nullable topologies: a nullable side is nil for null, and the
+// functions are null-safe as their Java twins are.
+
+// javaString is what Java's string concatenation makes of a String.
+func javaString(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
+// longerThan3N is Java's v != null && v.length() > 3.
+func longerThan3N(v *string) bool { return v != nil && len(*v) > 3 }
+
+func (Factories) KeepLongN(_ *string, value *string) bool { return longerThan3N(value) }
+func (Factories) DropLongN(_ *string, value *string) bool { return longerThan3N(value) }
+
+// KeyAndUpperN is k + "=" + upperN(v): Java writes a null as "null".
+func (Factories) KeyAndUpperN(key *string, value *string) string {
+	if value == nil {
+		return javaString(key) + "=null"
+	}
+	return javaString(key) + "=" + strings.ToUpper(*value)
+}
+
+// SplitWordsN gives no words for a null value.
+func (Factories) SplitWordsN(_ *string, value *string) []string {
+	if value == nil {
+		return nil
+	}
+	return words(*value)
+}
+func (f Factories) LookN(key *string, value *string) {
+	if f.Peeked != nil {
+		*f.Peeked = append(*f.Peeked, javaString(key)+"="+javaString(value))
+	}
+}
+func (f Factories) SeeN(key *string, value *string) {
+	if f.Peeked != nil {
+		*f.Peeked = append(*f.Peeked, javaString(key)+"="+javaString(value))
+	}
+}
+func (Factories) SplitNNovalue(_ *string, value *string) bool { return value == nil }
+func (Factories) SplitNNokey(key *string, _ *string) bool     { return key == nil }
+
+// The groupByKey of a nullable side dropped the nulls: these see plain types.
+
+func (Factories) SumByKeyNReduce(agg int64, value int64) int64 { return agg + value }
+func (Factories) LengthsByKeyNInit() int64                     { return 100 }
+func (Factories) LengthsByKeyNAggregate(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
 }

@@ -24,6 +24,10 @@ const AppID = "oracle"
 const (
 	// TopicAggregateByKeyIn is topic "aggregate-by-key-in": key string (string), value string (string).
 	TopicAggregateByKeyIn = "aggregate-by-key-in"
+	// TopicAggregateByKeyNullableIn is topic "aggregate-by-key-nullable-in": key *string (string), value *string (string).
+	TopicAggregateByKeyNullableIn = "aggregate-by-key-nullable-in"
+	// TopicAggregateByKeyNullableOut is topic "aggregate-by-key-nullable-out": key string (string), value int64 (int64).
+	TopicAggregateByKeyNullableOut = "aggregate-by-key-nullable-out"
 	// TopicAggregateByKeyOut is topic "aggregate-by-key-out": key string (string), value int64 (int64).
 	TopicAggregateByKeyOut = "aggregate-by-key-out"
 	// TopicAggregateGroupByIn is topic "aggregate-group-by-in": key string (string), value string (string).
@@ -32,6 +36,20 @@ const (
 	TopicAggregateGroupByOut = "aggregate-group-by-out"
 	// TopicBranchIn is topic "branch-in": key string (string), value string (string).
 	TopicBranchIn = "branch-in"
+	// TopicBranchNoDefaultIn is topic "branch-no-default-in": key string (string), value string (string).
+	TopicBranchNoDefaultIn = "branch-no-default-in"
+	// TopicBranchNoDefaultOutA is topic "branch-no-default-out-a": key string (string), value string (string).
+	TopicBranchNoDefaultOutA = "branch-no-default-out-a"
+	// TopicBranchNoDefaultOutLong is topic "branch-no-default-out-long": key string (string), value string (string).
+	TopicBranchNoDefaultOutLong = "branch-no-default-out-long"
+	// TopicBranchNullableIn is topic "branch-nullable-in": key *string (string), value *string (string).
+	TopicBranchNullableIn = "branch-nullable-in"
+	// TopicBranchNullableOutDefault is topic "branch-nullable-out-default": key *string (string), value *string (string).
+	TopicBranchNullableOutDefault = "branch-nullable-out-default"
+	// TopicBranchNullableOutNokey is topic "branch-nullable-out-nokey": key *string (string), value *string (string).
+	TopicBranchNullableOutNokey = "branch-nullable-out-nokey"
+	// TopicBranchNullableOutNovalue is topic "branch-nullable-out-novalue": key *string (string), value *string (string).
+	TopicBranchNullableOutNovalue = "branch-nullable-out-novalue"
 	// TopicBranchOutA is topic "branch-out-a": key string (string), value string (string).
 	TopicBranchOutA = "branch-out-a"
 	// TopicBranchOutDefault is topic "branch-out-default": key string (string), value string (string).
@@ -40,6 +58,10 @@ const (
 	TopicBranchOutLong = "branch-out-long"
 	// TopicCountByKeyIn is topic "count-by-key-in": key string (string), value string (string).
 	TopicCountByKeyIn = "count-by-key-in"
+	// TopicCountByKeyNullableIn is topic "count-by-key-nullable-in": key *string (string), value *string (string).
+	TopicCountByKeyNullableIn = "count-by-key-nullable-in"
+	// TopicCountByKeyNullableOut is topic "count-by-key-nullable-out": key string (string), value int64 (int64).
+	TopicCountByKeyNullableOut = "count-by-key-nullable-out"
 	// TopicCountByKeyOut is topic "count-by-key-out": key string (string), value int64 (int64).
 	TopicCountByKeyOut = "count-by-key-out"
 	// TopicCountGroupByIn is topic "count-group-by-in": key string (string), value string (string).
@@ -50,8 +72,16 @@ const (
 	TopicFilterIn = "filter-in"
 	// TopicFilterNotIn is topic "filter-not-in": key string (string), value string (string).
 	TopicFilterNotIn = "filter-not-in"
+	// TopicFilterNotNullableIn is topic "filter-not-nullable-in": key *string (string), value *string (string).
+	TopicFilterNotNullableIn = "filter-not-nullable-in"
+	// TopicFilterNotNullableOut is topic "filter-not-nullable-out": key *string (string), value *string (string).
+	TopicFilterNotNullableOut = "filter-not-nullable-out"
 	// TopicFilterNotOut is topic "filter-not-out": key string (string), value string (string).
 	TopicFilterNotOut = "filter-not-out"
+	// TopicFilterNullableIn is topic "filter-nullable-in": key *string (string), value *string (string).
+	TopicFilterNullableIn = "filter-nullable-in"
+	// TopicFilterNullableOut is topic "filter-nullable-out": key *string (string), value *string (string).
+	TopicFilterNullableOut = "filter-nullable-out"
 	// TopicFilterOut is topic "filter-out": key string (string), value string (string).
 	TopicFilterOut = "filter-out"
 	// TopicFlatMapIn is topic "flat-map-in": key string (string), value string (string).
@@ -60,14 +90,26 @@ const (
 	TopicFlatMapOut = "flat-map-out"
 	// TopicFlatMapValuesIn is topic "flat-map-values-in": key string (string), value string (string).
 	TopicFlatMapValuesIn = "flat-map-values-in"
+	// TopicFlatMapValuesNullableIn is topic "flat-map-values-nullable-in": key *string (string), value *string (string).
+	TopicFlatMapValuesNullableIn = "flat-map-values-nullable-in"
+	// TopicFlatMapValuesNullableOut is topic "flat-map-values-nullable-out": key *string (string), value string (string).
+	TopicFlatMapValuesNullableOut = "flat-map-values-nullable-out"
 	// TopicFlatMapValuesOut is topic "flat-map-values-out": key string (string), value string (string).
 	TopicFlatMapValuesOut = "flat-map-values-out"
+	// TopicForeachIn is topic "foreach-in": key string (string), value string (string).
+	TopicForeachIn = "foreach-in"
+	// TopicForeachNullableIn is topic "foreach-nullable-in": key *string (string), value *string (string).
+	TopicForeachNullableIn = "foreach-nullable-in"
 	// TopicMapIn is topic "map-in": key string (string), value string (string).
 	TopicMapIn = "map-in"
 	// TopicMapOut is topic "map-out": key string (string), value int64 (int64).
 	TopicMapOut = "map-out"
 	// TopicMapValuesIn is topic "map-values-in": key string (string), value string (string).
 	TopicMapValuesIn = "map-values-in"
+	// TopicMapValuesNullableIn is topic "map-values-nullable-in": key *string (string), value *string (string).
+	TopicMapValuesNullableIn = "map-values-nullable-in"
+	// TopicMapValuesNullableOut is topic "map-values-nullable-out": key *string (string), value string (string).
+	TopicMapValuesNullableOut = "map-values-nullable-out"
 	// TopicMapValuesOut is topic "map-values-out": key string (string), value string (string).
 	TopicMapValuesOut = "map-values-out"
 	// TopicMergeIn is topic "merge-in": key string (string), value string (string).
@@ -78,10 +120,18 @@ const (
 	TopicMergeOut = "merge-out"
 	// TopicPeekIn is topic "peek-in": key string (string), value string (string).
 	TopicPeekIn = "peek-in"
+	// TopicPeekNullableIn is topic "peek-nullable-in": key *string (string), value *string (string).
+	TopicPeekNullableIn = "peek-nullable-in"
+	// TopicPeekNullableOut is topic "peek-nullable-out": key *string (string), value *string (string).
+	TopicPeekNullableOut = "peek-nullable-out"
 	// TopicPeekOut is topic "peek-out": key string (string), value string (string).
 	TopicPeekOut = "peek-out"
 	// TopicReduceByKeyIn is topic "reduce-by-key-in": key string (string), value int64 (int64).
 	TopicReduceByKeyIn = "reduce-by-key-in"
+	// TopicReduceByKeyNullableIn is topic "reduce-by-key-nullable-in": key *string (string), value *int64 (int64).
+	TopicReduceByKeyNullableIn = "reduce-by-key-nullable-in"
+	// TopicReduceByKeyNullableOut is topic "reduce-by-key-nullable-out": key string (string), value int64 (int64).
+	TopicReduceByKeyNullableOut = "reduce-by-key-nullable-out"
 	// TopicReduceByKeyOut is topic "reduce-by-key-out": key string (string), value int64 (int64).
 	TopicReduceByKeyOut = "reduce-by-key-out"
 	// TopicReduceGroupByIn is topic "reduce-group-by-in": key string (string), value int64 (int64).
@@ -102,6 +152,10 @@ const (
 	TopicTableCountOut = "table-count-out"
 	// TopicTableIn is topic "table-in": key string (string), value string (string).
 	TopicTableIn = "table-in"
+	// TopicTableNullableIn is topic "table-nullable-in": key *string (string), value string (string).
+	TopicTableNullableIn = "table-nullable-in"
+	// TopicTableNullableOut is topic "table-nullable-out": key string (string), value string (string).
+	TopicTableNullableOut = "table-nullable-out"
 	// TopicTableOut is topic "table-out": key string (string), value string (string).
 	TopicTableOut = "table-out"
 	// TopicTableReduceIn is topic "table-reduce-in": key string (string), value int64 (int64).
@@ -116,10 +170,14 @@ const (
 
 // State stores of the application.
 const (
+	// StoreAggregateByKeyNStore is key-value store "aggregate-by-key-n-store": string to int64.
+	StoreAggregateByKeyNStore = "aggregate-by-key-n-store"
 	// StoreAggregateByKeyStore is key-value store "aggregate-by-key-store": string to int64.
 	StoreAggregateByKeyStore = "aggregate-by-key-store"
 	// StoreAggregateGroupByStore is key-value store "aggregate-group-by-store": string to int64.
 	StoreAggregateGroupByStore = "aggregate-group-by-store"
+	// StoreCountByKeyNStore is key-value store "count-by-key-n-store": string to int64.
+	StoreCountByKeyNStore = "count-by-key-n-store"
 	// StoreCountByKeyStore is key-value store "count-by-key-store": string to int64.
 	StoreCountByKeyStore = "count-by-key-store"
 	// StoreCountGroupByStore is key-value store "count-group-by-store": string to int64.
@@ -134,12 +192,16 @@ const (
 	StoreParitySumsStore = "parity-sums-store"
 	// StorePerRegionStore is key-value store "per-region-store": string to int64.
 	StorePerRegionStore = "per-region-store"
+	// StoreReduceByKeyNStore is key-value store "reduce-by-key-n-store": string to int64.
+	StoreReduceByKeyNStore = "reduce-by-key-n-store"
 	// StoreReduceByKeyStore is key-value store "reduce-by-key-store": string to int64.
 	StoreReduceByKeyStore = "reduce-by-key-store"
 	// StoreReduceGroupByStore is key-value store "reduce-group-by-store": string to int64.
 	StoreReduceGroupByStore = "reduce-group-by-store"
 	// StoreRegionsStore is key-value store "regions-store": string to string.
 	StoreRegionsStore = "regions-store"
+	// StoreRowsNStore is key-value store "rows-n-store": string to string.
+	StoreRowsNStore = "rows-n-store"
 	// StoreRowsStore is key-value store "rows-store": string to string.
 	StoreRowsStore = "rows-store"
 	// StoreWordCountsStore is key-value store "word-counts-store": string to int64.
@@ -154,6 +216,14 @@ type Serdes struct {
 	AggregateByKeyInKey serde.Serde[string]
 	// AggregateByKeyInValue encodes the values of topic "aggregate-by-key-in" (string).
 	AggregateByKeyInValue serde.Serde[string]
+	// AggregateByKeyNullableInKey encodes the keys of topic "aggregate-by-key-nullable-in" (string).
+	AggregateByKeyNullableInKey serde.Serde[string]
+	// AggregateByKeyNullableInValue encodes the values of topic "aggregate-by-key-nullable-in" (string).
+	AggregateByKeyNullableInValue serde.Serde[string]
+	// AggregateByKeyNullableOutKey encodes the keys of topic "aggregate-by-key-nullable-out" (string).
+	AggregateByKeyNullableOutKey serde.Serde[string]
+	// AggregateByKeyNullableOutValue encodes the values of topic "aggregate-by-key-nullable-out" (int64).
+	AggregateByKeyNullableOutValue serde.Serde[int64]
 	// AggregateByKeyOutKey encodes the keys of topic "aggregate-by-key-out" (string).
 	AggregateByKeyOutKey serde.Serde[string]
 	// AggregateByKeyOutValue encodes the values of topic "aggregate-by-key-out" (int64).
@@ -170,6 +240,34 @@ type Serdes struct {
 	BranchInKey serde.Serde[string]
 	// BranchInValue encodes the values of topic "branch-in" (string).
 	BranchInValue serde.Serde[string]
+	// BranchNoDefaultInKey encodes the keys of topic "branch-no-default-in" (string).
+	BranchNoDefaultInKey serde.Serde[string]
+	// BranchNoDefaultInValue encodes the values of topic "branch-no-default-in" (string).
+	BranchNoDefaultInValue serde.Serde[string]
+	// BranchNoDefaultOutAKey encodes the keys of topic "branch-no-default-out-a" (string).
+	BranchNoDefaultOutAKey serde.Serde[string]
+	// BranchNoDefaultOutAValue encodes the values of topic "branch-no-default-out-a" (string).
+	BranchNoDefaultOutAValue serde.Serde[string]
+	// BranchNoDefaultOutLongKey encodes the keys of topic "branch-no-default-out-long" (string).
+	BranchNoDefaultOutLongKey serde.Serde[string]
+	// BranchNoDefaultOutLongValue encodes the values of topic "branch-no-default-out-long" (string).
+	BranchNoDefaultOutLongValue serde.Serde[string]
+	// BranchNullableInKey encodes the keys of topic "branch-nullable-in" (string).
+	BranchNullableInKey serde.Serde[string]
+	// BranchNullableInValue encodes the values of topic "branch-nullable-in" (string).
+	BranchNullableInValue serde.Serde[string]
+	// BranchNullableOutDefaultKey encodes the keys of topic "branch-nullable-out-default" (string).
+	BranchNullableOutDefaultKey serde.Serde[string]
+	// BranchNullableOutDefaultValue encodes the values of topic "branch-nullable-out-default" (string).
+	BranchNullableOutDefaultValue serde.Serde[string]
+	// BranchNullableOutNokeyKey encodes the keys of topic "branch-nullable-out-nokey" (string).
+	BranchNullableOutNokeyKey serde.Serde[string]
+	// BranchNullableOutNokeyValue encodes the values of topic "branch-nullable-out-nokey" (string).
+	BranchNullableOutNokeyValue serde.Serde[string]
+	// BranchNullableOutNovalueKey encodes the keys of topic "branch-nullable-out-novalue" (string).
+	BranchNullableOutNovalueKey serde.Serde[string]
+	// BranchNullableOutNovalueValue encodes the values of topic "branch-nullable-out-novalue" (string).
+	BranchNullableOutNovalueValue serde.Serde[string]
 	// BranchOutAKey encodes the keys of topic "branch-out-a" (string).
 	BranchOutAKey serde.Serde[string]
 	// BranchOutAValue encodes the values of topic "branch-out-a" (string).
@@ -186,6 +284,14 @@ type Serdes struct {
 	CountByKeyInKey serde.Serde[string]
 	// CountByKeyInValue encodes the values of topic "count-by-key-in" (string).
 	CountByKeyInValue serde.Serde[string]
+	// CountByKeyNullableInKey encodes the keys of topic "count-by-key-nullable-in" (string).
+	CountByKeyNullableInKey serde.Serde[string]
+	// CountByKeyNullableInValue encodes the values of topic "count-by-key-nullable-in" (string).
+	CountByKeyNullableInValue serde.Serde[string]
+	// CountByKeyNullableOutKey encodes the keys of topic "count-by-key-nullable-out" (string).
+	CountByKeyNullableOutKey serde.Serde[string]
+	// CountByKeyNullableOutValue encodes the values of topic "count-by-key-nullable-out" (int64).
+	CountByKeyNullableOutValue serde.Serde[int64]
 	// CountByKeyOutKey encodes the keys of topic "count-by-key-out" (string).
 	CountByKeyOutKey serde.Serde[string]
 	// CountByKeyOutValue encodes the values of topic "count-by-key-out" (int64).
@@ -206,10 +312,26 @@ type Serdes struct {
 	FilterNotInKey serde.Serde[string]
 	// FilterNotInValue encodes the values of topic "filter-not-in" (string).
 	FilterNotInValue serde.Serde[string]
+	// FilterNotNullableInKey encodes the keys of topic "filter-not-nullable-in" (string).
+	FilterNotNullableInKey serde.Serde[string]
+	// FilterNotNullableInValue encodes the values of topic "filter-not-nullable-in" (string).
+	FilterNotNullableInValue serde.Serde[string]
+	// FilterNotNullableOutKey encodes the keys of topic "filter-not-nullable-out" (string).
+	FilterNotNullableOutKey serde.Serde[string]
+	// FilterNotNullableOutValue encodes the values of topic "filter-not-nullable-out" (string).
+	FilterNotNullableOutValue serde.Serde[string]
 	// FilterNotOutKey encodes the keys of topic "filter-not-out" (string).
 	FilterNotOutKey serde.Serde[string]
 	// FilterNotOutValue encodes the values of topic "filter-not-out" (string).
 	FilterNotOutValue serde.Serde[string]
+	// FilterNullableInKey encodes the keys of topic "filter-nullable-in" (string).
+	FilterNullableInKey serde.Serde[string]
+	// FilterNullableInValue encodes the values of topic "filter-nullable-in" (string).
+	FilterNullableInValue serde.Serde[string]
+	// FilterNullableOutKey encodes the keys of topic "filter-nullable-out" (string).
+	FilterNullableOutKey serde.Serde[string]
+	// FilterNullableOutValue encodes the values of topic "filter-nullable-out" (string).
+	FilterNullableOutValue serde.Serde[string]
 	// FilterOutKey encodes the keys of topic "filter-out" (string).
 	FilterOutKey serde.Serde[string]
 	// FilterOutValue encodes the values of topic "filter-out" (string).
@@ -226,10 +348,26 @@ type Serdes struct {
 	FlatMapValuesInKey serde.Serde[string]
 	// FlatMapValuesInValue encodes the values of topic "flat-map-values-in" (string).
 	FlatMapValuesInValue serde.Serde[string]
+	// FlatMapValuesNullableInKey encodes the keys of topic "flat-map-values-nullable-in" (string).
+	FlatMapValuesNullableInKey serde.Serde[string]
+	// FlatMapValuesNullableInValue encodes the values of topic "flat-map-values-nullable-in" (string).
+	FlatMapValuesNullableInValue serde.Serde[string]
+	// FlatMapValuesNullableOutKey encodes the keys of topic "flat-map-values-nullable-out" (string).
+	FlatMapValuesNullableOutKey serde.Serde[string]
+	// FlatMapValuesNullableOutValue encodes the values of topic "flat-map-values-nullable-out" (string).
+	FlatMapValuesNullableOutValue serde.Serde[string]
 	// FlatMapValuesOutKey encodes the keys of topic "flat-map-values-out" (string).
 	FlatMapValuesOutKey serde.Serde[string]
 	// FlatMapValuesOutValue encodes the values of topic "flat-map-values-out" (string).
 	FlatMapValuesOutValue serde.Serde[string]
+	// ForeachInKey encodes the keys of topic "foreach-in" (string).
+	ForeachInKey serde.Serde[string]
+	// ForeachInValue encodes the values of topic "foreach-in" (string).
+	ForeachInValue serde.Serde[string]
+	// ForeachNullableInKey encodes the keys of topic "foreach-nullable-in" (string).
+	ForeachNullableInKey serde.Serde[string]
+	// ForeachNullableInValue encodes the values of topic "foreach-nullable-in" (string).
+	ForeachNullableInValue serde.Serde[string]
 	// MapInKey encodes the keys of topic "map-in" (string).
 	MapInKey serde.Serde[string]
 	// MapInValue encodes the values of topic "map-in" (string).
@@ -242,6 +380,14 @@ type Serdes struct {
 	MapValuesInKey serde.Serde[string]
 	// MapValuesInValue encodes the values of topic "map-values-in" (string).
 	MapValuesInValue serde.Serde[string]
+	// MapValuesNullableInKey encodes the keys of topic "map-values-nullable-in" (string).
+	MapValuesNullableInKey serde.Serde[string]
+	// MapValuesNullableInValue encodes the values of topic "map-values-nullable-in" (string).
+	MapValuesNullableInValue serde.Serde[string]
+	// MapValuesNullableOutKey encodes the keys of topic "map-values-nullable-out" (string).
+	MapValuesNullableOutKey serde.Serde[string]
+	// MapValuesNullableOutValue encodes the values of topic "map-values-nullable-out" (string).
+	MapValuesNullableOutValue serde.Serde[string]
 	// MapValuesOutKey encodes the keys of topic "map-values-out" (string).
 	MapValuesOutKey serde.Serde[string]
 	// MapValuesOutValue encodes the values of topic "map-values-out" (string).
@@ -262,6 +408,14 @@ type Serdes struct {
 	PeekInKey serde.Serde[string]
 	// PeekInValue encodes the values of topic "peek-in" (string).
 	PeekInValue serde.Serde[string]
+	// PeekNullableInKey encodes the keys of topic "peek-nullable-in" (string).
+	PeekNullableInKey serde.Serde[string]
+	// PeekNullableInValue encodes the values of topic "peek-nullable-in" (string).
+	PeekNullableInValue serde.Serde[string]
+	// PeekNullableOutKey encodes the keys of topic "peek-nullable-out" (string).
+	PeekNullableOutKey serde.Serde[string]
+	// PeekNullableOutValue encodes the values of topic "peek-nullable-out" (string).
+	PeekNullableOutValue serde.Serde[string]
 	// PeekOutKey encodes the keys of topic "peek-out" (string).
 	PeekOutKey serde.Serde[string]
 	// PeekOutValue encodes the values of topic "peek-out" (string).
@@ -270,6 +424,14 @@ type Serdes struct {
 	ReduceByKeyInKey serde.Serde[string]
 	// ReduceByKeyInValue encodes the values of topic "reduce-by-key-in" (int64).
 	ReduceByKeyInValue serde.Serde[int64]
+	// ReduceByKeyNullableInKey encodes the keys of topic "reduce-by-key-nullable-in" (string).
+	ReduceByKeyNullableInKey serde.Serde[string]
+	// ReduceByKeyNullableInValue encodes the values of topic "reduce-by-key-nullable-in" (int64).
+	ReduceByKeyNullableInValue serde.Serde[int64]
+	// ReduceByKeyNullableOutKey encodes the keys of topic "reduce-by-key-nullable-out" (string).
+	ReduceByKeyNullableOutKey serde.Serde[string]
+	// ReduceByKeyNullableOutValue encodes the values of topic "reduce-by-key-nullable-out" (int64).
+	ReduceByKeyNullableOutValue serde.Serde[int64]
 	// ReduceByKeyOutKey encodes the keys of topic "reduce-by-key-out" (string).
 	ReduceByKeyOutKey serde.Serde[string]
 	// ReduceByKeyOutValue encodes the values of topic "reduce-by-key-out" (int64).
@@ -310,6 +472,14 @@ type Serdes struct {
 	TableInKey serde.Serde[string]
 	// TableInValue encodes the values of topic "table-in" (string).
 	TableInValue serde.Serde[string]
+	// TableNullableInKey encodes the keys of topic "table-nullable-in" (string).
+	TableNullableInKey serde.Serde[string]
+	// TableNullableInValue encodes the values of topic "table-nullable-in" (string).
+	TableNullableInValue serde.Serde[string]
+	// TableNullableOutKey encodes the keys of topic "table-nullable-out" (string).
+	TableNullableOutKey serde.Serde[string]
+	// TableNullableOutValue encodes the values of topic "table-nullable-out" (string).
+	TableNullableOutValue serde.Serde[string]
 	// TableOutKey encodes the keys of topic "table-out" (string).
 	TableOutKey serde.Serde[string]
 	// TableOutValue encodes the values of topic "table-out" (string).
@@ -330,6 +500,10 @@ type Serdes struct {
 	WordcountOutKey serde.Serde[string]
 	// WordcountOutValue encodes the values of topic "wordcount-out" (int64).
 	WordcountOutValue serde.Serde[int64]
+	// StoreAggregateByKeyNStoreKey encodes the keys of store "aggregate-by-key-n-store".
+	StoreAggregateByKeyNStoreKey serde.Serde[string]
+	// StoreAggregateByKeyNStoreValue encodes the values of store "aggregate-by-key-n-store".
+	StoreAggregateByKeyNStoreValue serde.Serde[int64]
 	// StoreAggregateByKeyStoreKey encodes the keys of store "aggregate-by-key-store".
 	StoreAggregateByKeyStoreKey serde.Serde[string]
 	// StoreAggregateByKeyStoreValue encodes the values of store "aggregate-by-key-store".
@@ -338,6 +512,10 @@ type Serdes struct {
 	StoreAggregateGroupByStoreKey serde.Serde[string]
 	// StoreAggregateGroupByStoreValue encodes the values of store "aggregate-group-by-store".
 	StoreAggregateGroupByStoreValue serde.Serde[int64]
+	// StoreCountByKeyNStoreKey encodes the keys of store "count-by-key-n-store".
+	StoreCountByKeyNStoreKey serde.Serde[string]
+	// StoreCountByKeyNStoreValue encodes the values of store "count-by-key-n-store".
+	StoreCountByKeyNStoreValue serde.Serde[int64]
 	// StoreCountByKeyStoreKey encodes the keys of store "count-by-key-store".
 	StoreCountByKeyStoreKey serde.Serde[string]
 	// StoreCountByKeyStoreValue encodes the values of store "count-by-key-store".
@@ -366,6 +544,10 @@ type Serdes struct {
 	StorePerRegionStoreKey serde.Serde[string]
 	// StorePerRegionStoreValue encodes the values of store "per-region-store".
 	StorePerRegionStoreValue serde.Serde[int64]
+	// StoreReduceByKeyNStoreKey encodes the keys of store "reduce-by-key-n-store".
+	StoreReduceByKeyNStoreKey serde.Serde[string]
+	// StoreReduceByKeyNStoreValue encodes the values of store "reduce-by-key-n-store".
+	StoreReduceByKeyNStoreValue serde.Serde[int64]
 	// StoreReduceByKeyStoreKey encodes the keys of store "reduce-by-key-store".
 	StoreReduceByKeyStoreKey serde.Serde[string]
 	// StoreReduceByKeyStoreValue encodes the values of store "reduce-by-key-store".
@@ -378,6 +560,10 @@ type Serdes struct {
 	StoreRegionsStoreKey serde.Serde[string]
 	// StoreRegionsStoreValue encodes the values of store "regions-store".
 	StoreRegionsStoreValue serde.Serde[string]
+	// StoreRowsNStoreKey encodes the keys of store "rows-n-store".
+	StoreRowsNStoreKey serde.Serde[string]
+	// StoreRowsNStoreValue encodes the values of store "rows-n-store".
+	StoreRowsNStoreValue serde.Serde[string]
 	// StoreRowsStoreKey encodes the keys of store "rows-store".
 	StoreRowsStoreKey serde.Serde[string]
 	// StoreRowsStoreValue encodes the values of store "rows-store".
@@ -421,6 +607,10 @@ func DefaultSerdes() Serdes {
 	return Serdes{
 		AggregateByKeyInKey:             serde.String{},
 		AggregateByKeyInValue:           serde.String{},
+		AggregateByKeyNullableInKey:     serde.String{},
+		AggregateByKeyNullableInValue:   serde.String{},
+		AggregateByKeyNullableOutKey:    serde.String{},
+		AggregateByKeyNullableOutValue:  serde.Int64{},
 		AggregateByKeyOutKey:            serde.String{},
 		AggregateByKeyOutValue:          serde.Int64{},
 		AggregateGroupByInKey:           serde.String{},
@@ -429,6 +619,20 @@ func DefaultSerdes() Serdes {
 		AggregateGroupByOutValue:        serde.Int64{},
 		BranchInKey:                     serde.String{},
 		BranchInValue:                   serde.String{},
+		BranchNoDefaultInKey:            serde.String{},
+		BranchNoDefaultInValue:          serde.String{},
+		BranchNoDefaultOutAKey:          serde.String{},
+		BranchNoDefaultOutAValue:        serde.String{},
+		BranchNoDefaultOutLongKey:       serde.String{},
+		BranchNoDefaultOutLongValue:     serde.String{},
+		BranchNullableInKey:             serde.String{},
+		BranchNullableInValue:           serde.String{},
+		BranchNullableOutDefaultKey:     serde.String{},
+		BranchNullableOutDefaultValue:   serde.String{},
+		BranchNullableOutNokeyKey:       serde.String{},
+		BranchNullableOutNokeyValue:     serde.String{},
+		BranchNullableOutNovalueKey:     serde.String{},
+		BranchNullableOutNovalueValue:   serde.String{},
 		BranchOutAKey:                   serde.String{},
 		BranchOutAValue:                 serde.String{},
 		BranchOutDefaultKey:             serde.String{},
@@ -451,6 +655,10 @@ func DefaultSerdes() Serdes {
 		ByWordValue:                     serde.String{},
 		CountByKeyInKey:                 serde.String{},
 		CountByKeyInValue:               serde.String{},
+		CountByKeyNullableInKey:         serde.String{},
+		CountByKeyNullableInValue:       serde.String{},
+		CountByKeyNullableOutKey:        serde.String{},
+		CountByKeyNullableOutValue:      serde.Int64{},
 		CountByKeyOutKey:                serde.String{},
 		CountByKeyOutValue:              serde.Int64{},
 		CountGroupByInKey:               serde.String{},
@@ -461,8 +669,16 @@ func DefaultSerdes() Serdes {
 		FilterInValue:                   serde.String{},
 		FilterNotInKey:                  serde.String{},
 		FilterNotInValue:                serde.String{},
+		FilterNotNullableInKey:          serde.String{},
+		FilterNotNullableInValue:        serde.String{},
+		FilterNotNullableOutKey:         serde.String{},
+		FilterNotNullableOutValue:       serde.String{},
 		FilterNotOutKey:                 serde.String{},
 		FilterNotOutValue:               serde.String{},
+		FilterNullableInKey:             serde.String{},
+		FilterNullableInValue:           serde.String{},
+		FilterNullableOutKey:            serde.String{},
+		FilterNullableOutValue:          serde.String{},
 		FilterOutKey:                    serde.String{},
 		FilterOutValue:                  serde.String{},
 		FlatMapInKey:                    serde.String{},
@@ -471,14 +687,26 @@ func DefaultSerdes() Serdes {
 		FlatMapOutValue:                 serde.Int64{},
 		FlatMapValuesInKey:              serde.String{},
 		FlatMapValuesInValue:            serde.String{},
+		FlatMapValuesNullableInKey:      serde.String{},
+		FlatMapValuesNullableInValue:    serde.String{},
+		FlatMapValuesNullableOutKey:     serde.String{},
+		FlatMapValuesNullableOutValue:   serde.String{},
 		FlatMapValuesOutKey:             serde.String{},
 		FlatMapValuesOutValue:           serde.String{},
+		ForeachInKey:                    serde.String{},
+		ForeachInValue:                  serde.String{},
+		ForeachNullableInKey:            serde.String{},
+		ForeachNullableInValue:          serde.String{},
 		MapInKey:                        serde.String{},
 		MapInValue:                      serde.String{},
 		MapOutKey:                       serde.String{},
 		MapOutValue:                     serde.Int64{},
 		MapValuesInKey:                  serde.String{},
 		MapValuesInValue:                serde.String{},
+		MapValuesNullableInKey:          serde.String{},
+		MapValuesNullableInValue:        serde.String{},
+		MapValuesNullableOutKey:         serde.String{},
+		MapValuesNullableOutValue:       serde.String{},
 		MapValuesOutKey:                 serde.String{},
 		MapValuesOutValue:               serde.String{},
 		MergeIn2Key:                     serde.String{},
@@ -489,10 +717,18 @@ func DefaultSerdes() Serdes {
 		MergeOutValue:                   serde.String{},
 		PeekInKey:                       serde.String{},
 		PeekInValue:                     serde.String{},
+		PeekNullableInKey:               serde.String{},
+		PeekNullableInValue:             serde.String{},
+		PeekNullableOutKey:              serde.String{},
+		PeekNullableOutValue:            serde.String{},
 		PeekOutKey:                      serde.String{},
 		PeekOutValue:                    serde.String{},
 		ReduceByKeyInKey:                serde.String{},
 		ReduceByKeyInValue:              serde.Int64{},
+		ReduceByKeyNullableInKey:        serde.String{},
+		ReduceByKeyNullableInValue:      serde.Int64{},
+		ReduceByKeyNullableOutKey:       serde.String{},
+		ReduceByKeyNullableOutValue:     serde.Int64{},
 		ReduceByKeyOutKey:               serde.String{},
 		ReduceByKeyOutValue:             serde.Int64{},
 		ReduceGroupByInKey:              serde.String{},
@@ -503,10 +739,14 @@ func DefaultSerdes() Serdes {
 		SelectKeyInValue:                serde.String{},
 		SelectKeyOutKey:                 serde.String{},
 		SelectKeyOutValue:               serde.String{},
+		StoreAggregateByKeyNStoreKey:    serde.String{},
+		StoreAggregateByKeyNStoreValue:  serde.Int64{},
 		StoreAggregateByKeyStoreKey:     serde.String{},
 		StoreAggregateByKeyStoreValue:   serde.Int64{},
 		StoreAggregateGroupByStoreKey:   serde.String{},
 		StoreAggregateGroupByStoreValue: serde.Int64{},
+		StoreCountByKeyNStoreKey:        serde.String{},
+		StoreCountByKeyNStoreValue:      serde.Int64{},
 		StoreCountByKeyStoreKey:         serde.String{},
 		StoreCountByKeyStoreValue:       serde.Int64{},
 		StoreCountGroupByStoreKey:       serde.String{},
@@ -521,12 +761,16 @@ func DefaultSerdes() Serdes {
 		StoreParitySumsStoreValue:       serde.Int64{},
 		StorePerRegionStoreKey:          serde.String{},
 		StorePerRegionStoreValue:        serde.Int64{},
+		StoreReduceByKeyNStoreKey:       serde.String{},
+		StoreReduceByKeyNStoreValue:     serde.Int64{},
 		StoreReduceByKeyStoreKey:        serde.String{},
 		StoreReduceByKeyStoreValue:      serde.Int64{},
 		StoreReduceGroupByStoreKey:      serde.String{},
 		StoreReduceGroupByStoreValue:    serde.Int64{},
 		StoreRegionsStoreKey:            serde.String{},
 		StoreRegionsStoreValue:          serde.String{},
+		StoreRowsNStoreKey:              serde.String{},
+		StoreRowsNStoreValue:            serde.String{},
 		StoreRowsStoreKey:               serde.String{},
 		StoreRowsStoreValue:             serde.String{},
 		StoreWordCountsStoreKey:         serde.String{},
@@ -541,6 +785,10 @@ func DefaultSerdes() Serdes {
 		TableCountOutValue:              serde.Int64{},
 		TableInKey:                      serde.String{},
 		TableInValue:                    serde.String{},
+		TableNullableInKey:              serde.String{},
+		TableNullableInValue:            serde.String{},
+		TableNullableOutKey:             serde.String{},
+		TableNullableOutValue:           serde.String{},
 		TableOutKey:                     serde.String{},
 		TableOutValue:                   serde.String{},
 		TableReduceInKey:                serde.String{},
@@ -587,14 +835,23 @@ type Processors interface {
 	// DropLong is the predicate of filterNot "drop-long": it drops the records for which it
 	// returns true.
 	DropLong(key string, value string) bool
+	// DropLongN is the predicate of filterNot "drop-long-n": it drops the records for which
+	// it returns true.
+	DropLongN(key *string, value *string) bool
 	// FirstLetter is the key selector of selectKey "first-letter": the new key of a record.
 	FirstLetter(key string, value string) string
 	// KeepLong is the predicate of filter "keep-long": it keeps the records for which it
 	// returns true.
 	KeepLong(key string, value string) bool
+	// KeepLongN is the predicate of filter "keep-long-n": it keeps the records for which it
+	// returns true.
+	KeepLongN(key *string, value *string) bool
 	// KeyAndUpper is the mapper of mapValues "key-and-upper": the new value of a record (its
 	// key stays).
 	KeyAndUpper(key string, value string) string
+	// KeyAndUpperN is the mapper of mapValues "key-and-upper-n": the new value of a record
+	// (its key stays).
+	KeyAndUpperN(key *string, value *string) string
 	// LengthsByFirstInit is the initializer of aggregate "lengths-by-first": the aggregate
 	// of a key before its first record.
 	LengthsByFirstInit() int64
@@ -607,8 +864,16 @@ type Processors interface {
 	// LengthsByKeyAggregate is the aggregator of aggregate "lengths-by-key": the aggregate
 	// with one more record.
 	LengthsByKeyAggregate(key string, value string, agg int64) int64
+	// LengthsByKeyNInit is the initializer of aggregate "lengths-by-key-n": the aggregate of
+	// a key before its first record.
+	LengthsByKeyNInit() int64
+	// LengthsByKeyNAggregate is the aggregator of aggregate "lengths-by-key-n": the
+	// aggregate with one more record.
+	LengthsByKeyNAggregate(key string, value string, agg int64) int64
 	// Look is called with every record peek "look" passes on.
 	Look(key string, value string)
+	// LookN is called with every record peek "look-n" passes on.
+	LookN(key *string, value *string)
 	// NameLengthsInit is the initializer of aggregate "name-lengths": the aggregate of a key
 	// before its first record.
 	NameLengthsInit() int64
@@ -624,21 +889,43 @@ type Processors interface {
 	// ParitySumsSubtract is the subtractor of reduce "parity-sums": the aggregate with an
 	// old row's value taken out.
 	ParitySumsSubtract(agg int64, value int64) int64
+	// See is called with every record foreach "see" reads.
+	See(key string, value string)
+	// SeeN is called with every record foreach "see-n" reads.
+	SeeN(key *string, value *string)
 	// SplitLong is the predicate of arm "long" of branch "split": a record goes to the first
 	// arm whose predicate returns true.
 	SplitLong(key string, value string) bool
 	// SplitA is the predicate of arm "a" of branch "split": a record goes to the first arm
 	// whose predicate returns true.
 	SplitA(key string, value string) bool
+	// SplitNNovalue is the predicate of arm "novalue" of branch "split-n": a record goes to
+	// the first arm whose predicate returns true.
+	SplitNNovalue(key *string, value *string) bool
+	// SplitNNokey is the predicate of arm "nokey" of branch "split-n": a record goes to the
+	// first arm whose predicate returns true.
+	SplitNNokey(key *string, value *string) bool
+	// SplitNdLong is the predicate of arm "long" of branch "split-nd": a record goes to the
+	// first arm whose predicate returns true.
+	SplitNdLong(key string, value string) bool
+	// SplitNdA is the predicate of arm "a" of branch "split-nd": a record goes to the first
+	// arm whose predicate returns true.
+	SplitNdA(key string, value string) bool
 	// SplitWords is the mapper of flatMapValues "split-words": the values one record
 	// becomes, each with its key.
 	SplitWords(key string, value string) []string
+	// SplitWordsN is the mapper of flatMapValues "split-words-n": the values one record
+	// becomes, each with its key.
+	SplitWordsN(key *string, value *string) []string
 	// SumByFirstReduce is the reducer of reduce "sum-by-first": the aggregate with one more
 	// value.
 	SumByFirstReduce(agg int64, value int64) int64
 	// SumByKeyReduce is the reducer of reduce "sum-by-key": the aggregate with one more
 	// value.
 	SumByKeyReduce(agg int64, value int64) int64
+	// SumByKeyNReduce is the reducer of reduce "sum-by-key-n": the aggregate with one more
+	// value.
+	SumByKeyNReduce(agg int64, value int64) int64
 	// Upper is the mapper of mapValues "upper": the new value of a record (its key stays).
 	Upper(key string, value string) string
 	// UpperAndLength is the mapper of map "upper-and-length": the new key and value of a
@@ -660,20 +947,32 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "aggregate-by-key-in-source", TopicAggregateByKeyIn, s.AggregateByKeyInKey, s.AggregateByKeyInValue)
+	stream.AddSource(t, "aggregate-by-key-nullable-in-source", TopicAggregateByKeyNullableIn, dsl.Nullable(s.AggregateByKeyNullableInKey), dsl.Nullable(s.AggregateByKeyNullableInValue))
 	stream.AddSource(t, "aggregate-group-by-in-source", TopicAggregateGroupByIn, s.AggregateGroupByInKey, s.AggregateGroupByInValue)
 	stream.AddSource(t, "branch-in-source", TopicBranchIn, s.BranchInKey, s.BranchInValue)
+	stream.AddSource(t, "branch-no-default-in-source", TopicBranchNoDefaultIn, s.BranchNoDefaultInKey, s.BranchNoDefaultInValue)
+	stream.AddSource(t, "branch-nullable-in-source", TopicBranchNullableIn, dsl.Nullable(s.BranchNullableInKey), dsl.Nullable(s.BranchNullableInValue))
 	stream.AddSource(t, "count-by-key-in-source", TopicCountByKeyIn, s.CountByKeyInKey, s.CountByKeyInValue)
+	stream.AddSource(t, "count-by-key-nullable-in-source", TopicCountByKeyNullableIn, dsl.Nullable(s.CountByKeyNullableInKey), dsl.Nullable(s.CountByKeyNullableInValue))
 	stream.AddSource(t, "count-group-by-in-source", TopicCountGroupByIn, s.CountGroupByInKey, s.CountGroupByInValue)
 	stream.AddSource(t, "filter-in-source", TopicFilterIn, s.FilterInKey, s.FilterInValue)
 	stream.AddSource(t, "filter-not-in-source", TopicFilterNotIn, s.FilterNotInKey, s.FilterNotInValue)
+	stream.AddSource(t, "filter-not-nullable-in-source", TopicFilterNotNullableIn, dsl.Nullable(s.FilterNotNullableInKey), dsl.Nullable(s.FilterNotNullableInValue))
+	stream.AddSource(t, "filter-nullable-in-source", TopicFilterNullableIn, dsl.Nullable(s.FilterNullableInKey), dsl.Nullable(s.FilterNullableInValue))
 	stream.AddSource(t, "flat-map-in-source", TopicFlatMapIn, s.FlatMapInKey, s.FlatMapInValue)
 	stream.AddSource(t, "flat-map-values-in-source", TopicFlatMapValuesIn, s.FlatMapValuesInKey, s.FlatMapValuesInValue)
+	stream.AddSource(t, "flat-map-values-nullable-in-source", TopicFlatMapValuesNullableIn, dsl.Nullable(s.FlatMapValuesNullableInKey), dsl.Nullable(s.FlatMapValuesNullableInValue))
+	stream.AddSource(t, "foreach-in-source", TopicForeachIn, s.ForeachInKey, s.ForeachInValue)
+	stream.AddSource(t, "foreach-nullable-in-source", TopicForeachNullableIn, dsl.Nullable(s.ForeachNullableInKey), dsl.Nullable(s.ForeachNullableInValue))
 	stream.AddSource(t, "map-in-source", TopicMapIn, s.MapInKey, s.MapInValue)
 	stream.AddSource(t, "map-values-in-source", TopicMapValuesIn, s.MapValuesInKey, s.MapValuesInValue)
+	stream.AddSource(t, "map-values-nullable-in-source", TopicMapValuesNullableIn, dsl.Nullable(s.MapValuesNullableInKey), dsl.Nullable(s.MapValuesNullableInValue))
 	stream.AddSource(t, "merge-in-source", TopicMergeIn, s.MergeInKey, s.MergeInValue)
 	stream.AddSource(t, "merge-in2-source", TopicMergeIn2, s.MergeIn2Key, s.MergeIn2Value)
 	stream.AddSource(t, "peek-in-source", TopicPeekIn, s.PeekInKey, s.PeekInValue)
+	stream.AddSource(t, "peek-nullable-in-source", TopicPeekNullableIn, dsl.Nullable(s.PeekNullableInKey), dsl.Nullable(s.PeekNullableInValue))
 	stream.AddSource(t, "reduce-by-key-in-source", TopicReduceByKeyIn, s.ReduceByKeyInKey, s.ReduceByKeyInValue)
+	stream.AddSource(t, "reduce-by-key-nullable-in-source", TopicReduceByKeyNullableIn, dsl.Nullable(s.ReduceByKeyNullableInKey), dsl.Nullable(s.ReduceByKeyNullableInValue))
 	stream.AddSource(t, "reduce-group-by-in-source", TopicReduceGroupByIn, s.ReduceGroupByInKey, s.ReduceGroupByInValue)
 	stream.AddSource(t, "select-key-in-source", TopicSelectKeyIn, s.SelectKeyInKey, s.SelectKeyInValue)
 	stream.AddSource(t, "wordcount-in-source", TopicWordcountIn, s.WordcountInKey, s.WordcountInValue)
@@ -685,8 +984,20 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Pred: p.SplitA,
 	}}, "default", "branch-in-source")
 	dsl.Merge[string, string](t, "a-out", "split-a")
+	dsl.Branch(t, "split-nd", []dsl.BranchDef[string, string]{{
+		Name: "long",
+		Pred: p.SplitNdLong,
+	}, {
+		Name: "a",
+		Pred: p.SplitNdA,
+	}}, "", "branch-no-default-in-source")
+	dsl.Merge[string, string](t, "a-out-nd", "split-nd-a")
 	// groupByKey aggregate-by-key-group: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "aggregate-by-key-group", "aggregate-by-key-in-source")
+	// aggregate-by-key-n-group-non-null drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).
+	dsl.DropNulls(t, "aggregate-by-key-n-group-non-null", dsl.Deref[string], dsl.Deref[string], "aggregate-by-key-nullable-in-source")
+	// groupByKey aggregate-by-key-n-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "aggregate-by-key-n-group", "aggregate-by-key-n-group-non-null")
 	dsl.MapValues(t, "upper", p.Upper, "merge-in-source")
 	dsl.Merge[string, string](t, "both", "upper", "merge-in2-source")
 	// groupBy by-first-letter re-keys records and reads them through oracle-by-first-letter-repartition.
@@ -717,59 +1028,107 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	// groupByKey count-by-key-group: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "count-by-key-group", "count-by-key-in-source")
 	dsl.Count[string, string](t, "count-by-key", StoreCountByKeyStore, s.StoreCountByKeyStoreKey, stream.StoreOptions{Changelog: true}, "count-by-key-group")
+	// count-by-key-n-group-non-null drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).
+	dsl.DropNulls(t, "count-by-key-n-group-non-null", dsl.Deref[string], dsl.Deref[string], "count-by-key-nullable-in-source")
+	// groupByKey count-by-key-n-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "count-by-key-n-group", "count-by-key-n-group-non-null")
+	dsl.Count[string, string](t, "count-by-key-n", StoreCountByKeyNStore, s.StoreCountByKeyNStoreKey, stream.StoreOptions{Changelog: true}, "count-by-key-n-group")
+	dsl.ToStream[string, int64](t, "count-by-key-n-stream", "count-by-key-n")
 	dsl.ToStream[string, int64](t, "count-by-key-stream", "count-by-key")
 	dsl.Count[string, string](t, "count-by-value", StoreCountGroupByStore, s.StoreCountGroupByStoreKey, stream.StoreOptions{Changelog: true}, "by-value")
 	dsl.ToStream[string, int64](t, "count-by-value-stream", "count-by-value")
 	dsl.Merge[string, string](t, "default-out", "split-default")
+	dsl.Branch(t, "split-n", []dsl.BranchDef[*string, *string]{{
+		Name: "novalue",
+		Pred: p.SplitNNovalue,
+	}, {
+		Name: "nokey",
+		Pred: p.SplitNNokey,
+	}}, "default", "branch-nullable-in-source")
+	dsl.Merge[*string, *string](t, "default-out-n", "split-n-default")
 	dsl.FilterNot(t, "drop-long", p.DropLong, "filter-not-in-source")
+	dsl.FilterNot(t, "drop-long-n", p.DropLongN, "filter-not-nullable-in-source")
 	dsl.SelectKey(t, "first-letter", p.FirstLetter, "select-key-in-source")
 	dsl.Filter(t, "keep-long", p.KeepLong, "filter-in-source")
+	dsl.Filter(t, "keep-long-n", p.KeepLongN, "filter-nullable-in-source")
 	dsl.MapValues(t, "key-and-upper", p.KeyAndUpper, "map-values-in-source")
+	dsl.MapValues(t, "key-and-upper-n", p.KeyAndUpperN, "map-values-nullable-in-source")
 	dsl.Aggregate[string, string, int64](t, "lengths-by-first", StoreAggregateGroupByStore, s.StoreAggregateGroupByStoreKey, s.StoreAggregateGroupByStoreValue, stream.StoreOptions{Changelog: true}, p.LengthsByFirstInit, p.LengthsByFirstAggregate, "by-first-letter")
 	dsl.ToStream[string, int64](t, "lengths-by-first-stream", "lengths-by-first")
 	dsl.Aggregate[string, string, int64](t, "lengths-by-key", StoreAggregateByKeyStore, s.StoreAggregateByKeyStoreKey, s.StoreAggregateByKeyStoreValue, stream.StoreOptions{Changelog: true}, p.LengthsByKeyInit, p.LengthsByKeyAggregate, "aggregate-by-key-group")
+	dsl.Aggregate[string, string, int64](t, "lengths-by-key-n", StoreAggregateByKeyNStore, s.StoreAggregateByKeyNStoreKey, s.StoreAggregateByKeyNStoreValue, stream.StoreOptions{Changelog: true}, p.LengthsByKeyNInit, p.LengthsByKeyNAggregate, "aggregate-by-key-n-group")
+	dsl.ToStream[string, int64](t, "lengths-by-key-n-stream", "lengths-by-key-n")
 	dsl.ToStream[string, int64](t, "lengths-by-key-stream", "lengths-by-key")
 	dsl.Merge[string, string](t, "long-out", "split-long")
+	dsl.Merge[string, string](t, "long-out-nd", "split-nd-long")
 	dsl.Peek(t, "look", p.Look, "peek-in-source")
+	dsl.Peek(t, "look-n", p.LookN, "peek-nullable-in-source")
 	dsl.TableAggregate[string, string, int64](t, "name-lengths", StoreNameLengthsStore, s.StoreNameLengthsStoreKey, s.StoreNameLengthsStoreValue, stream.StoreOptions{Changelog: true}, p.NameLengthsInit, p.NameLengthsAdd, p.NameLengthsSubtract, "by-home")
 	dsl.ToStream[string, int64](t, "name-lengths-stream", "name-lengths")
+	dsl.Merge[*string, *string](t, "nokey-out-n", "split-n-nokey")
+	dsl.Merge[*string, *string](t, "novalue-out-n", "split-n-novalue")
 	dsl.TableReduce[string, int64](t, "parity-sums", StoreParitySumsStore, s.StoreParitySumsStoreKey, s.StoreParitySumsStoreValue, stream.StoreOptions{Changelog: true}, p.ParitySumsAdd, p.ParitySumsSubtract, "by-parity")
 	dsl.ToStream[string, int64](t, "parity-sums-stream", "parity-sums")
 	dsl.TableCount[string, string](t, "per-region", StorePerRegionStore, s.StorePerRegionStoreKey, stream.StoreOptions{Changelog: true}, "by-region")
 	dsl.ToStream[string, int64](t, "per-region-stream", "per-region")
 	// groupByKey reduce-by-key-group: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, int64](t, "reduce-by-key-group", "reduce-by-key-in-source")
+	// reduce-by-key-n-group-non-null drops the records of a null key or value, as Kafka Streams' aggregations do (counted by reason).
+	dsl.DropNulls(t, "reduce-by-key-n-group-non-null", dsl.Deref[string], dsl.Deref[int64], "reduce-by-key-nullable-in-source")
+	// groupByKey reduce-by-key-n-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, int64](t, "reduce-by-key-n-group", "reduce-by-key-n-group-non-null")
 	dsl.Table[string, string](t, "rows", TopicTableIn, s.TableInKey, s.TableInValue, StoreRowsStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "rows-n", TopicTableNullableIn, s.TableNullableInKey, s.TableNullableInValue, StoreRowsNStore, stream.StoreOptions{Changelog: true})
+	dsl.ToStream[string, string](t, "rows-n-stream", "rows-n")
 	dsl.ToStream[string, string](t, "rows-stream", "rows")
+	dsl.Foreach(t, "see", p.See, "foreach-in-source")
+	dsl.Foreach(t, "see-n", p.SeeN, "foreach-nullable-in-source")
 	dsl.FlatMapValues(t, "split-words", p.SplitWords, "flat-map-values-in-source")
+	dsl.FlatMapValues(t, "split-words-n", p.SplitWordsN, "flat-map-values-nullable-in-source")
 	dsl.Reduce[string, int64](t, "sum-by-first", StoreReduceGroupByStore, s.StoreReduceGroupByStoreKey, s.StoreReduceGroupByStoreValue, stream.StoreOptions{Changelog: true}, p.SumByFirstReduce, "by-first-of-key")
 	dsl.ToStream[string, int64](t, "sum-by-first-stream", "sum-by-first")
 	dsl.Reduce[string, int64](t, "sum-by-key", StoreReduceByKeyStore, s.StoreReduceByKeyStoreKey, s.StoreReduceByKeyStoreValue, stream.StoreOptions{Changelog: true}, p.SumByKeyReduce, "reduce-by-key-group")
+	dsl.Reduce[string, int64](t, "sum-by-key-n", StoreReduceByKeyNStore, s.StoreReduceByKeyNStoreKey, s.StoreReduceByKeyNStoreValue, stream.StoreOptions{Changelog: true}, p.SumByKeyNReduce, "reduce-by-key-n-group")
+	dsl.ToStream[string, int64](t, "sum-by-key-n-stream", "sum-by-key-n")
 	dsl.ToStream[string, int64](t, "sum-by-key-stream", "sum-by-key")
 	dsl.Map(t, "upper-and-length", p.UpperAndLength, "map-in-source")
 	dsl.Count[string, string](t, "word-counts", StoreWordCountsStore, s.StoreWordCountsStoreKey, stream.StoreOptions{Changelog: true}, "by-word")
 	dsl.ToStream[string, int64](t, "word-counts-stream", "word-counts")
 	dsl.FlatMap(t, "word-lengths", p.WordLengths, "flat-map-in-source")
+	stream.AddSink(t, "aggregate-by-key-nullable-out-sink", TopicAggregateByKeyNullableOut, s.AggregateByKeyNullableOutKey, dsl.Nullable(s.AggregateByKeyNullableOutValue), "lengths-by-key-n-stream")
 	stream.AddSink(t, "aggregate-by-key-out-sink", TopicAggregateByKeyOut, s.AggregateByKeyOutKey, dsl.Nullable(s.AggregateByKeyOutValue), "lengths-by-key-stream")
 	stream.AddSink(t, "aggregate-group-by-out-sink", TopicAggregateGroupByOut, s.AggregateGroupByOutKey, dsl.Nullable(s.AggregateGroupByOutValue), "lengths-by-first-stream")
+	stream.AddSink(t, "branch-no-default-out-a-sink", TopicBranchNoDefaultOutA, s.BranchNoDefaultOutAKey, s.BranchNoDefaultOutAValue, "a-out-nd")
+	stream.AddSink(t, "branch-no-default-out-long-sink", TopicBranchNoDefaultOutLong, s.BranchNoDefaultOutLongKey, s.BranchNoDefaultOutLongValue, "long-out-nd")
+	stream.AddSink(t, "branch-nullable-out-default-sink", TopicBranchNullableOutDefault, dsl.Nullable(s.BranchNullableOutDefaultKey), dsl.Nullable(s.BranchNullableOutDefaultValue), "default-out-n")
+	stream.AddSink(t, "branch-nullable-out-nokey-sink", TopicBranchNullableOutNokey, dsl.Nullable(s.BranchNullableOutNokeyKey), dsl.Nullable(s.BranchNullableOutNokeyValue), "nokey-out-n")
+	stream.AddSink(t, "branch-nullable-out-novalue-sink", TopicBranchNullableOutNovalue, dsl.Nullable(s.BranchNullableOutNovalueKey), dsl.Nullable(s.BranchNullableOutNovalueValue), "novalue-out-n")
 	stream.AddSink(t, "branch-out-a-sink", TopicBranchOutA, s.BranchOutAKey, s.BranchOutAValue, "a-out")
 	stream.AddSink(t, "branch-out-default-sink", TopicBranchOutDefault, s.BranchOutDefaultKey, s.BranchOutDefaultValue, "default-out")
 	stream.AddSink(t, "branch-out-long-sink", TopicBranchOutLong, s.BranchOutLongKey, s.BranchOutLongValue, "long-out")
+	stream.AddSink(t, "count-by-key-nullable-out-sink", TopicCountByKeyNullableOut, s.CountByKeyNullableOutKey, dsl.Nullable(s.CountByKeyNullableOutValue), "count-by-key-n-stream")
 	stream.AddSink(t, "count-by-key-out-sink", TopicCountByKeyOut, s.CountByKeyOutKey, dsl.Nullable(s.CountByKeyOutValue), "count-by-key-stream")
 	stream.AddSink(t, "count-group-by-out-sink", TopicCountGroupByOut, s.CountGroupByOutKey, dsl.Nullable(s.CountGroupByOutValue), "count-by-value-stream")
+	stream.AddSink(t, "filter-not-nullable-out-sink", TopicFilterNotNullableOut, dsl.Nullable(s.FilterNotNullableOutKey), dsl.Nullable(s.FilterNotNullableOutValue), "drop-long-n")
 	stream.AddSink(t, "filter-not-out-sink", TopicFilterNotOut, s.FilterNotOutKey, s.FilterNotOutValue, "drop-long")
+	stream.AddSink(t, "filter-nullable-out-sink", TopicFilterNullableOut, dsl.Nullable(s.FilterNullableOutKey), dsl.Nullable(s.FilterNullableOutValue), "keep-long-n")
 	stream.AddSink(t, "filter-out-sink", TopicFilterOut, s.FilterOutKey, s.FilterOutValue, "keep-long")
 	stream.AddSink(t, "flat-map-out-sink", TopicFlatMapOut, s.FlatMapOutKey, s.FlatMapOutValue, "word-lengths")
+	stream.AddSink(t, "flat-map-values-nullable-out-sink", TopicFlatMapValuesNullableOut, dsl.Nullable(s.FlatMapValuesNullableOutKey), s.FlatMapValuesNullableOutValue, "split-words-n")
 	stream.AddSink(t, "flat-map-values-out-sink", TopicFlatMapValuesOut, s.FlatMapValuesOutKey, s.FlatMapValuesOutValue, "split-words")
 	stream.AddSink(t, "map-out-sink", TopicMapOut, s.MapOutKey, s.MapOutValue, "upper-and-length")
+	stream.AddSink(t, "map-values-nullable-out-sink", TopicMapValuesNullableOut, dsl.Nullable(s.MapValuesNullableOutKey), s.MapValuesNullableOutValue, "key-and-upper-n")
 	stream.AddSink(t, "map-values-out-sink", TopicMapValuesOut, s.MapValuesOutKey, s.MapValuesOutValue, "key-and-upper")
 	stream.AddSink(t, "merge-out-sink", TopicMergeOut, s.MergeOutKey, s.MergeOutValue, "both")
+	stream.AddSink(t, "peek-nullable-out-sink", TopicPeekNullableOut, dsl.Nullable(s.PeekNullableOutKey), dsl.Nullable(s.PeekNullableOutValue), "look-n")
 	stream.AddSink(t, "peek-out-sink", TopicPeekOut, s.PeekOutKey, s.PeekOutValue, "look")
+	stream.AddSink(t, "reduce-by-key-nullable-out-sink", TopicReduceByKeyNullableOut, s.ReduceByKeyNullableOutKey, dsl.Nullable(s.ReduceByKeyNullableOutValue), "sum-by-key-n-stream")
 	stream.AddSink(t, "reduce-by-key-out-sink", TopicReduceByKeyOut, s.ReduceByKeyOutKey, dsl.Nullable(s.ReduceByKeyOutValue), "sum-by-key-stream")
 	stream.AddSink(t, "reduce-group-by-out-sink", TopicReduceGroupByOut, s.ReduceGroupByOutKey, dsl.Nullable(s.ReduceGroupByOutValue), "sum-by-first-stream")
 	stream.AddSink(t, "select-key-out-sink", TopicSelectKeyOut, s.SelectKeyOutKey, s.SelectKeyOutValue, "first-letter")
 	stream.AddSink(t, "table-aggregate-out-sink", TopicTableAggregateOut, s.TableAggregateOutKey, dsl.Nullable(s.TableAggregateOutValue), "name-lengths-stream")
 	stream.AddSink(t, "table-count-out-sink", TopicTableCountOut, s.TableCountOutKey, dsl.Nullable(s.TableCountOutValue), "per-region-stream")
+	stream.AddSink(t, "table-nullable-out-sink", TopicTableNullableOut, s.TableNullableOutKey, dsl.Nullable(s.TableNullableOutValue), "rows-n-stream")
 	stream.AddSink(t, "table-out-sink", TopicTableOut, s.TableOutKey, dsl.Nullable(s.TableOutValue), "rows-stream")
 	stream.AddSink(t, "table-reduce-out-sink", TopicTableReduceOut, s.TableReduceOutKey, dsl.Nullable(s.TableReduceOutValue), "parity-sums-stream")
 	stream.AddSink(t, "wordcount-out-sink", TopicWordcountOut, s.WordcountOutKey, dsl.Nullable(s.WordcountOutValue), "word-counts-stream")

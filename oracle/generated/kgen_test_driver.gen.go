@@ -61,6 +61,17 @@ func (d *TestDriver) PipeAggregateByKeyInTombstone(key string, ts time.Time) err
 	return streamtest.PipeTombstone(d.d, TopicAggregateByKeyIn, d.s.AggregateByKeyInKey, key, ts)
 }
 
+// PipeAggregateByKeyNullableIn writes a record with timestamp ts to topic "aggregate-by-key-nullable-in" and processes it.
+func (d *TestDriver) PipeAggregateByKeyNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicAggregateByKeyNullableIn, dsl.Nullable(d.s.AggregateByKeyNullableInKey), dsl.Nullable(d.s.AggregateByKeyNullableInValue), key, value, ts)
+}
+
+// ReadAggregateByKeyNullableOut returns the records written to topic "aggregate-by-key-nullable-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadAggregateByKeyNullableOut() ([]stream.Record[string, *int64], error) {
+	return streamtest.Read(d.d, TopicAggregateByKeyNullableOut, d.s.AggregateByKeyNullableOutKey, dsl.Nullable(d.s.AggregateByKeyNullableOutValue))
+}
+
 // ReadAggregateByKeyOut returns the records written to topic "aggregate-by-key-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadAggregateByKeyOut() ([]stream.Record[string, *int64], error) {
@@ -109,6 +120,54 @@ func (d *TestDriver) PipeBranchInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicBranchIn, d.s.BranchInKey, key, ts)
 }
 
+// PipeBranchNoDefaultIn writes a record with timestamp ts to topic "branch-no-default-in" and processes it.
+func (d *TestDriver) PipeBranchNoDefaultIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInKey, d.s.BranchNoDefaultInValue, key, value, ts)
+}
+
+// PipeBranchNoDefaultInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "branch-no-default-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeBranchNoDefaultInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInValue, value, ts)
+}
+
+// PipeBranchNoDefaultInTombstone writes a tombstone (a null value) for key to topic "branch-no-default-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeBranchNoDefaultInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicBranchNoDefaultIn, d.s.BranchNoDefaultInKey, key, ts)
+}
+
+// ReadBranchNoDefaultOutA returns the records written to topic "branch-no-default-out-a" since the last read.
+func (d *TestDriver) ReadBranchNoDefaultOutA() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicBranchNoDefaultOutA, d.s.BranchNoDefaultOutAKey, d.s.BranchNoDefaultOutAValue)
+}
+
+// ReadBranchNoDefaultOutLong returns the records written to topic "branch-no-default-out-long" since the last read.
+func (d *TestDriver) ReadBranchNoDefaultOutLong() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicBranchNoDefaultOutLong, d.s.BranchNoDefaultOutLongKey, d.s.BranchNoDefaultOutLongValue)
+}
+
+// PipeBranchNullableIn writes a record with timestamp ts to topic "branch-nullable-in" and processes it.
+func (d *TestDriver) PipeBranchNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicBranchNullableIn, dsl.Nullable(d.s.BranchNullableInKey), dsl.Nullable(d.s.BranchNullableInValue), key, value, ts)
+}
+
+// ReadBranchNullableOutDefault returns the records written to topic "branch-nullable-out-default" since the last read.
+func (d *TestDriver) ReadBranchNullableOutDefault() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicBranchNullableOutDefault, dsl.Nullable(d.s.BranchNullableOutDefaultKey), dsl.Nullable(d.s.BranchNullableOutDefaultValue))
+}
+
+// ReadBranchNullableOutNokey returns the records written to topic "branch-nullable-out-nokey" since the last read.
+func (d *TestDriver) ReadBranchNullableOutNokey() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicBranchNullableOutNokey, dsl.Nullable(d.s.BranchNullableOutNokeyKey), dsl.Nullable(d.s.BranchNullableOutNokeyValue))
+}
+
+// ReadBranchNullableOutNovalue returns the records written to topic "branch-nullable-out-novalue" since the last read.
+func (d *TestDriver) ReadBranchNullableOutNovalue() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicBranchNullableOutNovalue, dsl.Nullable(d.s.BranchNullableOutNovalueKey), dsl.Nullable(d.s.BranchNullableOutNovalueValue))
+}
+
 // ReadBranchOutA returns the records written to topic "branch-out-a" since the last read.
 func (d *TestDriver) ReadBranchOutA() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicBranchOutA, d.s.BranchOutAKey, d.s.BranchOutAValue)
@@ -140,6 +199,17 @@ func (d *TestDriver) PipeCountByKeyInNullKey(value string, ts time.Time) error {
 // it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
 func (d *TestDriver) PipeCountByKeyInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicCountByKeyIn, d.s.CountByKeyInKey, key, ts)
+}
+
+// PipeCountByKeyNullableIn writes a record with timestamp ts to topic "count-by-key-nullable-in" and processes it.
+func (d *TestDriver) PipeCountByKeyNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicCountByKeyNullableIn, dsl.Nullable(d.s.CountByKeyNullableInKey), dsl.Nullable(d.s.CountByKeyNullableInValue), key, value, ts)
+}
+
+// ReadCountByKeyNullableOut returns the records written to topic "count-by-key-nullable-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadCountByKeyNullableOut() ([]stream.Record[string, *int64], error) {
+	return streamtest.Read(d.d, TopicCountByKeyNullableOut, d.s.CountByKeyNullableOutKey, dsl.Nullable(d.s.CountByKeyNullableOutValue))
 }
 
 // ReadCountByKeyOut returns the records written to topic "count-by-key-out" since the last read; a nil
@@ -208,9 +278,29 @@ func (d *TestDriver) PipeFilterNotInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicFilterNotIn, d.s.FilterNotInKey, key, ts)
 }
 
+// PipeFilterNotNullableIn writes a record with timestamp ts to topic "filter-not-nullable-in" and processes it.
+func (d *TestDriver) PipeFilterNotNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicFilterNotNullableIn, dsl.Nullable(d.s.FilterNotNullableInKey), dsl.Nullable(d.s.FilterNotNullableInValue), key, value, ts)
+}
+
+// ReadFilterNotNullableOut returns the records written to topic "filter-not-nullable-out" since the last read.
+func (d *TestDriver) ReadFilterNotNullableOut() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicFilterNotNullableOut, dsl.Nullable(d.s.FilterNotNullableOutKey), dsl.Nullable(d.s.FilterNotNullableOutValue))
+}
+
 // ReadFilterNotOut returns the records written to topic "filter-not-out" since the last read.
 func (d *TestDriver) ReadFilterNotOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicFilterNotOut, d.s.FilterNotOutKey, d.s.FilterNotOutValue)
+}
+
+// PipeFilterNullableIn writes a record with timestamp ts to topic "filter-nullable-in" and processes it.
+func (d *TestDriver) PipeFilterNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicFilterNullableIn, dsl.Nullable(d.s.FilterNullableInKey), dsl.Nullable(d.s.FilterNullableInValue), key, value, ts)
+}
+
+// ReadFilterNullableOut returns the records written to topic "filter-nullable-out" since the last read.
+func (d *TestDriver) ReadFilterNullableOut() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicFilterNullableOut, dsl.Nullable(d.s.FilterNullableOutKey), dsl.Nullable(d.s.FilterNullableOutValue))
 }
 
 // ReadFilterOut returns the records written to topic "filter-out" since the last read.
@@ -259,9 +349,42 @@ func (d *TestDriver) PipeFlatMapValuesInTombstone(key string, ts time.Time) erro
 	return streamtest.PipeTombstone(d.d, TopicFlatMapValuesIn, d.s.FlatMapValuesInKey, key, ts)
 }
 
+// PipeFlatMapValuesNullableIn writes a record with timestamp ts to topic "flat-map-values-nullable-in" and processes it.
+func (d *TestDriver) PipeFlatMapValuesNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicFlatMapValuesNullableIn, dsl.Nullable(d.s.FlatMapValuesNullableInKey), dsl.Nullable(d.s.FlatMapValuesNullableInValue), key, value, ts)
+}
+
+// ReadFlatMapValuesNullableOut returns the records written to topic "flat-map-values-nullable-out" since the last read.
+func (d *TestDriver) ReadFlatMapValuesNullableOut() ([]stream.Record[*string, string], error) {
+	return streamtest.Read(d.d, TopicFlatMapValuesNullableOut, dsl.Nullable(d.s.FlatMapValuesNullableOutKey), d.s.FlatMapValuesNullableOutValue)
+}
+
 // ReadFlatMapValuesOut returns the records written to topic "flat-map-values-out" since the last read.
 func (d *TestDriver) ReadFlatMapValuesOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicFlatMapValuesOut, d.s.FlatMapValuesOutKey, d.s.FlatMapValuesOutValue)
+}
+
+// PipeForeachIn writes a record with timestamp ts to topic "foreach-in" and processes it.
+func (d *TestDriver) PipeForeachIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicForeachIn, d.s.ForeachInKey, d.s.ForeachInValue, key, value, ts)
+}
+
+// PipeForeachInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "foreach-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeForeachInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicForeachIn, d.s.ForeachInValue, value, ts)
+}
+
+// PipeForeachInTombstone writes a tombstone (a null value) for key to topic "foreach-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeForeachInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicForeachIn, d.s.ForeachInKey, key, ts)
+}
+
+// PipeForeachNullableIn writes a record with timestamp ts to topic "foreach-nullable-in" and processes it.
+func (d *TestDriver) PipeForeachNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicForeachNullableIn, dsl.Nullable(d.s.ForeachNullableInKey), dsl.Nullable(d.s.ForeachNullableInValue), key, value, ts)
 }
 
 // PipeMapIn writes a record with timestamp ts to topic "map-in" and processes it.
@@ -303,6 +426,16 @@ func (d *TestDriver) PipeMapValuesInNullKey(value string, ts time.Time) error {
 // it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
 func (d *TestDriver) PipeMapValuesInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicMapValuesIn, d.s.MapValuesInKey, key, ts)
+}
+
+// PipeMapValuesNullableIn writes a record with timestamp ts to topic "map-values-nullable-in" and processes it.
+func (d *TestDriver) PipeMapValuesNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicMapValuesNullableIn, dsl.Nullable(d.s.MapValuesNullableInKey), dsl.Nullable(d.s.MapValuesNullableInValue), key, value, ts)
+}
+
+// ReadMapValuesNullableOut returns the records written to topic "map-values-nullable-out" since the last read.
+func (d *TestDriver) ReadMapValuesNullableOut() ([]stream.Record[*string, string], error) {
+	return streamtest.Read(d.d, TopicMapValuesNullableOut, dsl.Nullable(d.s.MapValuesNullableOutKey), d.s.MapValuesNullableOutValue)
 }
 
 // ReadMapValuesOut returns the records written to topic "map-values-out" since the last read.
@@ -369,6 +502,16 @@ func (d *TestDriver) PipePeekInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicPeekIn, d.s.PeekInKey, key, ts)
 }
 
+// PipePeekNullableIn writes a record with timestamp ts to topic "peek-nullable-in" and processes it.
+func (d *TestDriver) PipePeekNullableIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicPeekNullableIn, dsl.Nullable(d.s.PeekNullableInKey), dsl.Nullable(d.s.PeekNullableInValue), key, value, ts)
+}
+
+// ReadPeekNullableOut returns the records written to topic "peek-nullable-out" since the last read.
+func (d *TestDriver) ReadPeekNullableOut() ([]stream.Record[*string, *string], error) {
+	return streamtest.Read(d.d, TopicPeekNullableOut, dsl.Nullable(d.s.PeekNullableOutKey), dsl.Nullable(d.s.PeekNullableOutValue))
+}
+
 // ReadPeekOut returns the records written to topic "peek-out" since the last read.
 func (d *TestDriver) ReadPeekOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicPeekOut, d.s.PeekOutKey, d.s.PeekOutValue)
@@ -390,6 +533,17 @@ func (d *TestDriver) PipeReduceByKeyInNullKey(value int64, ts time.Time) error {
 // it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
 func (d *TestDriver) PipeReduceByKeyInTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicReduceByKeyIn, d.s.ReduceByKeyInKey, key, ts)
+}
+
+// PipeReduceByKeyNullableIn writes a record with timestamp ts to topic "reduce-by-key-nullable-in" and processes it.
+func (d *TestDriver) PipeReduceByKeyNullableIn(key *string, value *int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicReduceByKeyNullableIn, dsl.Nullable(d.s.ReduceByKeyNullableInKey), dsl.Nullable(d.s.ReduceByKeyNullableInValue), key, value, ts)
+}
+
+// ReadReduceByKeyNullableOut returns the records written to topic "reduce-by-key-nullable-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadReduceByKeyNullableOut() ([]stream.Record[string, *int64], error) {
+	return streamtest.Read(d.d, TopicReduceByKeyNullableOut, d.s.ReduceByKeyNullableOutKey, dsl.Nullable(d.s.ReduceByKeyNullableOutValue))
 }
 
 // ReadReduceByKeyOut returns the records written to topic "reduce-by-key-out" since the last read; a nil
@@ -511,6 +665,23 @@ func (d *TestDriver) DeleteTableIn(key string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicTableIn, d.s.TableInKey, dsl.Nullable(d.s.TableInValue), key, nil, ts)
 }
 
+// PipeTableNullableIn writes a record with timestamp ts to topic "table-nullable-in" and processes it.
+func (d *TestDriver) PipeTableNullableIn(key *string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTableNullableIn, dsl.Nullable(d.s.TableNullableInKey), d.s.TableNullableInValue, key, value, ts)
+}
+
+// DeleteTableNullableIn writes a tombstone for key with timestamp ts to topic "table-nullable-in" and processes
+// it: table "rows-n" deletes the key's row.
+func (d *TestDriver) DeleteTableNullableIn(key *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTableNullableIn, dsl.Nullable(d.s.TableNullableInKey), dsl.Nullable(d.s.TableNullableInValue), key, nil, ts)
+}
+
+// ReadTableNullableOut returns the records written to topic "table-nullable-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTableNullableOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicTableNullableOut, d.s.TableNullableOutKey, dsl.Nullable(d.s.TableNullableOutValue))
+}
+
 // ReadTableOut returns the records written to topic "table-out" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadTableOut() ([]stream.Record[string, *string], error) {
@@ -565,6 +736,13 @@ func (d *TestDriver) ReadWordcountOut() ([]stream.Record[string, *int64], error)
 	return streamtest.Read(d.d, TopicWordcountOut, d.s.WordcountOutKey, dsl.Nullable(d.s.WordcountOutValue))
 }
 
+// AggregateByKeyNStore is store "aggregate-by-key-n-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "lengths-by-key-n" (aggregate) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) AggregateByKeyNStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreAggregateByKeyNStore, d.s.StoreAggregateByKeyNStoreKey)
+}
+
 // AggregateByKeyStore is store "aggregate-by-key-store", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "lengths-by-key" (aggregate) keeps its rows in it, each with the timestamp of its last update.
@@ -577,6 +755,13 @@ func (d *TestDriver) AggregateByKeyStore() (state.KeyValueStore[string, dsl.Valu
 // operator "lengths-by-first" (aggregate) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) AggregateGroupByStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreAggregateGroupByStore, d.s.StoreAggregateGroupByStoreKey)
+}
+
+// CountByKeyNStore is store "count-by-key-n-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "count-by-key-n" (count) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) CountByKeyNStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreCountByKeyNStore, d.s.StoreCountByKeyNStoreKey)
 }
 
 // CountByKeyStore is store "count-by-key-store", to inspect or seed: every partition's copy, each key
@@ -628,6 +813,13 @@ func (d *TestDriver) PerRegionStore() (state.KeyValueStore[string, dsl.ValueAndT
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StorePerRegionStore, d.s.StorePerRegionStoreKey)
 }
 
+// ReduceByKeyNStore is store "reduce-by-key-n-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "sum-by-key-n" (reduce) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) ReduceByKeyNStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreReduceByKeyNStore, d.s.StoreReduceByKeyNStoreKey)
+}
+
 // ReduceByKeyStore is store "reduce-by-key-store", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "sum-by-key" (reduce) keeps its rows in it, each with the timestamp of its last update.
@@ -647,6 +839,13 @@ func (d *TestDriver) ReduceGroupByStore() (state.KeyValueStore[string, dsl.Value
 // operator "regions" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) RegionsStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreRegionsStore, d.s.StoreRegionsStoreKey)
+}
+
+// RowsNStore is store "rows-n-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "rows-n" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) RowsNStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreRowsNStore, d.s.StoreRowsNStoreKey)
 }
 
 // RowsStore is store "rows-store", to inspect or seed: every partition's copy, each key
