@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,36 @@ func testLogger(t *testing.T) *slog.Logger {
 	if os.Getenv("KGEN_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Kept, and printed only if the test fails, so that a failure seen
+	// once (on a loaded CI machine) comes with what the app said.
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.Failed() && buf.Len() > 0 {
+			out := buf.Bytes()
+			if len(out) > 256<<10 {
+				out = out[len(out)-256<<10:] // the end, where it failed
+			}
+			t.Logf("app log (info and above):\n%s", out)
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+}
+
+// lockedWriter serializes writes from the app's goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func produceAll(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
