@@ -216,6 +216,25 @@ func Build(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
+// connect makes the driver's client and admin client and sets the cluster
+// up for a run (setup).
+func (d *driver) connect(ctx context.Context) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(d.cfg.Brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond),
+	)
+	if err != nil {
+		return fmt.Errorf("faults: create client: %w", err)
+	}
+	d.cl, d.adm = cl, kadm.NewClient(cl)
+	if err := d.setup(ctx); err != nil {
+		cl.Close()
+		return err
+	}
+	return nil
+}
+
 // driver is the state of one run, owned by Run's goroutine except where
 // noted.
 type driver struct {
@@ -259,19 +278,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.cl, err = kgo.NewClient(
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("faults: create client: %w", err)
-	}
-	defer d.cl.Close()
-	d.adm = kadm.NewClient(d.cl)
-	if err := d.setup(ctx); err != nil {
+	if err := d.connect(ctx); err != nil {
 		return nil, err
 	}
+	defer d.cl.Close()
 	defer d.killAll()
 
 	runErr := d.run(ctx, recs)

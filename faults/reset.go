@@ -141,19 +141,10 @@ func RunReset(ctx context.Context, rc ResetConfig) (*ResetSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.cl, err = kgo.NewClient(
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("faults: create client: %w", err)
-	}
-	defer d.cl.Close()
-	d.adm = kadm.NewClient(d.cl)
-	if err := d.setup(ctx); err != nil {
+	if err := d.connect(ctx); err != nil {
 		return nil, err
 	}
+	defer d.cl.Close()
 	sum.AppID = d.appID
 	for _, in := range d.instances {
 		in.args = append(in.args, "-standbys", fmt.Sprint(rc.Standbys))
