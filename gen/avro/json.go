@@ -139,6 +139,11 @@ func (p *jparser) value() (*node, error) {
 				if err != nil {
 					return nil, p.fail(err)
 				}
+				// A key given twice means two things: kgen would read the
+				// first, hamba/avro (as encoding/json) the last.
+				if o.get(k.(string)) != nil {
+					return nil, &jsonError{koff, fmt.Sprintf("duplicate key %q", k)}
+				}
 				v, err := p.value()
 				if err != nil {
 					return nil, err

@@ -281,6 +281,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{filepath.Join(dir, "ne.avsc") + `:1:65: enum has no "name"`}},
 		{"fixed with a number for a name in a union", []string{write("nf.avsc", `[{"type":"fixed","name":1,"size":1},"int"]`)},
 			[]string{filepath.Join(dir, "nf.avsc") + `:1:2: fixed has no "name"`}},
+		// Found by FuzzLoad: kgen read the first "name", hamba/avro the
+		// last, and the loader crashed on the name it did not know.
+		{"duplicate key", []string{write("dk.avsc", `{"type": "record", "name": "A0", "name": "A","fields": []}`)},
+			[]string{filepath.Join(dir, "dk.avsc") + `:1:34: duplicate key "name"`}},
 		{"two top-level unions", []string{write("t1.avsc", `[{"type":"fixed","name":"F1","size":1},"int"]`), write("t2.avsc", `[{"type":"fixed","name":"F2","size":1},"int"]`)}, nil},
 		{"all problems reported", []string{"testdata/errors/unknown.avsc", "testdata/errors/dupfield.avsc"}, []string{
 			`testdata/errors/unknown.avsc:3:26: unknown type "x.Missing"`,
