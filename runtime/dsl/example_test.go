@@ -44,3 +44,40 @@ func Example() {
 	fmt.Println(final)
 	// Output: map[be:2 not:1 or:1 to:2]
 }
+
+// DropNulls in front of a count over a topic whose keys and values may be
+// null: the count takes plain strings, and the records with a null key or a
+// null value are dropped and counted by reason, as Kafka Streams'
+// aggregations drop them.
+func ExampleDropNulls() {
+	s := serde.String{}
+	ns := dsl.Nullable[string](s)
+	t := stream.NewTopology()
+	stream.AddSource(t, "clicks", "clicks", ns, ns)
+	dsl.DropNulls(t, "non-null", dsl.Deref[string], dsl.Deref[string], "clicks")
+	dsl.Count[string, string](t, "count", "counts", s, stream.StoreOptions{}, "non-null")
+	dsl.ToStream[string, int64](t, "updates", "count")
+	stream.AddSink(t, "out", "click-counts", s, dsl.Nullable[int64](serde.Int64{}), "updates")
+
+	d, err := stream.NewLocalDriver(t, stream.LocalConfig{AppID: "clicks", Partitions: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	for _, r := range []struct{ k, v []byte }{{[]byte("ann"), []byte("home")}, {nil, []byte("home")}, {[]byte("ann"), nil}, {[]byte("ann"), []byte("cart")}} {
+		if err := d.Pipe("clicks", r.k, r.v, nil, time.Now()); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for _, r := range d.Output("click-counts") {
+		n, _ := serde.Int64{}.Deserialize(r.Value)
+		fmt.Printf("%s=%d\n", r.Key, n)
+	}
+	fmt.Println(d.Dropped())
+	// Output:
+	// ann=1
+	// ann=2
+	// map[null-key:1 null-value:1]
+}
