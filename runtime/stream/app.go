@@ -303,14 +303,12 @@ func (a *App) Run(ctx context.Context) (err error) {
 	return errors.Join(errs...)
 }
 
-// prepareTopics checks that source and sink topics exist and that the
-// sources of each sub-topology are co-partitioned, and returns the changelog
-// topics with their partition counts, for prepareChangelogs.
-func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, err error) {
-	// The user's topics must exist; the app's own (repartition topics,
-	// changelogs) are created.
+// userTopics are the user's topics among candidates (not the app's own
+// repartition topics) and the dead-letter topics of the error policies,
+// sorted, each once.
+func (a *App) userTopics(candidates []string) []string {
 	var topics []string
-	for _, topic := range append(a.topo.SourceTopics(), a.topo.SinkTopics()...) {
+	for _, topic := range candidates {
 		if !a.topo.isRepartitionTopic(topic) {
 			topics = append(topics, topic)
 		}
@@ -321,7 +319,16 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 		}
 	}
 	slices.Sort(topics)
-	topics = slices.Compact(topics)
+	return slices.Compact(topics)
+}
+
+// prepareTopics checks that source and sink topics exist and that the
+// sources of each sub-topology are co-partitioned, and returns the changelog
+// topics with their partition counts, for prepareChangelogs.
+func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, err error) {
+	// The user's topics must exist; the app's own (repartition topics,
+	// changelogs) are created.
+	topics := a.userTopics(append(a.topo.SourceTopics(), a.topo.SinkTopics()...))
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, &transientError{fmt.Errorf("describe topics: %w", err)}
@@ -403,19 +410,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 // is truncated before the producer instead of refused by the broker.
 func (a *App) readMessageLimits(ctx context.Context) error {
 	a.maxMessageBytes = map[string]int{}
-	var topics []string
-	for _, topic := range a.topo.SinkTopics() {
-		if !a.topo.isRepartitionTopic(topic) {
-			topics = append(topics, topic)
-		}
-	}
-	for _, p := range []ErrorPolicy{a.cfg.onProcessError, a.cfg.onDeserializeError, a.cfg.onProduceError} {
-		if p.action == actionDeadLetter {
-			topics = append(topics, p.topic)
-		}
-	}
-	slices.Sort(topics)
-	topics = slices.Compact(topics)
+	topics := a.userTopics(a.topo.SinkTopics())
 	if len(topics) == 0 {
 		return nil
 	}
