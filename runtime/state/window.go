@@ -1,7 +1,11 @@
 package state
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -82,14 +86,335 @@ type WindowStoreOptions struct {
 // logged). Each write is passed to logger in Kafka Streams' changelog
 // format: key = serialized key ‖ window start (8 bytes, big-endian) ‖
 // sequence number (4 bytes, big-endian: 0 unless duplicates are retained),
-// value = serialized value. Its kind is WindowKind(opt).
+// value = serialized value, with the logger's RecordTime as its timestamp.
+// Its kind is WindowKind(opt). See segments.go for the backend's layout.
 func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V], opt WindowStoreOptions, logger ChangeLogger) WindowStore[K, V] {
-	panic("not yet")
+	opt = opt.normalized()
+	return &windowStore[K, V]{
+		segmented: newSegmented(name, b, opt.Retention, opt.SegmentInterval),
+		ks:        ks,
+		vs:        vs,
+		dups:      opt.RetainDuplicates,
+		logger:    logger,
+	}
+}
+
+// normalized fills in the defaults of opt.
+func (opt WindowStoreOptions) normalized() WindowStoreOptions {
+	opt.Retention = max(opt.Retention, opt.WindowSize)
+	if opt.SegmentInterval <= 0 {
+		opt.SegmentInterval = defaultSegmentInterval(opt.Retention)
+	}
+	return opt
 }
 
 // WindowKind is the kind of window stores made with opt: a changelog kept
-// compact,delete for the retention plus the margin, restored into the
-// store's segments, dropping what is already past retention.
+// compact,delete for the retention plus the margin, whose records are
+// restored into the store's segments, except those already past retention.
 func WindowKind(opt WindowStoreOptions) *StoreKind {
-	panic("not yet")
+	opt = opt.normalized()
+	seg := newSegmented("", nil, opt.Retention, opt.SegmentInterval)
+	return &StoreKind{
+		Name:      "window",
+		Changelog: RetainedChangelog,
+		Restore: func(b Backend, changes []Change) error {
+			return restoreSegmented(b, changes, seg.retention, seg.interval, windowStartOf)
+		},
+		ToChangelog: segmentedToChangelog,
+	}
+}
+
+// windowSuffixLen is the length of what follows the serialized key in a
+// window store's changelog key: the start and the sequence number.
+const windowSuffixLen = 8 + 4
+
+// windowStartOf reads the window start of a changelog key.
+func windowStartOf(key []byte) (int64, error) {
+	if len(key) < windowSuffixLen {
+		return 0, fmt.Errorf("window changelog key of %d bytes, want at least %d: %w", len(key), windowSuffixLen, ErrCorrupt)
+	}
+	t := int64(binary.BigEndian.Uint64(key[len(key)-windowSuffixLen:]))
+	if t < 0 {
+		return 0, fmt.Errorf("window changelog key with start %d: %w", t, ErrCorrupt)
+	}
+	return t, nil
+}
+
+type windowStore[K, V any] struct {
+	segmented
+	ks     serde.Serde[K]
+	vs     serde.Serde[V]
+	dups   bool
+	seq    uint32 // the last sequence number given, with dups
+	logger ChangeLogger
+}
+
+func (s *windowStore[K, V]) Name() string { return s.name }
+
+func (s *windowStore[K, V]) ObservedTime() (int64, error) { return s.observed() }
+
+func (s *windowStore[K, V]) key(op string, key K) ([]byte, error) {
+	kb, err := s.ks.Serialize(key)
+	if err != nil {
+		return nil, s.errorf(op, fmt.Errorf("serialize key: %w", err))
+	}
+	return kb, nil
+}
+
+// storeKey is the backend key of (kb, start, seq).
+func (s *windowStore[K, V]) storeKey(kb []byte, start int64, seq uint32) []byte {
+	k := make([]byte, 0, segPrefixLen+len(kb)+windowSuffixLen)
+	k = appendSegment(k, s.segment(start))
+	k = append(k, kb...)
+	k = binary.BigEndian.AppendUint64(k, uint64(start))
+	return binary.BigEndian.AppendUint32(k, seq)
+}
+
+func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
+	if windowStart < 0 {
+		return s.errorf("put", fmt.Errorf("window start %d: %w", windowStart, errNegativeTime))
+	}
+	kb, err := s.key("put", key)
+	if err != nil {
+		return err
+	}
+	vb, err := s.vs.Serialize(value)
+	if err != nil {
+		return s.errorf("put", fmt.Errorf("serialize value: %w", err))
+	}
+	// As Kafka Streams, the time advances even for a window it then drops.
+	observed, err := s.advance(windowStart)
+	if err != nil {
+		return err
+	}
+	if windowStart < s.minLive(observed) {
+		return s.errorf("put", fmt.Errorf("window start %d, observed time %d, retention %dms: %w", windowStart, observed, s.retention, ErrExpired))
+	}
+	if vb == nil && s.dups {
+		return nil // a join's store keeps values, and has nothing to delete
+	}
+	var seq uint32
+	if s.dups {
+		s.seq = (s.seq + 1) & 0x7fffffff
+		seq = s.seq
+	}
+	sk := s.storeKey(kb, windowStart, seq)
+	if vb == nil {
+		err = s.b.Delete(sk)
+	} else {
+		err = s.b.Put(sk, vb)
+	}
+	if err != nil {
+		return s.errorf("put", err)
+	}
+	if s.logger != nil {
+		s.logger.LogChange(sk[segPrefixLen:], vb, s.logger.RecordTime())
+	}
+	return nil
+}
+
+func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
+	var zero V
+	kb, err := s.key("fetch", key)
+	if err != nil {
+		return zero, false, err
+	}
+	observed, err := s.observed()
+	if err != nil {
+		return zero, false, err
+	}
+	if _, _, ok := s.timeRange(windowStart, windowStart, observed); !ok {
+		return zero, false, nil
+	}
+	var vb []byte
+	var found bool
+	if !s.dups {
+		vb, found, err = s.b.Get(s.storeKey(kb, windowStart, 0))
+		if err != nil {
+			return zero, false, s.errorf("fetch", err)
+		}
+	} else {
+		// The first of the window's values: the lowest sequence number.
+		it, err := s.b.Range(s.storeKey(kb, windowStart, 0), s.storeKey(kb, windowStart+1, 0))
+		if err != nil {
+			return zero, false, s.errorf("fetch", err)
+		}
+		for it.Next() {
+			if len(it.Key()) == segPrefixLen+len(kb)+windowSuffixLen {
+				vb, found = bytes.Clone(it.Value()), true
+				break
+			}
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return zero, false, s.errorf("fetch", err)
+		}
+	}
+	if !found {
+		return zero, false, nil
+	}
+	v, err := s.vs.Deserialize(vb)
+	if err != nil {
+		return zero, false, s.errorf("fetch", fmt.Errorf("deserialize value: %w", err))
+	}
+	return v, true, nil
+}
+
+func (s *windowStore[K, V]) FetchRange(key K, from, to int64) (WindowIterator[K, V], error) {
+	return s.fetchKey(key, from, to, false)
+}
+
+func (s *windowStore[K, V]) BackwardFetchRange(key K, from, to int64) (WindowIterator[K, V], error) {
+	return s.fetchKey(key, from, to, true)
+}
+
+// fetchKey iterates the windows of one key: one range per segment, each
+// from the key's first window in [from, to] to its last.
+func (s *windowStore[K, V]) fetchKey(key K, from, to int64, backward bool) (WindowIterator[K, V], error) {
+	kb, err := s.key("fetch", key)
+	if err != nil {
+		return nil, err
+	}
+	observed, err := s.observed()
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, ok := s.timeRange(from, to, observed)
+	var ranges []KeyRange
+	if ok {
+		for seg := s.segment(lo); seg <= s.segment(hi); seg++ {
+			f := s.storeKey(kb, lo, 0)
+			t := s.storeKey(kb, hi+1, 0)
+			binary.BigEndian.PutUint64(f, uint64(seg))
+			binary.BigEndian.PutUint64(t, uint64(seg))
+			ranges = append(ranges, KeyRange{From: f, To: t})
+		}
+	}
+	// A longer key that starts with kb may fall in the ranges: only kb's
+	// own windows are kept.
+	keep := func(k []byte) bool {
+		return len(k) == segPrefixLen+len(kb)+windowSuffixLen && bytes.Equal(k[segPrefixLen:segPrefixLen+len(kb)], kb)
+	}
+	return s.iter(ranges, keep, backward)
+}
+
+func (s *windowStore[K, V]) FetchAll(from, to int64) (WindowIterator[K, V], error) {
+	observed, err := s.observed()
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, ok := s.timeRange(from, to, observed)
+	var ranges []KeyRange
+	if ok {
+		for seg := s.segment(lo); seg <= s.segment(hi); seg++ {
+			ranges = append(ranges, KeyRange{From: appendSegment(nil, seg), To: appendSegment(nil, seg+1)})
+		}
+	}
+	keep := func(k []byte) bool {
+		if len(k) < segPrefixLen+windowSuffixLen {
+			return false
+		}
+		t := int64(binary.BigEndian.Uint64(k[len(k)-windowSuffixLen:]))
+		return t >= lo && t <= hi
+	}
+	return s.iter(ranges, keep, false)
+}
+
+func (s *windowStore[K, V]) All() (WindowIterator[K, V], error) {
+	return s.FetchAll(0, 1<<63-1)
+}
+
+func (s *windowStore[K, V]) iter(ranges []KeyRange, keep func([]byte) bool, backward bool) (WindowIterator[K, V], error) {
+	it := &windowIter[K, V]{s: s, it: &segIter{b: s.b, ranges: ranges, keep: keep}}
+	if backward {
+		return it.reversed()
+	}
+	return it, nil
+}
+
+type windowEntry[K, V any] struct {
+	k     K
+	start int64
+	v     V
+}
+
+// windowIter decodes a segIter's entries; with rev set, it hands out the
+// entries read forward beforehand (the backends iterate forward only).
+type windowIter[K, V any] struct {
+	s   *windowStore[K, V]
+	it  Iterator
+	cur windowEntry[K, V]
+	rev []windowEntry[K, V]
+	err error
+}
+
+// reversed reads it to its end and returns an iterator over what it read,
+// backward.
+func (it *windowIter[K, V]) reversed() (WindowIterator[K, V], error) {
+	var all []windowEntry[K, V]
+	for it.Next() {
+		all = append(all, it.cur)
+	}
+	err := errors.Join(it.Err(), it.Close())
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(all)
+	return &windowIter[K, V]{s: it.s, rev: all}, nil
+}
+
+func (it *windowIter[K, V]) Next() bool {
+	it.cur = windowEntry[K, V]{}
+	if it.err != nil {
+		return false
+	}
+	if it.it == nil {
+		if len(it.rev) == 0 {
+			return false
+		}
+		it.cur, it.rev = it.rev[0], it.rev[1:]
+		return true
+	}
+	if !it.it.Next() {
+		return false
+	}
+	k, vb := it.it.Key(), it.it.Value()
+	kb := bytes.Clone(k[segPrefixLen : len(k)-windowSuffixLen])
+	key, err := it.s.ks.Deserialize(kb)
+	if err != nil {
+		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize key: %w", err))
+		return false
+	}
+	v, err := it.s.vs.Deserialize(bytes.Clone(vb))
+	if err != nil {
+		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize value: %w", err))
+		return false
+	}
+	it.cur = windowEntry[K, V]{k: key, start: int64(binary.BigEndian.Uint64(k[len(k)-windowSuffixLen:])), v: v}
+	return true
+}
+
+func (it *windowIter[K, V]) Key() K       { return it.cur.k }
+func (it *windowIter[K, V]) Start() int64 { return it.cur.start }
+func (it *windowIter[K, V]) Value() V     { return it.cur.v }
+
+func (it *windowIter[K, V]) Err() error {
+	if it.err != nil {
+		return it.err
+	}
+	if it.it != nil {
+		if err := it.it.Err(); err != nil {
+			return it.s.errorf("iterate", err)
+		}
+	}
+	return nil
+}
+
+func (it *windowIter[K, V]) Close() error {
+	it.rev = nil
+	if it.it != nil {
+		if err := it.it.Close(); err != nil {
+			return it.s.errorf("close iterator", err)
+		}
+	}
+	return nil
 }
