@@ -101,7 +101,9 @@ func SlidingWindows(difference, grace time.Duration) SlidingWindowSpec {
 }
 
 // Difference is the windows' time difference (their size).
-func (w SlidingWindowSpec) Difference() time.Duration { return time.Duration(w.diff) * time.Millisecond }
+func (w SlidingWindowSpec) Difference() time.Duration {
+	return time.Duration(w.diff) * time.Millisecond
+}
 
 // GracePeriod is the windows' grace period.
 func (w SlidingWindowSpec) GracePeriod() time.Duration {
