@@ -50,6 +50,7 @@ var Checks = []struct {
 	{"IteratorValuesKept", IteratorValuesKept},
 	{"RangeEmptyAndReversed", RangeEmptyAndReversed},
 	{"ClosedBackendErrors", ClosedBackendErrors},
+	{"WindowModel", WindowModel},
 }
 
 // Run runs every check of Checks against each kind, as subtests named
