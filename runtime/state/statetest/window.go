@@ -166,7 +166,10 @@ func runWindowModel(t *testing.T, kind Kind, cached, dups bool, seed uint64, ops
 	// start draws a window start near the observed time: mostly live,
 	// sometimes expired, sometimes ahead.
 	start := func() int64 {
-		return max(0, m.observed+int64(r.IntN(60))-int64(r.IntN(420)))
+		if r.IntN(4) == 0 {
+			return max(0, m.observed+int64(r.IntN(80)))
+		}
+		return max(0, m.observed-int64(r.IntN(420)))
 	}
 	span := func() (int64, int64) {
 		from := max(0, m.observed-int64(r.IntN(500)))

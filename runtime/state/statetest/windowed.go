@@ -35,14 +35,14 @@ func (NullableString) Deserialize(b []byte) (*string, error) {
 // writes go to the backend, and the writes are logged through the kind's
 // ToChangelog.
 type writePath struct {
-	name    string
-	cached  bool
-	kind    *state.StoreKind
-	b       state.Backend // the store's backend, under the cache
-	cache   *state.Cache
-	log     *Recorder
-	full    bool // the cache asked for a commit
-	limit   int
+	name   string
+	cached bool
+	kind   *state.StoreKind
+	b      state.Backend // the store's backend, under the cache
+	cache  *state.Cache
+	log    *Recorder
+	full   bool // the cache asked for a commit
+	limit  int
 }
 
 // writePaths are the ways model tests write a store.
