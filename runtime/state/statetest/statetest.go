@@ -51,6 +51,7 @@ var Checks = []struct {
 	{"RangeEmptyAndReversed", RangeEmptyAndReversed},
 	{"ClosedBackendErrors", ClosedBackendErrors},
 	{"WindowModel", WindowModel},
+	{"SessionModel", SessionModel},
 }
 
 // Run runs every check of Checks against each kind, as subtests named
