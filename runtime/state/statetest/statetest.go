@@ -52,6 +52,7 @@ var Checks = []struct {
 	{"ClosedBackendErrors", ClosedBackendErrors},
 	{"WindowModel", WindowModel},
 	{"SessionModel", SessionModel},
+	{"TimestampedStore", TimestampedStore},
 }
 
 // Run runs every check of Checks against each kind, as subtests named
