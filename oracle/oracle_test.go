@@ -749,6 +749,8 @@ func TestSerdesMatchKafka(t *testing.T) {
 			Value string `json:"value"`
 			Bytes string `json:"bytes"`
 		} `json:"string"`
+		// The windowed serdes' samples: TestWindowedSerdesMatchKafka.
+		TimeWindowed, SessionWindowed, WindowedRejected json.RawMessage
 	}
 	if err := readJSON("expected/_serdes.json", &f); err != nil {
 		t.Fatal(err)
