@@ -64,10 +64,11 @@ type result struct {
 type outputJS struct {
 	Key any `json:"key"`
 	// Start and End are a windowed key's window (on a topic with a Window).
-	Start, End *int64
-	Value      any      `json:"value"`
-	Timestamp  int64    `json:"timestamp"`
-	Headers    []string `json:"headers"` // "key=value", in order
+	Start     *int64   `json:"start"`
+	End       *int64   `json:"end"`
+	Value     any      `json:"value"`
+	Timestamp int64    `json:"timestamp"`
+	Headers   []string `json:"headers"` // "key=value", in order
 }
 
 // rec is one output record in a comparable form: key and value as
