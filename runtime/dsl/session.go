@@ -109,12 +109,10 @@ func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]
 	if p.check != nil {
 		return fmt.Errorf("session aggregation %q: %w", ctx.NodeName(), p.check)
 	}
-	s := ctx.Store(p.storeName)
-	ss, ok := s.(state.SessionStore[K, VA])
-	if !ok {
-		return fmt.Errorf("processor %q: store %q is %T, not a session store of the aggregation's types", ctx.NodeName(), p.storeName, s)
+	var err error
+	if p.store, err = stream.GetSessionStore[K, VA](ctx, p.storeName); err != nil {
+		return err
 	}
-	p.store = ss
 	p.seen = ctx.ObservedTime("stream")
 	if p.opts.Emit == EmitFinal {
 		p.emitted = ctx.ObservedTime("emitted")

@@ -188,12 +188,10 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 	if b.check != nil {
 		return fmt.Errorf("windowed aggregation %q: %w", ctx.NodeName(), b.check)
 	}
-	s := ctx.Store(b.storeName)
-	ws, ok := s.(state.WindowStore[K, ValueAndTimestamp[VA]])
-	if !ok {
-		return fmt.Errorf("processor %q: store %q is %T, not a window store of the aggregation's types", ctx.NodeName(), b.storeName, s)
+	var err error
+	if b.store, err = stream.GetWindowStore[K, ValueAndTimestamp[VA]](ctx, b.storeName); err != nil {
+		return err
 	}
-	b.store = ws
 	b.seen = ctx.ObservedTime("stream")
 	if b.opts.Emit == EmitFinal {
 		b.emitted = ctx.ObservedTime("emitted")
