@@ -178,7 +178,7 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 			if err := p.store.Remove(r.Key, f.start, f.end); err != nil {
 				return err
 			}
-			p.forward(ctx, r.Key, f.start, f.end, Change[VA]{Old: &f.v}, r.Headers)
+			p.forward(ctx, r.Key, f.start, f.end, Change[VA]{Old: &f.v})
 		}
 	} else if len(found) == 1 {
 		old = &found[0].v
@@ -191,18 +191,19 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 		}
 		return err
 	}
-	p.forward(ctx, r.Key, merged.start, merged.end, Change[VA]{Old: old, New: &next}, r.Headers)
+	p.forward(ctx, r.Key, merged.start, merged.end, Change[VA]{Old: old, New: &next})
 	return nil
 }
 
 // forward sends a session's change, with EmitUpdates, stamped with the
-// session's end.
-func (p *sessionAgg[K, V, VA]) forward(ctx *stream.Context[Windowed[K], Change[VA]], key K, start, end int64, ch Change[VA], headers []stream.Header) {
+// session's end and without the record's headers: Kafka Streams makes a
+// new record for it, where its other windows keep the record's headers.
+func (p *sessionAgg[K, V, VA]) forward(ctx *stream.Context[Windowed[K], Change[VA]], key K, start, end int64, ch Change[VA]) {
 	if p.opts.Emit != EmitUpdates {
 		return
 	}
 	ctx.Forward(stream.Record[Windowed[K], Change[VA]]{
-		Key: Windowed[K]{Key: key, Start: start, End: end}, Value: ch, Timestamp: time.UnixMilli(end), Headers: headers,
+		Key: Windowed[K]{Key: key, Start: start, End: end}, Value: ch, Timestamp: time.UnixMilli(end),
 	})
 }
 

@@ -392,3 +392,18 @@ func (c *idleClock) schedule(ctx interface {
 		return then()
 	})
 }
+
+// WindowedPartitioner partitions records of windowed keys by their key
+// alone, as Kafka Streams' WindowedStreamPartitioner: every window of a key
+// goes to the partition the key itself goes to (murmur2 of ks's bytes), so
+// a topic of windowed results co-partitions with the key's other topics.
+// Give it to a sink of windowed keys (stream.SinkConfig.Partitioner); the
+// default, which hashes the whole windowed key, spreads a key's windows.
+func WindowedPartitioner[K, V any](ks serde.Serializer[K]) func(key Windowed[K], value V, keyBytes []byte, partitions int32) int32 {
+	return func(k Windowed[K], _ V, kb []byte, n int32) int32 {
+		if b, err := ks.Serialize(k.Key); err == nil && b != nil {
+			kb = b
+		}
+		return stream.KafkaPartition(kb, n)
+	}
+}
