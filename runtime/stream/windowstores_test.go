@@ -138,3 +138,71 @@ func TestWindowStoreRestoresFromItsChangelog(t *testing.T) {
 		})
 	}
 }
+
+// sessionStamper puts each record as a one-record session (start = end =
+// its time) in a session store, and its value with its time in a
+// timestamped key-value store.
+type sessionStamper struct {
+	sessions state.SessionStore[string, string]
+	latest   state.KeyValueStore[string, state.ValueAndTimestamp[string]]
+}
+
+func (p *sessionStamper) Init(ctx *Context[string, string]) error {
+	var err error
+	if p.sessions, err = GetSessionStore[string, string](ctx, "sess"); err != nil {
+		return err
+	}
+	p.latest, err = GetKeyValueStore[string, state.ValueAndTimestamp[string]](ctx, "latest")
+	return err
+}
+
+func (p *sessionStamper) Process(ctx *Context[string, string], r Record[string, string]) error {
+	ts := r.Timestamp.UnixMilli()
+	if err := p.sessions.Put(r.Key, ts, ts, r.Value); err != nil {
+		return err
+	}
+	return p.latest.Put(r.Key, state.ValueAndTimestamp[string]{Value: r.Value, Timestamp: ts})
+}
+
+// TestSessionAndTimestampedStoresInATopology checks that a topology
+// declares session and timestamped key-value stores, that a processor gets
+// them typed, and that their changelogs hold Kafka Streams' records:
+// key ‖ end ‖ start for a session; the bare value, with its time as the
+// record's, for a timestamped value.
+func TestSessionAndTimestampedStoresInATopology(t *testing.T) {
+	topo := NewTopology()
+	AddSource(topo, "in", "in", serde.String{}, serde.String{})
+	AddProcessor(topo, "stamp", func() Processor[string, string, string, string] { return &sessionStamper{} }, "in")
+	AddSessionStore(topo, "sess", serde.String{}, serde.String{}, time.Hour, StoreOptions{Changelog: true}, "stamp")
+	AddTimestampedKeyValueStore(topo, "latest", serde.String{}, serde.String{}, StoreOptions{Changelog: true}, "stamp")
+	d, err := NewLocalDriver(topo, LocalConfig{Logger: kindsLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	at := time.UnixMilli(0x0102030405)
+	if err := d.Pipe("in", []byte("k"), []byte("v"), nil, at); err != nil {
+		t.Fatal(err)
+	}
+	sess := d.Changelog("sess")
+	ms := []byte{0, 0, 0, 0x01, 0x02, 0x03, 0x04, 0x05}
+	if len(sess) != 1 || !bytes.Equal(sess[0].Key, cat([]byte("k"), ms, ms)) || string(sess[0].Value) != "v" {
+		t.Errorf("session changelog: %v, want one record k ‖ end ‖ start = v", sess)
+	}
+	latest := d.Changelog("latest")
+	if len(latest) != 1 || string(latest[0].Key) != "k" || string(latest[0].Value) != "v" || !latest[0].Timestamp.Equal(at) {
+		t.Errorf("timestamped changelog: %v, want one record k=v at %v", latest, at)
+	}
+	s := d.Store("latest").(state.KeyValueStore[string, state.ValueAndTimestamp[string]])
+	if v, ok, err := s.Get("k"); err != nil || !ok || v.Value != "v" || v.Timestamp != at.UnixMilli() {
+		t.Errorf("Get(k) = %v, %v, %v; want v at %d", v, ok, err, at.UnixMilli())
+	}
+}
+
+func cat(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}

@@ -237,10 +237,11 @@ func runSessionModel(t *testing.T, kind Kind, cached bool, seed uint64, ops int)
 			if got != m.observed {
 				fail("ObservedTime = %d, want %d", got, m.observed)
 			}
-		case n < 80:
+		case n < 82:
 			check("commit", w.commit())
 			check("segments", checkSegmentsDropped(w.backend(), m.observed, m.retention, m.interval))
 		case n < 84:
+			// Restoring opens a backend: a few per run are enough.
 			check("commit", w.commit())
 			if !cached {
 				if diff := gocmp.Diff(wantLog, log.Changes); diff != "" {

@@ -242,7 +242,7 @@ func runWindowModel(t *testing.T, kind Kind, cached, dups bool, seed uint64, ops
 			if got != m.observed {
 				fail("ObservedTime = %d, want %d", got, m.observed)
 			}
-		case n < 80:
+		case n < 82:
 			check("commit", w.commit())
 			check("segments", checkSegmentsDropped(w.backend(), m.observed, m.retention, m.interval))
 		case n < 84:
