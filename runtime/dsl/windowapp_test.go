@@ -10,6 +10,7 @@ import (
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -18,11 +19,15 @@ import (
 // final and with every update suppressed until the window closes to
 // suppressed; the stores keep windows an hour, so a window emitted before a
 // restart is still there to be emitted again if the restart forgot it was.
-func finalApp(in, final, suppressed string) *stream.Topology {
+// The stores are in memory, or in Pebble with onDisk.
+func finalApp(in, final, suppressed string, onDisk bool) *stream.Topology {
 	s := serde.String{}
 	w := dsl.TumblingWindows(10 * time.Second)
 	keys := dsl.WindowedKey(s, w)
 	logged := stream.StoreOptions{Changelog: true}
+	if onDisk {
+		logged.Persistent = pebblestore.Opener(pebblestore.Options{})
+	}
 	sink := func(t *stream.Topology, name, topic, parent string) {
 		dsl.ToStream[dsl.Windowed[string], int64](t, name+"-stream", parent)
 		stream.AddSinkWith(t, name, topic, keys, dsl.Nullable[int64](serde.Int64{}), stream.SinkConfig[dsl.Windowed[string], *int64]{
@@ -43,7 +48,8 @@ func finalApp(in, final, suppressed string) *stream.Topology {
 // directory: the stores are restored from their changelogs, the operators'
 // stream times and the close time emitted up to from the committed offsets):
 // each window of each key is emitted exactly once, by emit final and by
-// suppress, with its full count, under both guarantees.
+// suppress, with its full count, under both guarantees (at-least-once with
+// stores in memory, exactly-once with stores in Pebble).
 func TestFinalResultsSurviveRestart(t *testing.T) {
 	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
 		t.Run(g.String(), func(t *testing.T) {
@@ -64,7 +70,7 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 			}
 			appID := "final-" + in
 			run := func(name string) func() {
-				app, err := stream.New(finalApp(in, final, suppressed), stream.Brokers(c.Seeds()...),
+				app, err := stream.New(finalApp(in, final, suppressed, g == stream.ExactlyOnce), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 					stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond),
 					stream.Logger(slog.New(slog.DiscardHandler)))
