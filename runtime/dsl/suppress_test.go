@@ -69,6 +69,11 @@ func TestSuppressUntilTimeLimit(t *testing.T) {
 	// b's arrival makes two keys: a (the earliest) goes early; and so on
 	same(t, "emit early", render(d.Output("out"), long), []string{"a=2@5", "b=1@7", "a=3@12"})
 
+	d = driver(t, build(dsl.SuppressOptions{MaxBytes: 1, WhenFull: dsl.EmitEarlyWhenFull}), 1)
+	pipeAll(t, d, recs)
+	// every entry is over a byte: each change goes at once
+	same(t, "emit early by bytes", render(d.Output("out"), long), []string{"a=1@0", "a=2@5", "b=1@7", "a=3@12", "c=1@30"})
+
 	d = driver(t, build(dsl.SuppressOptions{MaxRecords: 1}), 1)
 	pipe(t, d, "in", "a", "x", 0)
 	err := d.Pipe("in", []byte("b"), []byte("x"), nil, t0.Add(7*time.Millisecond))
