@@ -127,7 +127,8 @@ func TestTumblingWindows(t *testing.T) {
 }
 
 // Hopping windows: a record in several windows; one too late for the older
-// of its windows still updates the newer, and is counted once as late.
+// of its windows still updates the newer, and is counted once as late. The
+// records are those of Kafka Streams 4.4's TopologyTestDriver.
 func TestHoppingWindows(t *testing.T) {
 	w := dsl.HoppingWindows(10*ms, 5*ms)
 	keys := dsl.WindowedKey(serde.String{}, w)
