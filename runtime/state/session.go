@@ -103,11 +103,11 @@ const sessionSuffixLen = 8 + 8
 // sessionEndOf reads the session end of a changelog key.
 func sessionEndOf(key []byte) (int64, error) {
 	if len(key) < sessionSuffixLen {
-		return 0, fmt.Errorf("session changelog key of %d bytes, want at least %d: %w", len(key), sessionSuffixLen, ErrCorrupt)
+		return 0, fmt.Errorf("session changelog key of %d bytes, want at least %d: not a session store's record", len(key), sessionSuffixLen)
 	}
 	t := int64(binary.BigEndian.Uint64(key[len(key)-sessionSuffixLen:]))
 	if t < 0 {
-		return 0, fmt.Errorf("session changelog key with end %d: %w", t, ErrCorrupt)
+		return 0, fmt.Errorf("session changelog key with end %d, before the epoch", t)
 	}
 	return t, nil
 }

@@ -133,11 +133,11 @@ const windowSuffixLen = 8 + 4
 // windowStartOf reads the window start of a changelog key.
 func windowStartOf(key []byte) (int64, error) {
 	if len(key) < windowSuffixLen {
-		return 0, fmt.Errorf("window changelog key of %d bytes, want at least %d: %w", len(key), windowSuffixLen, ErrCorrupt)
+		return 0, fmt.Errorf("window changelog key of %d bytes, want at least %d: not a window store's record", len(key), windowSuffixLen)
 	}
 	t := int64(binary.BigEndian.Uint64(key[len(key)-windowSuffixLen:]))
 	if t < 0 {
-		return 0, fmt.Errorf("window changelog key with start %d: %w", t, ErrCorrupt)
+		return 0, fmt.Errorf("window changelog key with start %d, before the epoch", t)
 	}
 	return t, nil
 }
