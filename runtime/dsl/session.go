@@ -85,7 +85,7 @@ func addSession[K, V, VA any](t *stream.Topology, name, store string, w SessionW
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, Windowed[K], Change[VA]] {
 		return &sessionAgg[K, V, VA]{storeName: store, w: w, ks: ks, opts: opts, check: check, fold: fold, merge: merge, keyNil: nilTest[K]()}
 	}, parents...)
-	retention := max(opts.Retention.Milliseconds(), w.gap+w.grace)
+	retention := max(opts.Retention.Milliseconds(), w.gap+w.grace+finalMargin(opts.Emit))
 	stream.AddSessionStore(t, store, ks, vas, time.Duration(retention)*time.Millisecond, opts.Store, name)
 }
 

@@ -155,7 +155,7 @@ func addWindowed[K, V, VA any](t *stream.Topology, name, store string, w Windows
 	default:
 		panic(fmt.Sprintf("dsl: windows of type %T", w)) // Windows is sealed: unreachable
 	}
-	retention := max(opts.Retention.Milliseconds(), w.retention())
+	retention := max(opts.Retention.Milliseconds(), w.retention()+finalMargin(opts.Emit))
 	stream.AddTimestampedWindowStore(t, store, ks, vas, state.WindowStoreOptions{
 		Retention:  time.Duration(retention) * time.Millisecond,
 		WindowSize: time.Duration(size) * time.Millisecond,
@@ -407,4 +407,16 @@ func WindowedPartitioner[K, V any](ks serde.Serializer[K]) func(key Windowed[K],
 		}
 		return stream.KafkaPartition(kb, n)
 	}
+}
+
+// finalMargin is what a store of final results keeps beyond Kafka Streams'
+// default retention: a window that holds its end (sliding, session) closes
+// one millisecond after that retention would drop it, and must still be
+// there to be emitted. Updates keep Kafka Streams' retention, so that a late
+// record finds the windows Kafka Streams' store would give it.
+func finalMargin(e Emit) int64 {
+	if e == EmitFinal {
+		return 1
+	}
+	return 0
 }
