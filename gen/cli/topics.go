@@ -35,7 +35,8 @@ topics (changelogs, repartition topics) are not: it creates them at start,
 with its -replication-factor.
 
 A topic without partitions: in kgen.yaml gets the count of a topic it is
-co-partitioned with, else -partitions (default: the broker's num.partitions).`
+co-partitioned with, else -partitions: 4 by default, the count of the test
+driver and the development broker (-1 for the broker's num.partitions).`
 
 // topicsFlags are kgen topics' settings.
 type topicsFlags struct {
@@ -53,7 +54,7 @@ func cmdTopics(args []string, stdout, stderr io.Writer) int {
 	fs := devLoopFlagSet("topics", stderr, topicsAbout)
 	f.conn.registerConn(fs)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; create nothing")
-	fs.IntVar(&f.partitions, "partitions", -1, "partition `count` of a topic whose count neither kgen.yaml nor a co-partitioned topic gives; -1 for the broker's num.partitions")
+	fs.IntVar(&f.partitions, "partitions", gen.DefaultPartitions, "partition `count` of a topic whose count neither kgen.yaml nor a co-partitioned topic gives, as the test driver and the development broker; -1 for the broker's num.partitions")
 	rf := -1
 	if s, ok := os.LookupEnv("KGEN_REPLICATION_FACTOR"); ok {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

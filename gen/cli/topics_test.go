@@ -276,3 +276,17 @@ func TestPlanTopics(t *testing.T) {
 		t.Errorf("ok %v, differs %v", p.ok, p.differs)
 	}
 }
+
+// TestTopicsHelp: kgen help topics describes the command and its flags,
+// dead-letter topics and the default partition count included.
+func TestTopicsHelp(t *testing.T) {
+	code, out, _ := runStdin(t, "", "help", "topics")
+	for _, w := range []string{"usage: kgen topics [flags] [DIR]", "-dry-run", "-replication-factor", "-on-deserialize-error", "dead-letter=TOPIC", "4 by default", "never\naltered"} {
+		if !strings.Contains(out, w) && !strings.Contains(strings.ReplaceAll(out, "\n", " "), strings.ReplaceAll(w, "\n", " ")) {
+			t.Errorf("help lacks %q:\n%s", w, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
