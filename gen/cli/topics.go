@@ -269,7 +269,6 @@ func quoteList(names []string) string {
 // but for repartition topics, and the policies' dead-letter topics.
 func specTopics(p *gen.Project, policies [3]string) []wantTopic {
 	var want []wantTopic
-	index := map[string]int{}
 	for _, t := range p.Graph.Topics {
 		if t.Repartition {
 			continue
@@ -278,27 +277,23 @@ func specTopics(p *gen.Project, policies [3]string) []wantTopic {
 		for _, c := range t.Configs {
 			w.configs = append(w.configs, c.Key.Value+"="+c.Value.Value)
 		}
-		index[w.name] = len(want)
 		want = append(want, w)
 	}
-	var dlq []wantTopic
 	for i, s := range policies {
 		topic, ok := strings.CutPrefix(s, "dead-letter=")
 		if !ok {
 			continue
 		}
-		if j, ok := index[topic]; ok {
-			if j >= 0 {
-				want[j].deadLetter = append(want[j].deadLetter, "-"+policyFlags[i])
-			} else {
-				dlq[-j-1].deadLetter = append(dlq[-j-1].deadLetter, "-"+policyFlags[i])
-			}
-			continue
+		j := slices.IndexFunc(want, func(w wantTopic) bool { return w.name == topic })
+		if j < 0 {
+			// A topic of the spec keeps its own count; a dead-letter
+			// topic of its own gets DeadLetterPartitions.
+			j = len(want)
+			want = append(want, wantTopic{name: topic, partitions: appmain.DeadLetterPartitions})
 		}
-		index[topic] = -len(dlq) - 1
-		dlq = append(dlq, wantTopic{name: topic, partitions: appmain.DeadLetterPartitions, deadLetter: []string{"-" + policyFlags[i]}})
+		want[j].deadLetter = append(want[j].deadLetter, "-"+policyFlags[i])
 	}
-	return append(want, dlq...)
+	return want
 }
 
 // topics runs kgen topics: it reports whether an existing topic differs

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -288,5 +290,109 @@ func TestTopicsHelp(t *testing.T) {
 	}
 	if code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// TestPlanTopicsProperties checks planTopics over generated specs and
+// clusters: every missing topic is created once and no existing one; a
+// topic is created with its spec's count when it has one; and when no
+// co-partitioning difference is reported, the known counts of every group
+// agree once the plan is carried out.
+func TestPlanTopicsProperties(t *testing.T) {
+	rng := mathrand.New(mathrand.NewPCG(1, 2))
+	for iter := range 2000 {
+		n := 1 + rng.IntN(6)
+		var want []wantTopic
+		have := map[string]haveTopic{}
+		for i := range n {
+			w := wantTopic{name: fmt.Sprintf("t%d", i)}
+			if rng.IntN(2) == 0 {
+				w.partitions = int32(1 + rng.IntN(3))
+			}
+			want = append(want, w)
+			if rng.IntN(3) == 0 {
+				have[w.name] = haveTopic{partitions: int32(1 + rng.IntN(3)), configs: map[string]string{}}
+			}
+		}
+		// Disjoint groups of consecutive topics, as sub-topologies.
+		var groups [][]string
+		for i := 0; i < n; {
+			size := 1 + rng.IntN(3)
+			var g []string
+			for j := i; j < min(n, i+size); j++ {
+				g = append(g, want[j].name)
+			}
+			if len(g) > 1 {
+				groups = append(groups, g)
+			}
+			i += size
+		}
+		fallback := int32(-1)
+		if rng.IntN(2) == 0 {
+			fallback = 4
+		}
+		p := planTopics(want, groups, have, fallback, "k:9092")
+		planned := map[string]int32{}
+		for name, h := range have {
+			planned[name] = h.partitions
+		}
+		created := map[string]bool{}
+		for _, s := range p.steps {
+			if created[s.name] {
+				t.Fatalf("iter %d: %s created twice", iter, s.name)
+			}
+			if _, ok := have[s.name]; ok {
+				t.Fatalf("iter %d: existing %s created", iter, s.name)
+			}
+			created[s.name] = true
+			planned[s.name] = s.partitions
+		}
+		for _, w := range want {
+			if _, ok := have[w.name]; !ok && !created[w.name] {
+				t.Fatalf("iter %d: missing %s not created", iter, w.name)
+			}
+			if created[w.name] && w.partitions > 0 && planned[w.name] != w.partitions {
+				t.Fatalf("iter %d: %s created with %d partitions, spec says %d", iter, w.name, planned[w.name], w.partitions)
+			}
+		}
+		// The plan never makes a violation: a group whose given counts
+		// (the spec's, the existing topics') agree gets no difference.
+		for _, g := range groups {
+			given := map[int32]bool{}
+			for _, name := range g {
+				if h, ok := have[name]; ok {
+					given[h.partitions] = true
+				}
+				for _, w := range want {
+					if w.name == name && w.partitions > 0 {
+						given[w.partitions] = true
+					}
+				}
+			}
+			for _, d := range p.differs {
+				if len(given) <= 1 && strings.Contains(d, quoteList(g)) {
+					t.Fatalf("iter %d: group %v with given counts %v reported: %s", iter, g, given, d)
+				}
+			}
+		}
+		copart := false
+		for _, d := range p.differs {
+			copart = copart || strings.Contains(d, "co-partitioned")
+		}
+		if copart {
+			continue
+		}
+		for _, g := range groups {
+			var first int32
+			for _, name := range g {
+				if c := planned[name]; c > 0 {
+					if first == 0 {
+						first = c
+					} else if c != first {
+						t.Fatalf("iter %d: group %v ends with different counts %v and no difference reported", iter, g, planned)
+					}
+				}
+			}
+		}
 	}
 }
