@@ -41,6 +41,10 @@ type App struct {
 	// Topics maps every topic of the application to its partition count:
 	// what the embedded development broker creates.
 	Topics map[string]int32
+	// TopicConfigs are the configs kgen.yaml gives some of Topics
+	// (configs:), by topic: the development broker creates them with
+	// these, as kgen topics does on a cluster.
+	TopicConfigs map[string]map[string]string
 	// Topology builds the application's topology.
 	Topology func() (*stream.Topology, error)
 	// RegisterSchemas, if set, registers the schemas of the application's
@@ -121,7 +125,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	}
 
 	if dev {
-		b, err := embedded.Start(embedded.Config{Topics: devTopics(app.Topics, cfg), Port: cfg.DevPort})
+		b, err := embedded.Start(embedded.Config{Topics: devTopics(app.Topics, cfg), TopicConfigs: app.TopicConfigs, Port: cfg.DevPort})
 		if err != nil {
 			if cfg.DevPort != 0 {
 				return fmt.Errorf("%s: %w", setting("dev-port"), err)
