@@ -396,3 +396,30 @@ func TestPlanTopicsProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicsUsageErrors: settings that cannot work are refused before the
+// cluster is reached, naming the flag (and variable), exit status 2.
+func TestTopicsUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"factor zero", nil, []string{"-replication-factor", "0"}, "kgen topics: -replication-factor 0: want -1 (the broker's default) or 1 to 32767\n"},
+		{"factor variable", map[string]string{"KGEN_REPLICATION_FACTOR": "two"}, nil, "kgen topics: KGEN_REPLICATION_FACTOR=\"two\" (flag -replication-factor): want -1 or 1 to 32767\n"},
+		{"partitions", nil, []string{"-partitions", "0"}, "kgen topics: -partitions 0: want -1 (the broker's default) or 1 and more\n"},
+		{"policy variable", map[string]string{"KGEN_ON_PRODUCE_ERROR": "retry"}, nil, "kgen topics: -on-produce-error \"retry\": want fail, continue or dead-letter=TOPIC\n"},
+		{"two dirs", nil, []string{"a", "b"}, "kgen topics: one directory at most, got a b (kgen help topics)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, _, errs := runStdin(t, "", append([]string{"topics", "-brokers", "127.0.0.1:1"}, tc.args...)...)
+			if code != ExitUsage || errs != tc.want {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, errs, ExitUsage, tc.want)
+			}
+		})
+	}
+}
