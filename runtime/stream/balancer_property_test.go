@@ -225,6 +225,8 @@ func (g propGroup) checkKept(before, after []balJoiner) []string {
 }
 
 func TestBalancerProperties(t *testing.T) {
+	const ownersWhat = "joining together with previous owners"
+	var moved, between int // tasks that moved after a change; of them, between members present before and after
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 21))
 		g := genGroup(rng)
@@ -239,6 +241,11 @@ func TestBalancerProperties(t *testing.T) {
 			}
 			if bad := g.checkKept(before, settled); len(bad) > 0 {
 				t.Fatalf("%s\n%s: moved more than balance needs:\n%s", desc, what, strings.Join(bad, "\n"))
+			}
+			if before != nil && what != ownersWhat {
+				// A change to a settled group.
+				m, b := movesBetween(before, settled)
+				moved, between = moved+m, between+b
 			}
 			// Stickiness: with the same membership, nothing moves.
 			again, _, rounds := g.settle(t, rng, desc+"\n"+what+", again", settled, &gen)
@@ -267,7 +274,7 @@ func TestBalancerProperties(t *testing.T) {
 					joiners[m].state[id] = int64(1 + rng.IntN(100))
 				}
 			}
-			joiners = check("joining together with previous owners", joiners, joiners)
+			joiners = check(ownersWhat, joiners, joiners)
 		default: // one by one
 			for k, i := range order {
 				before := slices.Clone(joiners)
@@ -283,4 +290,32 @@ func TestBalancerProperties(t *testing.T) {
 			joiners = check(fmt.Sprintf("%s leaving, %d left", before[k].id, len(joiners)), before, joiners)
 		}
 	}
+	// Not a promise: how many tasks moved between members that were there
+	// before and after a change to a settled group, which the fewest moves
+	// would not do (the shares ignore ownership; balance.go says why).
+	t.Logf("after changes to settled groups, %d tasks moved, %d of them between members present before and after", moved, between)
+}
+
+// movesBetween counts the tasks owned in before that have another owner in
+// after, and of them those whose old and new owners are both in before and
+// after.
+func movesBetween(before, after []balJoiner) (moved, between int) {
+	present := map[string]bool{}
+	for _, j := range before {
+		present[j.id] = true
+	}
+	stays := map[string]bool{}
+	for _, j := range after {
+		stays[j.id] = present[j.id]
+	}
+	now := owners(after)
+	for id, m := range owners(before) {
+		if now[id] != m {
+			moved++
+			if stays[m] && stays[now[id]] {
+				between++
+			}
+		}
+	}
+	return moved, between
 }
