@@ -53,11 +53,10 @@ type balMember struct {
 	m        *kmsg.JoinGroupResponseMember
 	inst     *balInstance
 	state    map[TaskID]int64
-	topics   map[string]bool // what it subscribes to
-	reads    []bool          // per sub-topology: it subscribes to all its topics
-	owned    []int           // per sub-topology: tasks it owned and reads
-	quota    []int           // per sub-topology: tasks the plan gives it
-	load     int             // tasks shared out to it so far
+	reads    []bool // per sub-topology: it subscribes to all its topics
+	owned    []int  // per sub-topology: tasks it owned and reads
+	quota    []int  // per sub-topology: tasks the plan gives it
+	load     int    // tasks shared out to it so far
 	standbys []TaskID
 }
 
@@ -85,9 +84,10 @@ func (b *coPartitionBalancer) readGroup(cb *kgo.ConsumerBalancer) *balGroup {
 	prevGen := map[TaskID]int32{}
 	insts := map[string]*balInstance{}
 	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
-		mb := &balMember{m: m, state: map[TaskID]int64{}, topics: make(map[string]bool, len(meta.Topics))}
+		mb := &balMember{m: m, state: map[TaskID]int64{}}
+		subscribed := make(map[string]bool, len(meta.Topics))
 		for _, t := range meta.Topics {
-			mb.topics[t] = true
+			subscribed[t] = true
 		}
 		info, err := decodeMemberInfo(meta.UserData, len(b.subs))
 		if err != nil {
@@ -115,7 +115,7 @@ func (b *coPartitionBalancer) readGroup(cb *kgo.ConsumerBalancer) *balGroup {
 				// the older version does not know a sub-topology added
 				// since, and given its partitions it would hold them and
 				// run nothing until it is upgraded.
-				mb.reads[i] = mb.reads[i] && mb.topics[t]
+				mb.reads[i] = mb.reads[i] && subscribed[t]
 			}
 		}
 		g.members = append(g.members, mb)
@@ -277,29 +277,30 @@ func (g *balGroup) keepShares() bool {
 		}
 	}
 	// Members, and instances of as many members, within one of each other
-	// in stateful and total counts; instances also per sub-topology.
-	type counts struct{ stateful, total int }
-	member := make([]counts, len(g.members))
-	inst := map[*balInstance]*[]int{}
-	for i, m := range g.members {
+	// in stateful and total counts; instances also per sub-topology. The
+	// counts of each: per sub-topology, then stateful, then total.
+	nsubs := len(g.counts)
+	member := make(map[*balMember][]int, len(g.members))
+	inst := map[*balInstance][]int{}
+	for _, m := range g.members {
 		if inst[m.inst] == nil {
-			c := make([]int, len(g.counts)+2)
-			inst[m.inst] = &c
+			inst[m.inst] = make([]int, nsubs+2)
 		}
-		c := *inst[m.inst]
+		mc, ic := make([]int, nsubs+2), inst[m.inst]
 		for s, n := range m.owned {
-			member[i].total += n
-			c[s] += n
-			c[len(g.counts)+1] += n
-			if len(g.b.subs[s].stores) > 0 {
-				member[i].stateful += n
-				c[len(g.counts)] += n
+			for _, c := range [][]int{mc, ic} {
+				c[s] += n
+				c[nsubs+1] += n
+				if len(g.b.subs[s].stores) > 0 {
+					c[nsubs] += n
+				}
 			}
 		}
+		member[m] = mc
 	}
 	for _, x := range member {
 		for _, y := range member {
-			if x.stateful > y.stateful+1 || x.total > y.total+1 {
+			if x[nsubs] > y[nsubs]+1 || x[nsubs+1] > y[nsubs+1]+1 {
 				return false
 			}
 		}
@@ -309,8 +310,8 @@ func (g *balGroup) keepShares() bool {
 			if a.members != b.members {
 				continue
 			}
-			for k := range *x {
-				if (*x)[k] > (*y)[k]+1 {
+			for k := range x {
+				if x[k] > y[k]+1 {
 					return false
 				}
 			}

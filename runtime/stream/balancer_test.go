@@ -431,6 +431,22 @@ func TestBalancerPlan(t *testing.T) {
 			},
 		},
 		{
+			name:  "balanced shares other than a fresh group's are kept: nothing moves",
+			setup: copart(4, 2),
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1", owns: "0_0 1_0", gen: 4},
+				{id: "m2", instance: "i2", owns: "0_1 0_2", gen: 4},
+				{id: "m3", instance: "i3", owns: "0_3 1_1", gen: 4},
+			},
+			// A fresh group gives sub-topology 0's remainder to m1 (the
+			// case above), and m1 would trade 1_0 for one of m2's.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 1_0"},
+				"m2": {Active: "0_1 0_2"},
+				"m3": {Active: "0_3 1_1"},
+			},
+		},
+		{
 			name:  "a member that left: its tasks spread, the others stay",
 			setup: copart(4, 2),
 			joiners: []balJoiner{
