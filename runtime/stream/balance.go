@@ -17,24 +17,29 @@ import (
 //     is where balance is decided, before any task is placed. When the
 //     previous owners already hold every task in shares that keep the
 //     promises below, those are the shares. Otherwise the tasks of each
-//     sub-topology are shared out evenly over the members that read it, and
-//     the remainder (the members that get one more) goes, in order of
+//     sub-topology are dealt evenly over the members that read it, and the
+//     remainder (the members that get one more) goes, in order of
 //     precedence, to the members with the fewest tasks so far, to the
 //     instances with the fewest tasks per member so far, to the instances
-//     given the fewest of this sub-topology's remainder, then by instance id
-//     and member id. Stateful sub-topologies are shared out first, so the
-//     count of stateful tasks is balanced on its own, and the total after
-//     them.
+//     given the fewest of this sub-topology's remainder, then in the
+//     members' order (by instance id and member id). Stateful
+//     sub-topologies are dealt first, so the count of stateful tasks is
+//     balanced on its own, and the total after them. Up to maxDeals deals
+//     are made, each starting the members' order at another member, and
+//     the one that leaves the most tasks with their owners wins.
 //
-//     The shares depend on the membership alone, not on who owns what: a
-//     cooperative rebalance takes rounds (what moves is revoked in one and
-//     assigned in the next), and shares that followed ownership could
-//     change between the rounds and move tasks back and forth. So the plan
-//     settles in at most three rounds (revoke, assign, nothing), and a
-//     member never gives up a task of a sub-topology while it holds no more
-//     than its floor share of it. The price: when the membership changes,
-//     which members get the remainder can change too, moving up to that
-//     remainder's worth of tasks more than the fewest possible.
+//     The deals depend on the membership alone, ownership only picks one:
+//     a cooperative rebalance takes rounds (what moves is revoked in one
+//     and assigned in the next), and shares computed from ownership could
+//     change between the rounds and move tasks back and forth. Picking the
+//     first deal that keeps the most does not: in the next round, the
+//     winner keeps everything owned, and a deal that also does kept as
+//     much in the round before, so it comes later. The plan settles in at
+//     most three rounds (revoke, assign, nothing), and a member never
+//     gives up a task of a sub-topology while it holds no more than its
+//     floor share of it. The price: when the membership changes, no deal
+//     may leave the remainder where it was, and a few tasks more than the
+//     fewest possible move.
 //  4. placeActives: a task stays with its previous owner while that owner's
 //     share allows, then goes to the member with room for it that has the
 //     most of its state.
@@ -65,8 +70,6 @@ type balMember struct {
 type balInstance struct {
 	id      string
 	members int
-	load    int // tasks shared out to its members so far
-	extra   int // how many of its members got one more of the current sub-topology
 }
 
 // balGroup is what the phases of a plan share.
@@ -191,11 +194,39 @@ func (g *balGroup) shareOut() {
 	if g.keepShares() {
 		return
 	}
-	// Stateful first: the stateful counts are then balanced by the first
-	// half alone, and the totals by the whole. Within each half, the
-	// sub-topologies fewer members read go first, so that the others do
-	// not fill those members up (only during a rolling upgrade do members
-	// read different topics).
+	// Every deal keeps the promises; the first of those that leave the
+	// most tasks with their owners wins (why it cannot swing between the
+	// rounds of one rebalance: at the top of this file).
+	order := g.dealOrder()
+	best, bestKept := [][]int(nil), -1
+	tries := min(len(g.members), maxDeals)
+	for k := range tries {
+		quotas := g.deal(order, k*len(g.members)/tries)
+		kept := 0
+		for i, m := range g.members {
+			for s, q := range quotas[i] {
+				kept += min(q, m.owned[s])
+			}
+		}
+		if kept > bestKept {
+			best, bestKept = quotas, kept
+		}
+	}
+	for i, m := range g.members {
+		m.quota = best[i]
+	}
+}
+
+// maxDeals bounds the deals shareOut tries: one per member up to it.
+const maxDeals = 16
+
+// dealOrder is the order in which sub-topologies are shared out. Stateful
+// first: the stateful counts are then balanced by the first half alone,
+// and the totals by the whole. Within each half, the sub-topologies fewer
+// members read go first, so that the others do not fill those members up
+// (only during a rolling upgrade do members read different topics).
+func (g *balGroup) dealOrder() []int {
+	nsubs := len(g.counts)
 	nreaders := make([]int, nsubs)
 	for _, m := range g.members {
 		for s, ok := range m.reads {
@@ -218,40 +249,74 @@ func (g *balGroup) shareOut() {
 		}
 		return cmp.Compare(nreaders[x], nreaders[y])
 	})
-	var readers []*balMember
+	return order
+}
+
+// deal shares out the tasks of each sub-topology, in order, over the
+// members that read it, and returns each member's quotas (indexed as
+// g.members). Each reader gets ⌊n/readers⌋; the remainder goes one by one
+// to the reader without one yet that comes first by, in precedence: the
+// fewest tasks so far; the instance with the fewest tasks per member so
+// far; the instance given the fewest of this remainder; its place in
+// g.members after rotating it by rot.
+func (g *balGroup) deal(order []int, rot int) [][]int {
+	n := len(g.members)
+	quotas := make([][]int, n)
+	load := make([]int, n)
+	instLoad := make(map[*balInstance]int, len(g.insts))
+	instExtra := make(map[*balInstance]int, len(g.insts))
+	before := func(i, j int) bool {
+		if load[i] != load[j] {
+			return load[i] < load[j]
+		}
+		if a, b := g.members[i].inst, g.members[j].inst; a != b {
+			// Fewest tasks per member: an instance running more
+			// members takes more tasks.
+			if l, r := instLoad[a]*b.members, instLoad[b]*a.members; l != r {
+				return l < r
+			}
+			if instExtra[a] != instExtra[b] {
+				return instExtra[a] < instExtra[b]
+			}
+		}
+		return (i-rot+n)%n < (j-rot+n)%n
+	}
+	for i := range quotas {
+		quotas[i] = make([]int, len(g.counts))
+	}
+	var readers []int
 	for _, s := range order {
 		readers = readers[:0]
-		for _, m := range g.members {
+		for i, m := range g.members {
 			if m.reads[s] {
-				readers = append(readers, m)
+				readers = append(readers, i)
 			}
 		}
-		n := int(g.counts[s])
-		if len(readers) == 0 || n == 0 {
+		tasks := int(g.counts[s])
+		if len(readers) == 0 || tasks == 0 {
 			continue
 		}
-		base, extra := n/len(readers), n%len(readers)
-		for _, in := range g.insts {
-			in.extra = 0
-		}
-		for _, m := range readers {
-			m.quota[s] = base
-			m.load += base
-			m.inst.load += base
+		base, extra := tasks/len(readers), tasks%len(readers)
+		clear(instExtra)
+		for _, i := range readers {
+			quotas[i][s] = base
+			load[i] += base
+			instLoad[g.members[i].inst] += base
 		}
 		for range extra {
-			var best *balMember
-			for _, m := range readers {
-				if m.quota[s] == base && (best == nil || m.before(best)) {
-					best = m
+			best := -1
+			for _, i := range readers {
+				if quotas[i][s] == base && (best < 0 || before(i, best)) {
+					best = i
 				}
 			}
-			best.quota[s]++
-			best.load++
-			best.inst.load++
-			best.inst.extra++
+			quotas[best][s]++
+			load[best]++
+			instLoad[g.members[best].inst]++
+			instExtra[g.members[best].inst]++
 		}
 	}
+	return quotas
 }
 
 // keepShares makes the previous owners' shares the quotas when they hold
@@ -321,24 +386,6 @@ func (g *balGroup) keepShares() bool {
 		copy(m.quota, m.owned)
 	}
 	return true
-}
-
-// before says whether m gets one more task of a sub-topology before o.
-func (m *balMember) before(o *balMember) bool {
-	if m.load != o.load {
-		return m.load < o.load
-	}
-	if mi, oi := m.inst, o.inst; mi != oi {
-		// Fewest tasks per member: an instance running more members
-		// takes more tasks.
-		if l, r := mi.load*oi.members, oi.load*mi.members; l != r {
-			return l < r
-		}
-		if mi.extra != oi.extra {
-			return mi.extra < oi.extra
-		}
-	}
-	return false // the earlier in the group's order
 }
 
 // placeActives gives each task an owner within the quotas: its previous
