@@ -41,8 +41,9 @@ import (
 //     may leave the remainder where it was, and a few tasks more than the
 //     fewest possible move.
 //  4. placeActives: a task stays with its previous owner while that owner's
-//     share allows, then goes to the member with room for it that has the
-//     most of its state.
+//     share allows (an owner over its share gives up first the tasks a
+//     member taking tasks holds state for), then goes to the member with
+//     room for it that has the most of its state.
 //  5. placeStandbys: on other instances than the active's, preferring state,
 //     then the members with the fewest standbys.
 //
@@ -389,7 +390,8 @@ func (g *balGroup) keepShares() bool {
 }
 
 // placeActives gives each task an owner within the quotas: its previous
-// owner while that one has room, then the member with room that holds the
+// owner while that one has room (keeping first the tasks no member taking
+// tasks holds more state for), then the member with room that holds the
 // most of its state, then the first with room. Tasks no member reads stay
 // unassigned, said loudly.
 func (g *balGroup) placeActives() map[TaskID]*balMember {
@@ -399,9 +401,26 @@ func (g *balGroup) placeActives() map[TaskID]*balMember {
 		room[m] = slices.Clone(m.quota)
 	}
 	for s, n := range g.counts {
+		ids := make([]TaskID, 0, n)
 		for p := range n {
-			id := TaskID{s, p}
-			if m := g.prev[id]; m != nil && room[m][s] > 0 {
+			if m := g.prev[TaskID{s, p}]; m != nil && room[m][s] > 0 {
+				ids = append(ids, TaskID{s, p})
+			}
+		}
+		// An owner with more tasks than its share keeps first those the
+		// members taking tasks of s hold the least state for: the others
+		// move where their state is.
+		elsewhere := make(map[TaskID]int64, len(ids))
+		for _, m := range g.members {
+			if m.quota[s] > m.owned[s] && len(m.state) > 0 {
+				for _, id := range ids {
+					elsewhere[id] = max(elsewhere[id], m.state[id])
+				}
+			}
+		}
+		slices.SortStableFunc(ids, func(x, y TaskID) int { return cmp.Compare(elsewhere[x], elsewhere[y]) })
+		for _, id := range ids {
+			if m := g.prev[id]; room[m][s] > 0 {
 				room[m][s]--
 				owner[id] = m
 			}

@@ -473,6 +473,21 @@ func TestBalancerPlan(t *testing.T) {
 			},
 		},
 		{
+			name:  "an owner over its share gives up first the tasks a taker holds state for",
+			setup: wordCount(4),
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2 0_3 1_0 1_1 1_2 1_3", gen: 5},
+				// m2 ran 1_0 and 1_1 before it restarted.
+				{id: "m2", instance: "i2", state: map[TaskID]int64{{1, 0}: 70, {1, 1}: 80}},
+			},
+			// m1 keeps two of each sub-topology: 1_2 and 1_3, not the
+			// first two; the rest is revoked, to move next round.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 0_1 1_2 1_3"},
+				"m2": {},
+			},
+		},
+		{
 			name:  "the member with most state is full: the task goes to the next",
 			setup: copart(4, 2),
 			joiners: []balJoiner{
