@@ -11,8 +11,10 @@ import (
 )
 
 // coPartitionBalancer assigns tasks, not partitions: partition p of every
-// source topic of a sub-topology goes to the same member. It is sticky (a
-// task stays with its owner while counts stay balanced), cooperative (a task
+// source topic of a sub-topology goes to the same member. It is balanced
+// (every sub-topology's tasks, and the stateful ones, spread evenly over
+// members and instances: balance.go), sticky (a task stays with its owner
+// while its owner's share allows), cooperative (a task
 // that moves is first revoked, then assigned in the next round, so tasks that
 // stay never stop) and state-aware: a task that must move goes preferably to
 // the member that already holds the most of its state (a standby or a
