@@ -292,7 +292,7 @@ func TestBalancerProperties(t *testing.T) {
 	}
 	// Not a promise: how many tasks moved between members that were there
 	// before and after a change to a settled group, which the fewest moves
-	// would not do (the shares ignore ownership; balance.go says why).
+	// would not do (ownership only picks among deals; balance.go says why).
 	t.Logf("after changes to settled groups, %d tasks moved, %d of them between members present before and after", moved, between)
 }
 
