@@ -124,6 +124,7 @@ func TestGoldenCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	ok, _ := goldenCases(t)
 	var pkgs []string
 	for _, name := range ok {
@@ -148,6 +149,7 @@ func TestWrongForwardDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	for _, tc := range []struct {
 		name, src string
 		want      []string
@@ -216,6 +218,7 @@ func TestVersionGuard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	src, err := os.ReadFile("../runtime/stream/genversion.go")
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +275,7 @@ func TestMissingFactoryDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	tmp := t.TempDir()
 	partial := filepath.Join(tmp, "factories.go")
 	src := `package basic
@@ -313,6 +317,7 @@ func TestWrongOperatorFunctionDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	for _, tc := range []struct {
 		name, src string
 		want      []string

@@ -12,7 +12,8 @@ func TestInit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go mod tidy and go test")
 	}
-	dir := filepath.Join(t.TempDir(), "hello")
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
+	dir := filepath.Join(stableDir(t, "", "init"), "hello") // gocmd_test.go
 	if _, err := Init(dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}

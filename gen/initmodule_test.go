@@ -16,11 +16,8 @@ func TestInitInsideAModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go generate and go test")
 	}
-	parent, err := os.MkdirTemp("../testdata", "tmp-init-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(parent) })
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
+	parent := stableDir(t, "../testdata", "tmp-init-module") // gocmd_test.go
 	dir := filepath.Join(parent, "orders")
 	wrote, err := Init(dir, InitOptions{})
 	if err != nil {
