@@ -13,7 +13,7 @@ func TestInit(t *testing.T) {
 		t.Skip("runs go mod tidy and go test")
 	}
 	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
-	dir := filepath.Join(stableDir(t, "", "init"), "hello") // gocmd_test.go
+	dir := filepath.Join(stableDir(t, "", "init"), "hello")
 	if _, err := Init(dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}

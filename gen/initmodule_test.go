@@ -17,7 +17,7 @@ func TestInitInsideAModule(t *testing.T) {
 		t.Skip("runs go generate and go test")
 	}
 	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
-	parent := stableDir(t, "../testdata", "tmp-init-module") // gocmd_test.go
+	parent := stableDir(t, "../testdata", "tmp-init-module")
 	dir := filepath.Join(parent, "orders")
 	wrote, err := Init(dir, InitOptions{})
 	if err != nil {
