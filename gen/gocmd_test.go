@@ -21,6 +21,9 @@ import (
 //     of the go command's cache keys, so with a fixed folder an unchanged
 //     project is vetted and tested from the cache, and a changed one (kgen
 //     or the runtime edited) is rebuilt, as it must be.
+//   - go test runs after a full go vet of the same packages with -vet=off
+//     (its vet is a subset of those checks) and -ldflags=-w (a test binary
+//     run once needs no DWARF; linking is most of building one).
 
 // stableDir returns the folder parent/name emptied, and removes it when the
 // test ends. With parent "" it is a folder of the system's temporary

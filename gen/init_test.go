@@ -17,7 +17,7 @@ func TestInit(t *testing.T) {
 	if _, err := Init(dir, InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"vet", "./..."}, {"test", "./..."}, {"tool", "kgen", "diff"}} {
+	for _, args := range [][]string{{"vet", "./..."}, {"test", "-vet=off", "-ldflags=-w", "./..."}, {"tool", "kgen", "diff"}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
