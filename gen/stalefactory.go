@@ -89,17 +89,22 @@ func staleFactoryNotes(dir, file string, res *Result, wanted []string) []string 
 			continue
 		}
 		var undefined []string
-		ast.Inspect(fd.Type, func(n ast.Node) bool {
+		var visit func(n ast.Node) bool
+		visit = func(n ast.Node) bool {
 			switch n := n.(type) {
+			case *ast.Field:
+				ast.Inspect(n.Type, visit) // its names are no types
+				return false
 			case *ast.SelectorExpr:
 				return false // pkg.Name: another package's
 			case *ast.Ident:
-				if !defined[n.Name] && types.Universe.Lookup(n.Name) == nil && !slices.Contains(undefined, n.Name) && !isParamName(fd.Type, n) {
+				if !defined[n.Name] && types.Universe.Lookup(n.Name) == nil && !slices.Contains(undefined, n.Name) {
 					undefined = append(undefined, n.Name)
 				}
 			}
 			return true
-		})
+		}
+		ast.Inspect(fd.Type, visit)
 		if len(undefined) == 0 {
 			continue
 		}
@@ -107,20 +112,4 @@ func staleFactoryNotes(dir, file string, res *Result, wanted []string) []string 
 			path.Join(filepath.Base(dir), file), idFactories, fd.Name.Name, "kgen.yaml", strings.Join(undefined, ", "), undefined[0]))
 	}
 	return notes
-}
-
-// isParamName says whether id names a parameter or result of ft rather
-// than a type.
-func isParamName(ft *ast.FuncType, id *ast.Ident) bool {
-	for _, fl := range []*ast.FieldList{ft.TypeParams, ft.Params, ft.Results} {
-		if fl == nil {
-			continue
-		}
-		for _, f := range fl.List {
-			if slices.Contains(f.Names, id) {
-				return true
-			}
-		}
-	}
-	return false
 }
