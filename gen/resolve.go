@@ -124,7 +124,7 @@ type PunctuationNode struct {
 // schema.Errors; the graph is only returned when there are none. u may be
 // nil when no record types exist.
 func Resolve(s *schema.Spec, u *model.Universe, pkgPath string) (*Graph, error) {
-	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}, ops: map[string]*OpNode{}}
+	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}, ops: map[string]*OpNode{}, unresolved: map[string]bool{}}
 	r.run()
 	// Naming runs on the graph as far as it resolved, so a clash is
 	// reported together with the other problems rather than after them.
@@ -155,6 +155,9 @@ type resolver struct {
 	stores map[string]*StoreNode
 	procs  map[string]*ProcNode
 	ops    map[string]*OpNode
+	// unresolved names the operators whose kind is unknown or missing: their
+	// mistake is reported once, and a from or to naming them is not another.
+	unresolved map[string]bool
 }
 
 func (r *resolver) run() {
@@ -463,7 +466,9 @@ func (r *resolver) edges() {
 				p.Parents = appendNode(p.Parents, Node{Op: o})
 				o.Children = appendNode(o.Children, Node{Proc: p})
 			} else {
-				r.errs.add(f.Pos, "processor %q reads from %q, which is %s%s", p.Name.Value, f.Value, r.neither(), schema.Suggest(f.Value, r.names()))
+				if !r.unresolved[f.Value] {
+					r.errs.add(f.Pos, "processor %q reads from %q, which is %s%s", p.Name.Value, f.Value, r.neither(), schema.Suggest(f.Value, r.names()))
+				}
 			}
 		}
 	}
@@ -487,7 +492,9 @@ func (r *resolver) edges() {
 				p.Children = appendNode(p.Children, Node{Op: o})
 				o.Parents = appendNode(o.Parents, Node{Proc: p})
 			} else {
-				r.errs.add(c.Pos, "processor %q forwards to %q, which is %s%s", p.Name.Value, c.Value, r.neither(), schema.Suggest(c.Value, r.names()))
+				if !r.unresolved[c.Value] {
+					r.errs.add(c.Pos, "processor %q forwards to %q, which is %s%s", p.Name.Value, c.Value, r.neither(), schema.Suggest(c.Value, r.names()))
+				}
 			}
 		}
 	}

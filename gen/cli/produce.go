@@ -354,7 +354,9 @@ form kgen produce reads, with partition, offset and timestamp):
 From the start of every partition to the end offsets it had when the command
 started, or on and on with -follow. avro-confluent values are decoded with the
 spec's schema whatever registry id they carry; no registry is needed. A record that does not decode is printed
-with "error" and its raw bytes in base64, and the command exits 1 at the end.`
+with "error" and its raw bytes in base64, and the command exits 1 at the end. A json topic's records are
+decoded as strictly as the app does (a member that is no field, a field name in the wrong case, null for a
+struct, invalid UTF-8): one the app would refuse is printed as it is, with "error" saying why.`
 
 func cmdConsume(args []string, stdout, stderr io.Writer) int {
 	var f devLoopFlags
@@ -376,7 +378,7 @@ func cmdConsume(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	bad, err := consume(ctx, f, fs.Arg(0), *follow, *limit, stdout)
 	if err == nil && bad > 0 {
-		err = fmt.Errorf("%d records did not decode", bad)
+		err = fmt.Errorf("%d records did not decode as the app decodes them", bad)
 	}
 	if errors.Is(err, context.Canceled) {
 		return ExitOK
@@ -473,6 +475,13 @@ func decodeRecord(r *kgo.Record, kc, vc *sideCodec) (recordLine, bool) {
 	var problems []string
 	side := func(name string, c *sideCodec, b []byte, dst *json.RawMessage, raw *string) {
 		v, err := c.decode(b)
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Readable JSON: shown as it is, with why the app refuses it.
+			problems = append(problems, name+": "+err.Error())
+			*dst = v.(json.RawMessage)
+			return
+		}
 		if err == nil {
 			var data []byte
 			if data, err = json.Marshal(v); err == nil {

@@ -199,7 +199,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 			a.setState(Stopped)
 		}
 	}()
-	release, err := a.claimStateDir()
+	release, err := a.claimStateDir(false)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
