@@ -96,7 +96,7 @@ func (h *acks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
 
 func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee}
-	exp, _ := protocol.Expected(a.Workload, a.Expect)
+	exp, _ := a.Expected()
 	store := stream.StoreOptions{Changelog: true}
 	desc := ""
 	switch backend {
@@ -131,6 +131,10 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if os.Getenv("KGENBENCH_LOG") == "debug" {
 		level = slog.LevelDebug
 	}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	if protocol.IsRestore(a.Workload) {
+		handler = &restoreWatch{next: handler, w: &restoreCount{tr: tr}}
+	}
 	clientOpts := []kgo.Opt{kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.NoCompression())}
 	if os.Getenv("KGENBENCH_KGO_LOG") == "debug" {
 		clientOpts = append(clientOpts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, nil)))
@@ -154,7 +158,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 		// with its record cache off (the harness checks the count).
 		stream.CacheRecords(0),
 		stream.Guarantee(guarantee),
-		stream.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		stream.Logger(slog.New(handler)),
 		stream.ClientOpts(clientOpts...),
 	}, extra...)...)
 	if err != nil {
@@ -203,8 +207,12 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if protocol.ProcessorForm(a.Workload) == protocol.RepartitionCount {
 		want *= 2 // each record is processed once per hop
 	}
+	restore := protocol.IsRestore(a.Workload)
 	switch {
 	case err != nil:
+	case restore && st.Restored != want:
+		err = fmt.Errorf("runtime counted %d changelog records restored, want %d", st.Restored, want)
+	case restore:
 	case guarantee == stream.AtLeastOnce && st.Processed != want:
 		err = fmt.Errorf("runtime counted %d records processed, want %d", st.Processed, want)
 	case guarantee == stream.ExactlyOnce && st.Processed < want:
@@ -277,10 +285,87 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*
 		dsl.Count[string, []byte](t, "count", protocol.CountStore, serde.String{}, store, protocol.RepartitionName)
 		dsl.ToStream[string, int64](t, "updates", "count")
 		stream.AddSink(t, "out", a.Sink, serde.String{}, dsl.Nullable[int64](serde.Int64{}), "updates")
+	case protocol.WindowedCount, protocol.WindowedCountFinal:
+		// groupByKey().windowedBy(tumbling 1 min, grace).count().toStream(),
+		// as kgen generate wires it; inputs are counted by a peek.
+		opts := dsl.WindowOptions{Store: store}
+		if a.Workload == protocol.WindowedCountFinal {
+			opts.Emit = dsl.EmitFinal
+		}
+		w := dsl.TumblingWindows(protocol.WindowSize).Grace(protocol.WindowGrace)
+		stream.AddSource(t, "in", a.Source, serde.String{}, serde.Bytes{})
+		dsl.Peek(t, "inputs", func(string, []byte) { tr.Input() }, "in")
+		dsl.WindowedCount[string, []byte](t, "count", protocol.WindowStore, w, serde.String{}, opts, "inputs")
+		dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
+		stream.AddSink(t, "out", a.Sink, dsl.WindowedKey(serde.String{}, w), dsl.Nullable[int64](serde.Int64{}), "updates")
+	case protocol.RestoreKV:
+		// Only the store matters: it is restored before the (empty) input
+		// is read; the processor never runs.
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "put", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &putter{} }, "in")
+		stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "put")
+	case protocol.RestoreWindow:
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "none", func() stream.Processor[[]byte, []byte, []byte, []byte] {
+			return stream.ProcessorFunc[[]byte, []byte, []byte, []byte](func(*stream.Context[[]byte, []byte], stream.Record[[]byte, []byte]) error { return nil })
+		}, "in")
+		// A retention long enough for every entry: none is dropped as
+		// expired, so all are written.
+		stream.AddWindowStore(t, protocol.WindowStore, serde.String{}, serde.Int64{}, state.WindowStoreOptions{
+			Retention: 7 * 24 * time.Hour, WindowSize: protocol.WindowSize,
+		}, store, "none")
 	default:
 		return nil, fmt.Errorf("unknown workload %q", a.Workload)
 	}
 	return t, nil
+}
+
+// restoreWatch passes the runtime's log on to next and learns from it when
+// restoring began (the first "restoring store") and how many changelog
+// records each task restored ("restored task"): the runtime has no restore
+// listener, and its log marks exactly the moments Kafka Streams' listener
+// reports. Info records reach it whatever next's level.
+type restoreWatch struct {
+	next slog.Handler
+	w    *restoreCount // shared by the handlers WithAttrs and WithGroup derive
+}
+
+type restoreCount struct{ tr *track.Tracker }
+
+func (h *restoreWatch) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.next.Enabled(ctx, l)
+}
+
+func (h *restoreWatch) Handle(ctx context.Context, r slog.Record) error {
+	switch r.Message {
+	case "restoring store":
+		h.w.tr.Begin()
+	case "restored task":
+		r.Attrs(func(at slog.Attr) bool {
+			if at.Key != "records" {
+				return true
+			}
+			switch v := at.Value; v.Kind() {
+			case slog.KindUint64:
+				h.w.tr.Add(int64(v.Uint64()))
+			case slog.KindInt64:
+				h.w.tr.Add(v.Int64())
+			}
+			return false
+		})
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *restoreWatch) WithAttrs(as []slog.Attr) slog.Handler {
+	return &restoreWatch{next: h.next.WithAttrs(as), w: h.w}
+}
+
+func (h *restoreWatch) WithGroup(name string) slog.Handler {
+	return &restoreWatch{next: h.next.WithGroup(name), w: h.w}
 }
 
 // putter writes every record into the kv store.
