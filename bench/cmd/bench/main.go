@@ -229,7 +229,7 @@ func run(ctx context.Context, o *options) error {
 			GoVersion: runtime.Version(), Java: javaVersion(),
 		},
 		Settings: settings{
-			Records: o.records, ValueSize: o.valueSize, Runs: o.runs, Parallelism: o.parallelism,
+			Records: o.records, RestoreEntries: o.restoreEntries, ValueSize: o.valueSize, Runs: o.runs, Parallelism: o.parallelism,
 			Partitions: o.partitions, Keys: o.keys, ZipfS: o.zipfS, CommitIntervalMs: o.commitInterval.Milliseconds(), EOSCommitIntervalMs: o.eosCommitInterval.Milliseconds(),
 			Store: o.store, JavaOpts: o.javaOpts, Workloads: o.workloads, Contenders: o.contenders,
 			Guarantees: o.guarantees, Compression: "none (every producer)",
