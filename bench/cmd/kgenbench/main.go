@@ -32,6 +32,7 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -115,7 +116,8 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if a.Guarantee == protocol.ExactlyOnce {
 		tr = track.NewTransactional()
 	}
-	topo, err := topology(a, tr, store)
+	held := &atomic.Int64{} // entries the restored stores hold
+	topo, err := topology(a, tr, store, held)
 	if err != nil {
 		return res, err
 	}
@@ -212,6 +214,8 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	case err != nil:
 	case restore && st.Restored != want:
 		err = fmt.Errorf("runtime counted %d changelog records restored, want %d", st.Restored, want)
+	case restore && held.Load() != int64(want):
+		err = fmt.Errorf("the restored stores hold %d entries, want %d", held.Load(), want)
 	case restore:
 	case guarantee == stream.AtLeastOnce && st.Processed != want:
 		err = fmt.Errorf("runtime counted %d records processed, want %d", st.Processed, want)
@@ -222,7 +226,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	return res, err
 }
 
-func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*stream.Topology, error) {
+func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, held *atomic.Int64) (*stream.Topology, error) {
 	t := stream.NewTopology()
 	switch a.Workload {
 	case protocol.SourceOnly:
@@ -298,22 +302,22 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*
 		dsl.WindowedCount[string, []byte](t, "count", protocol.WindowStore, w, serde.String{}, opts, "inputs")
 		dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
 		stream.AddSink(t, "out", a.Sink, dsl.WindowedKey(serde.String{}, w), dsl.Nullable[int64](serde.Int64{}), "updates")
-	case protocol.RestoreKV:
+	case protocol.RestoreKV, protocol.RestoreWindow:
 		// Only the store matters: it is restored before the (empty) input
-		// is read; the processor never runs.
+		// is read. The processor's Init, which runs once its task's stores
+		// are restored (after the restore was timed), counts what the store
+		// holds, so that a restore that dropped entries fails the run.
 		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
-		stream.AddProcessor(t, "put", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &putter{} }, "in")
-		stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "put")
-	case protocol.RestoreWindow:
-		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
-		stream.AddProcessor(t, "none", func() stream.Processor[[]byte, []byte, []byte, []byte] {
-			return stream.ProcessorFunc[[]byte, []byte, []byte, []byte](func(*stream.Context[[]byte, []byte], stream.Record[[]byte, []byte]) error { return nil })
-		}, "in")
+		stream.AddProcessor(t, "held", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &holdCounter{held: held} }, "in")
+		if a.Workload == protocol.RestoreKV {
+			stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "held")
+			break
+		}
 		// A retention long enough for every entry: none is dropped as
 		// expired, so all are written.
 		stream.AddWindowStore(t, protocol.WindowStore, serde.String{}, serde.Int64{}, state.WindowStoreOptions{
 			Retention: 7 * 24 * time.Hour, WindowSize: protocol.WindowSize,
-		}, store, "none")
+		}, store, "held")
 	default:
 		return nil, fmt.Errorf("unknown workload %q", a.Workload)
 	}
@@ -366,6 +370,45 @@ func (h *restoreWatch) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *restoreWatch) WithGroup(name string) slog.Handler {
 	return &restoreWatch{next: h.next.WithGroup(name), w: h.w}
+}
+
+// holdCounter adds the number of entries its task's store holds to held
+// when it starts, which is once the store is restored.
+type holdCounter struct {
+	held *atomic.Int64
+}
+
+func (h *holdCounter) Init(ctx *stream.Context[[]byte, []byte]) error {
+	var n int64
+	var err error
+	switch s := ctx.Store(protocol.KVStore).(type) {
+	case state.KeyValueStore[[]byte, []byte]:
+		var it state.KeyValueIterator[[]byte, []byte]
+		if it, err = s.All(); err == nil {
+			for it.Next() {
+				n++
+			}
+			err = errors.Join(it.Err(), it.Close())
+		}
+	default:
+		ws, ok := ctx.Store(protocol.WindowStore).(state.WindowStore[string, int64])
+		if !ok {
+			return fmt.Errorf("no %s or %s store", protocol.KVStore, protocol.WindowStore)
+		}
+		var it state.WindowIterator[string, int64]
+		if it, err = ws.All(); err == nil {
+			for it.Next() {
+				n++
+			}
+			err = errors.Join(it.Err(), it.Close())
+		}
+	}
+	h.held.Add(n)
+	return err
+}
+
+func (h *holdCounter) Process(*stream.Context[[]byte, []byte], stream.Record[[]byte, []byte]) error {
+	return nil
 }
 
 // putter writes every record into the kv store.
