@@ -252,7 +252,7 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 	src.windows = map[window]int64{}
 	size := protocol.WindowSize.Milliseconds()
 	src.SpanMs = sourceSpan.Milliseconds()
-	src.FirstTimestampMs = time.Now().Add(-sourceSpan-time.Minute).Truncate(time.Minute).UnixMilli()
+	src.FirstTimestampMs = time.Now().Add(-sourceSpan - time.Minute).Truncate(time.Minute).UnixMilli()
 	// Where each key went and each partition's largest timestamp, from the
 	// produce callbacks, for which windows close.
 	var mu sync.Mutex

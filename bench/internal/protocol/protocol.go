@@ -67,7 +67,9 @@ const (
 func IsRestore(workload string) bool { return workload == RestoreKV || workload == RestoreWindow }
 
 // IsWindowed says whether workload is a windowed count.
-func IsWindowed(workload string) bool { return workload == WindowedCount || workload == WindowedCountFinal }
+func IsWindowed(workload string) bool {
+	return workload == WindowedCount || workload == WindowedCountFinal
+}
 
 // ProcessorForm is the workload an operator workload is the operator form
 // of (what it writes, and what a contender without operators runs), or
