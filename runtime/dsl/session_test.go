@@ -2,8 +2,8 @@ package dsl_test
 
 import (
 	"fmt"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"

@@ -35,7 +35,7 @@ func TestSlidingWindows(t *testing.T) {
 	same(t, "output", windowedOut(t, d, keys), []string{
 		"a@10/20=1@20",
 		"a@21/31=1@25", "a@15/25=2@25", // 25: the right window of 20, its own left window
-		"a@30/40=1@40", // 40: nothing within 10 before it
+		"a@30/40=1@40",                                                 // 40: nothing within 10 before it
 		"a@21/31=2@25", "a@15/25=3@25", "a@12/22=2@22", "a@23/33=1@25", // 22, late but within grace
 		// 30: updates the windows it lies in, makes the right window of 25
 		// (now holding 30), its left window [20,30] (20, 22, 25, 30) and its

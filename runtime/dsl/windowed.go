@@ -188,12 +188,10 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 	if b.check != nil {
 		return fmt.Errorf("windowed aggregation %q: %w", ctx.NodeName(), b.check)
 	}
-	s := ctx.Store(b.storeName)
-	ws, ok := s.(state.WindowStore[K, ValueAndTimestamp[VA]])
-	if !ok {
-		return fmt.Errorf("processor %q: store %q is %T, not a window store of the aggregation's types", ctx.NodeName(), b.storeName, s)
+	var err error
+	if b.store, err = stream.GetWindowStore[K, ValueAndTimestamp[VA]](ctx, b.storeName); err != nil {
+		return err
 	}
-	b.store = ws
 	b.seen = ctx.ObservedTime("stream")
 	if b.opts.Emit == EmitFinal {
 		b.emitted = ctx.ObservedTime("emitted")
@@ -393,4 +391,19 @@ func (c *idleClock) schedule(ctx interface {
 		c.moved = seen.Millis()
 		return then()
 	})
+}
+
+// WindowedPartitioner partitions records of windowed keys by their key
+// alone, as Kafka Streams' WindowedStreamPartitioner: every window of a key
+// goes to the partition the key itself goes to (murmur2 of ks's bytes), so
+// a topic of windowed results co-partitions with the key's other topics.
+// Give it to a sink of windowed keys (stream.SinkConfig.Partitioner); the
+// default, which hashes the whole windowed key, spreads a key's windows.
+func WindowedPartitioner[K, V any](ks serde.Serializer[K]) func(key Windowed[K], value V, keyBytes []byte, partitions int32) int32 {
+	return func(k Windowed[K], _ V, kb []byte, n int32) int32 {
+		if b, err := ks.Serialize(k.Key); err == nil && b != nil {
+			kb = b
+		}
+		return stream.KafkaPartition(kb, n)
+	}
 }
