@@ -85,7 +85,7 @@ func parseFlags() (*options, error) {
 		defRecords = n
 	}
 	flag.Int64Var(&o.records, "records", defRecords, "records in the source topic (10,000,000 with -full; env BENCH_RECORDS sets the default)")
-	flag.Int64Var(&o.restoreEntries, "restore-entries", 1_000_000, "changelog entries the restore workloads restore (distinct keys; window store: key × window)")
+	flag.Int64Var(&o.restoreEntries, "restore-entries", 1_000_000, "changelog entries the restore workloads restore (distinct keys; window store: key × window); default 1,000,000, or -records if fewer")
 	flag.IntVar(&o.valueSize, "value-size", 100, "value bytes per record (1024 with -full)")
 	flag.BoolVar(&o.full, "full", false, "the long run: 10,000,000 records of 1,024 bytes unless -records/-value-size/BENCH_RECORDS say otherwise")
 	flag.IntVar(&o.runs, "runs", 3, "runs of each workload and contender")
@@ -119,6 +119,10 @@ func parseFlags() (*options, error) {
 		if !set["run-timeout"] {
 			o.runTimeout = time.Hour
 		}
+	}
+	if !set["restore-entries"] {
+		// A smoke-sized run restores a smoke-sized store too.
+		o.restoreEntries = min(o.restoreEntries, o.records)
 	}
 	var errs []error
 	o.workloads = splitList(workloads)
