@@ -112,8 +112,11 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if exp.Store != "" {
 		res.Store = desc
 	}
+	// A restore is done when its entries are restored, whatever the
+	// guarantee: it commits nothing to wait for.
+	restoring := protocol.IsRestore(a.Workload)
 	tr := track.New(a.Expect, exp)
-	if a.Guarantee == protocol.ExactlyOnce {
+	if a.Guarantee == protocol.ExactlyOnce && !restoring {
 		tr = track.NewTransactional()
 	}
 	held := &atomic.Int64{} // entries the restored stores hold
@@ -179,7 +182,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- app.Run(ctx) }()
-	if guarantee == stream.ExactlyOnce {
+	if guarantee == stream.ExactlyOnce && !restoring {
 		go func() {
 			if err := track.WatchCommitted(ctx, strings.Split(a.Brokers, ","), a.App, a.Source, tr); err != nil {
 				fmt.Fprintf(os.Stderr, "kgen: watch commits: %v\n", err)
