@@ -1,6 +1,7 @@
 package dsl_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,11 @@ func TestSuppressUntilTimeLimit(t *testing.T) {
 	// b's arrival makes two keys: a (the earliest) goes early; and so on
 	same(t, "emit early", render(d.Output("out"), long), []string{"a=2@5", "b=1@7", "a=3@12"})
 
+	d = driver(t, build(dsl.SuppressOptions{MaxBytes: 1, WhenFull: dsl.EmitEarlyWhenFull}), 1)
+	pipeAll(t, d, recs)
+	// every entry is over a byte: each change goes at once
+	same(t, "emit early by bytes", render(d.Output("out"), long), []string{"a=1@0", "a=2@5", "b=1@7", "a=3@12", "c=1@30"})
+
 	d = driver(t, build(dsl.SuppressOptions{MaxRecords: 1}), 1)
 	pipe(t, d, "in", "a", "x", 0)
 	err := d.Pipe("in", []byte("b"), []byte("x"), nil, t0.Add(7*time.Millisecond))
@@ -87,4 +93,38 @@ func TestSuppressUntilTimeLimit(t *testing.T) {
 	}(), stream.LocalConfig{}); err == nil || !strings.Contains(err.Error(), "not final") {
 		t.Errorf("until the window closes with a buffer that emits early: %v", err)
 	}
+}
+
+// Suppress after sliding windows, which hold their end: a window goes out
+// once the stream time reaches its end plus grace, one millisecond before
+// the aggregation stops taking records for it, so a record at that very
+// time updates it and it goes out again. Kafka Streams 4.4's
+// TopologyTestDriver gives these records for the same input (sliding
+// windows of 10 s, no grace, suppress until the windows close).
+func TestSuppressSlidingEmitsAtEnd(t *testing.T) {
+	w := dsl.SlidingWindows(10*time.Second, 0)
+	keys := dsl.WindowedKey(serde.String{}, w)
+	topo := windowedTopo(func(topo *stream.Topology) (string, serde.Serde[dsl.Windowed[string]]) {
+		dsl.WindowedCount[string, string](topo, "count", "counts", w, serde.String{}, dsl.WindowOptions{}, "in")
+		dsl.SuppressUntilWindowCloses(topo, "final", "buffer", w, keys, serde.Int64{}, dsl.SuppressOptions{}, "count")
+		return "final", keys
+	})
+	d := driver(t, topo, 1)
+	var got []string
+	for _, at := range []int64{10000, 20000, 20000, 40000} {
+		if err := d.Pipe("in", []byte("a"), []byte("x"), nil, time.UnixMilli(at)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Output("out") {
+			k, _ := keys.Deserialize(r.Key)
+			got = append(got, fmt.Sprintf("after %d: %d/%d=%s@%d", at, k.Start, k.End, long(r.Value), r.Timestamp.UnixMilli()))
+		}
+	}
+	same(t, "output", got, []string{
+		"after 10000: 0/10000=1@10000",
+		"after 20000: 10000/20000=2@20000",
+		"after 20000: 10000/20000=3@20000",
+		"after 40000: 10001/20001=2@20000",
+		"after 40000: 30000/40000=1@40000",
+	})
 }

@@ -33,8 +33,9 @@ import (
 // and session windows hand a nil value (of a type that can be nil) to the
 // aggregator, and Count counts it, as Kafka Streams does. A record too late
 // for a window (the window closed: the operator's stream time passed its
-// end plus grace) is not added to it; a record too late for any of its
-// windows is counted once as stream.DropLateRecord and logged at debug.
+// end plus grace) is not added to it; a record too late for one or more of
+// its windows is counted once as stream.DropLateRecord (Kafka Streams counts
+// each window) and logged at debug.
 
 // WindowOptions are the per-operator settings of a windowed aggregation.
 type WindowOptions struct {
@@ -42,8 +43,8 @@ type WindowOptions struct {
 	// changelogged or not. Its changelog is compacted and deleted past the
 	// retention (plus a day's margin).
 	Store stream.StoreOptions
-	// Retention is how long the store keeps a window, measured from its
-	// start in the store's observed time. Zero, and anything shorter, is
+	// Retention is how long the store keeps a window, past its start
+	// (sessions: past their end) in the store's observed time. Zero, and anything shorter, is
 	// the least a correct result needs: the windows' size plus grace
 	// (sliding windows: twice the difference plus grace; sessions: gap plus
 	// grace), Kafka Streams' default. Longer keeps windows readable from the
