@@ -417,7 +417,29 @@ func (l *loop) createRepartition() error {
 		return fmt.Errorf("create %s: %w", l.repart, err)
 	}
 	l.partitioner = kgo.StickyKeyPartitioner(nil).ForTopic(l.repart)
-	return nil
+	// Wait until every partition has a leader that answers: a member whose
+	// first metadata lacks the topic would not consume it until its next
+	// metadata refresh, seconds later (kgen and Kafka Streams create their
+	// repartition topics before they join the group too).
+	for {
+		ends, err := adm.ListEndOffsets(ctx, l.repart)
+		ready := 0
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					ready++
+				}
+			})
+		}
+		if ready == int(l.repartParts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: partitions not ready: %w", l.repart, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // add counts r in its tumbling window and calls out with the window's new
