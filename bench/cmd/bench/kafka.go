@@ -437,6 +437,25 @@ func (c *cluster) checkWindowCounts(ctx context.Context, topic string, committed
 	if err != nil {
 		return err
 	}
+	bad = append(bad, compareWindows(last, seen, final, truth, closed)...)
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("windowed counts in %q differ from the input: %s", topic, strings.Join(bad[:min(len(bad), 5)], "; "))
+	}
+	return nil
+}
+
+// compareWindows compares a windowed count's output, the largest count
+// and the number of records seen per window, with the source: emitting
+// updates, every window with its count; final, exactly the windows that
+// close, once each. It returns up to five differences.
+func compareWindows(last map[window]int64, seen map[window]int, final bool, truth map[window]int64, closed map[window]bool) []string {
+	var bad []string
+	note := func(format string, args ...any) {
+		if len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
 	want := truth
 	if final {
 		want = map[window]int64{}
@@ -454,14 +473,14 @@ func (c *cluster) checkWindowCounts(ctx context.Context, topic string, committed
 	}
 	for w := range last {
 		if _, ok := want[w]; !ok {
-			note("key %q window %d: emitted, but not a window of the source that closes", w.key, w.start)
+			if final {
+				note("key %q window %d: emitted, but not a window of the source that closes", w.key, w.start)
+			} else {
+				note("key %q window %d: emitted, but not a window of the source", w.key, w.start)
+			}
 		}
 	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return fmt.Errorf("windowed counts in %q differ from the input: %s", topic, strings.Join(bad, "; "))
-	}
-	return nil
+	return bad
 }
 
 // restoreWindowKeys is how many keys the window store RestoreWindow

@@ -30,3 +30,38 @@ func TestWindowsOf(t *testing.T) {
 		t.Errorf("Windows, ClosedWindows = %d, %d; want 4, 1", src.Windows, src.ClosedWindows)
 	}
 }
+
+// The output check catches a wrong count, a missing window, a window
+// emitted twice or emitted before it closed, and a window that never was.
+func TestCompareWindows(t *testing.T) {
+	truth := map[window]int64{{"a", 0}: 2, {"b", 0}: 1, {"a", 60_000}: 1}
+	closed := map[window]bool{{"a", 0}: true, {"b", 0}: true}
+	once := func(ws ...window) map[window]int {
+		m := map[window]int{}
+		for _, w := range ws {
+			m[w]++
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		final bool
+		last  map[window]int64
+		seen  map[window]int
+		ok    bool
+	}{
+		{"updates right", false, map[window]int64{{"a", 0}: 2, {"b", 0}: 1, {"a", 60_000}: 1}, nil, true},
+		{"updates short", false, map[window]int64{{"a", 0}: 1, {"b", 0}: 1, {"a", 60_000}: 1}, nil, false},
+		{"updates missing", false, map[window]int64{{"a", 0}: 2, {"b", 0}: 1}, nil, false},
+		{"updates extra", false, map[window]int64{{"a", 0}: 2, {"b", 0}: 1, {"a", 60_000}: 1, {"c", 0}: 1}, nil, false},
+		{"final right", true, map[window]int64{{"a", 0}: 2, {"b", 0}: 1}, once(window{"a", 0}, window{"b", 0}), true},
+		{"final twice", true, map[window]int64{{"a", 0}: 2, {"b", 0}: 1}, once(window{"a", 0}, window{"a", 0}, window{"b", 0}), false},
+		{"final open window", true, map[window]int64{{"a", 0}: 2, {"b", 0}: 1, {"a", 60_000}: 1}, once(window{"a", 0}, window{"b", 0}, window{"a", 60_000}), false},
+		{"final missing", true, map[window]int64{{"a", 0}: 2}, once(window{"a", 0}), false},
+	} {
+		bad := compareWindows(tc.last, tc.seen, tc.final, truth, closed)
+		if (len(bad) == 0) != tc.ok {
+			t.Errorf("%s: differences %q, want ok=%v", tc.name, bad, tc.ok)
+		}
+	}
+}
