@@ -57,7 +57,7 @@ type runRecord struct {
 }
 
 func (r runRecord) line() string {
-	s := fmt.Sprintf("%-11s %-8s %-13s run %d: ", r.Workload, r.Contender, r.Guarantee, r.Run)
+	s := fmt.Sprintf("%-21s %-8s %-13s run %d: ", r.Workload, r.Contender, r.Guarantee, r.Run)
 	switch r.Status {
 	case "ok":
 		return s + fmt.Sprintf("%.0f records/s, %.1f MB/s, %.2f CPU s/M, peak RSS %s, first output %.0f ms",
