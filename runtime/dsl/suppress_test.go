@@ -29,7 +29,8 @@ func TestSuppressUntilWindowCloses(t *testing.T) {
 }
 
 // Suppress after sessions drops a merged-away session's tombstone: its
-// last change is a deletion.
+// last change is a deletion. (Kafka Streams 4.4's TopologyTestDriver gives
+// the same two records for this input.)
 func TestSuppressSessionsDropsTombstones(t *testing.T) {
 	w := dsl.SessionWindows(10 * ms)
 	keys := dsl.SessionKey(serde.String{})
@@ -47,7 +48,8 @@ func TestSuppressSessionsDropsTombstones(t *testing.T) {
 // Suppress until a time limit, on a plain count: a key's latest change, once
 // the node's stream time is the limit past the key's first buffered change
 // (later changes keep its place); with a bounded buffer, the policy when
-// full.
+// full. Unbounded and emitting early by records or bytes, the outputs are
+// those of Kafka Streams 4.4's TopologyTestDriver for the same input.
 func TestSuppressUntilTimeLimit(t *testing.T) {
 	s := serde.String{}
 	build := func(opts dsl.SuppressOptions) *stream.Topology {
