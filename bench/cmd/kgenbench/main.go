@@ -193,6 +193,15 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	defer timeout.Stop()
 	select {
 	case <-tr.Done():
+		if restoring {
+			// The restore is timed; now let every task's Init count its
+			// store. Init may run a little after its task's restore (once
+			// the task's committed stream times are read), so wait for it,
+			// not for long: a store short of entries never gets there.
+			for wait := time.Now().Add(30 * time.Second); held.Load() < a.Expect && time.Now().Before(wait); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 		cancel() // a clean stop: commit, flush, close the stores, leave the group
 		err = <-runErr
 	case err = <-runErr:
@@ -376,7 +385,7 @@ func (h *restoreWatch) WithGroup(name string) slog.Handler {
 }
 
 // holdCounter adds the number of entries its task's store holds to held
-// when it starts, which is once the store is restored.
+// when it starts, which is after the store is restored.
 type holdCounter struct {
 	held *atomic.Int64
 }
