@@ -87,3 +87,14 @@ func TestSessionAggregateMerges(t *testing.T) {
 	}
 	same(t, "output", got, []string{"0/0=x@0", "30/30=y@30", "0/0=-@0", "30/30=-@30", "0/30=((|x)|y)z@30"})
 }
+
+// A session stays in the store until it is emitted: at the stream time
+// where the store's retention (gap plus grace past the session's end) would
+// drop it, it is not closed yet (a record at its end plus gap could still
+// extend it).
+func TestSessionFinalAtRetention(t *testing.T) {
+	topo, keys := sessionTopo(dsl.SessionWindows(10*ms), dsl.WindowOptions{Emit: dsl.EmitFinal})
+	d := driver(t, topo, 1)
+	pipeAll(t, d, []in{{"a", 0}, {"b", 10}, {"b", 11}})
+	same(t, "output", windowedOut(t, d, keys), []string{"a@0/0=1@0"})
+}

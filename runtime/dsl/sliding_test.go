@@ -93,7 +93,7 @@ func TestSlidingWindowsProperty(t *testing.T) {
 			times = append(times, at)
 			pipe(t, d, "in", "a", "x", time.Duration(at))
 		}
-		ws := d.Store("counts").(state.WindowStore[string, dsl.ValueAndTimestamp[int64]])
+		ws := d.Store("counts").(state.WindowStore[string, state.ValueAndTimestamp[int64]])
 		it, err := ws.All()
 		if err != nil {
 			t.Fatal(err)

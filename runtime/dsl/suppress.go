@@ -134,6 +134,9 @@ func addSuppress[K, V any](t *stream.Topology, name, store string, ks serde.Serd
 	if opts.MaxRecords < 0 || opts.MaxBytes < 0 {
 		rule.check = errors.Join(rule.check, errors.New("negative buffer bounds"))
 	}
+	if opts.IdleClose < 0 {
+		rule.check = errors.Join(rule.check, fmt.Errorf("idle close %v is negative", opts.IdleClose))
+	}
 	if opts.WhenFull != ShutDownWhenFull && opts.WhenFull != EmitEarlyWhenFull {
 		rule.check = errors.Join(rule.check, fmt.Errorf("unknown buffer policy %d", opts.WhenFull))
 	}
