@@ -60,7 +60,7 @@ type App struct {
 	// topicsKnown is set once partitions is complete and no longer
 	// written: queries read it from other goroutines only then.
 	topicsKnown atomic.Bool
-	topicSub   map[string]int   // source topic -> sub-topology
+	topicSub    map[string]int // source topic -> sub-topology
 	// maxMessageBytes is the max.message.bytes of each sink and
 	// dead-letter topic, read at start: it bounds the producer's batches
 	// for the topic, and a dead letter larger is sent truncated.
