@@ -433,14 +433,19 @@ func TestCachePeek(t *testing.T) {
 		key, want string
 		ok        bool
 	}{{"a", "cached", true}, {"b", "", false}, {"c", "back-c", true}, {"d", "", false}} {
-		// Peeking c and d twice each would fill a 2-entry cache holding two
-		// dirty entries if Peek cached what it read.
 		for range 2 {
 			v, ok, err := c.Peek([]byte(tc.key))
 			if err != nil || ok != tc.ok || string(v) != tc.want {
 				t.Fatalf("Peek(%s) = %q, %v, %v; want %q, %v", tc.key, v, ok, err, tc.want, tc.ok)
 			}
 		}
+	}
+	// Had Peek cached c, the cache would still hold its old value.
+	if err := mem.Put([]byte("c"), []byte("new-c")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := c.Get([]byte("c")); string(v) != "new-c" {
+		t.Fatalf("Get(c) = %q: Peek cached what it read", v)
 	}
 	v, _, _ := c.Peek([]byte("a"))
 	v[0] = 'X' // the caller's copy
