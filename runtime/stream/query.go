@@ -220,7 +220,9 @@ func (a *App) readLocal(store string, id TaskID, stale bool, read func(b storeRe
 	for pass := 0; pass < 2; pass++ {
 		for _, u := range units {
 			done, err := func() (bool, error) {
+				u.queriesWaiting.Add(1)
 				u.qmu.Lock()
+				u.queriesWaiting.Add(-1)
 				defer u.qmu.Unlock()
 				if u.closed {
 					return false, nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -51,6 +52,10 @@ type unit struct {
 	// (from a poll's return to AllowRebalance, and in the rebalance
 	// callbacks), so a query that holds it may read the tasks' stores.
 	qmu sync.Mutex
+	// queriesWaiting counts queries waiting for qmu: the unit lets them
+	// in between tasks (yieldToQueries) instead of at the end of its
+	// window, 50 ms away.
+	queriesWaiting atomic.Int32
 
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
@@ -149,6 +154,18 @@ func (u *unit) queryLocked(fn func(context.Context, *kgo.Client, map[string][]in
 		u.qmu.Lock()
 		defer u.qmu.Unlock()
 		fn(ctx, cl, parts)
+	}
+}
+
+// yieldToQueries lets the queries waiting for the query lock read, at a
+// point where every task's stores hold whole records' writes. A query
+// that has waited over a millisecond puts the mutex in starvation mode,
+// where Unlock hands it over to the waiter; one that has not may wait for
+// the next task.
+func (u *unit) yieldToQueries() {
+	if u.queriesWaiting.Load() > 0 {
+		u.qmu.Unlock()
+		u.qmu.Lock()
 	}
 }
 
@@ -311,6 +328,7 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		if err := t.punctuate(WallClock, now.UnixMilli()); err != nil {
 			return err
 		}
+		u.yieldToQueries()
 	}
 	if processed > 0 {
 		u.cm.uncommitted = true
