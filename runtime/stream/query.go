@@ -182,7 +182,8 @@ func (a *App) KeyOwner(store string, key []byte) (KeyLocation, error) {
 }
 
 // Owners lists every task the group's last assignment placed, with its
-// active and standby instances, by task id; nil before the first one.
+// active and standby instances, by task id (Store left empty: a task holds
+// every store of its sub-topology); nil before the first one.
 func (a *App) Owners() []KeyLocation {
 	m := a.owners()
 	if m == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -23,9 +24,9 @@ type queryInstance struct {
 	waited bool
 }
 
-func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int) *queryInstance {
+func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener) *queryInstance {
 	t.Helper()
-	app, err := stream.New(countTopology(in, out, nil), stream.Brokers(c.Seeds()...),
+	app, err := stream.New(countTopology(in, out, persistent), stream.Brokers(c.Seeds()...),
 		stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
 		stream.AdvertisedAddress(name+".example:8080"),
 		stream.Parallelism(parallelism), stream.StandbyReplicas(1), stream.CommitInterval(100*time.Millisecond),
@@ -49,11 +50,14 @@ func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name
 	return qi
 }
 
+// queryOutcomes counts what the queries of a test got.
+type queryOutcomes struct{ fresh, stale, notAvailable, notLocal int }
+
 // queryAnswer asks every instance where key lives, checks that they agree
 // and that the owner's answer is count or "not available", never another
 // value. It returns whether the owner answered, and so whether the key is
 // settled.
-func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[string]bool, key string, want int64) bool {
+func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[string]bool, key string, want int64, seen *queryOutcomes) bool {
 	t.Helper()
 	var owner string
 	for name, qi := range insts {
@@ -87,10 +91,12 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 		var nl *stream.NotLocalError
 		switch {
 		case errors.As(err, &na):
+			seen.notAvailable++
 			if !na.Retry && !stopped[name] {
 				t.Fatalf("instance %s: Get(%s): %v, not to be retried, on a running instance", name, key, err)
 			}
 		case errors.As(err, &nl):
+			seen.notLocal++
 			if nl.Owner.ID == name || nl.Owner.ID == "" {
 				t.Fatalf("instance %s: Get(%s): %v names this instance or none", name, key, err)
 			}
@@ -99,6 +105,7 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 		case !ok || got != want:
 			t.Fatalf("instance %s: Get(%s) = %d, %v (served by %+v), want %d", name, key, got, ok, served, want)
 		default:
+			seen.fresh++
 			if served.Instance.ID != name || served.Stale || served.Lag != 0 {
 				t.Fatalf("instance %s: Get(%s) served by %+v, want this instance, fresh", name, key, served)
 			}
@@ -106,6 +113,9 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 		}
 		// A stale read may lag, never lead or invent.
 		got, ok, served, err = qi.view.AllowStale().Get(key)
+		if err == nil && served.Stale {
+			seen.stale++
+		}
 		if err == nil && (!ok && !served.Stale || got > want || !served.Stale && got != want) {
 			t.Fatalf("instance %s: stale Get(%s) = %d, %v (served by %+v), want at most %d", name, key, got, ok, served, want)
 		}
@@ -118,6 +128,12 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 // view, then stops one instance and keeps querying while its tasks move:
 // every answer is the true count or "not available", never another value.
 func TestQueryThreeInstances(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) { testQueryThreeInstances(t, kind.persistent) })
+	}
+}
+
+func testQueryThreeInstances(t *testing.T, persistent state.Opener) {
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 6, nil), c.CreateTopic(t, 6, nil)
 	appID := "query-" + in
@@ -125,7 +141,7 @@ func TestQueryThreeInstances(t *testing.T) {
 	produceAll(t, c.Client(t), recs)
 	insts := map[string]*queryInstance{}
 	for i, name := range []string{"a", "b", "c"} {
-		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2)
+		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2, persistent)
 	}
 	waitCaughtUp(t, c.Admin(t), appID, in)
 	keys := make([]string, 0, len(truth))
@@ -136,13 +152,14 @@ func TestQueryThreeInstances(t *testing.T) {
 
 	// Every key settles: its owner answers the true count, the others
 	// name the owner.
+	var seen queryOutcomes
 	settle := func(stopped map[string]bool) {
 		t.Helper()
 		pending := keys
 		for deadline := time.Now().Add(time.Minute); len(pending) > 0; {
 			var next []string
 			for _, k := range pending {
-				if !queryAnswer(t, insts, stopped, k, truth[k]) {
+				if !queryAnswer(t, insts, stopped, k, truth[k], &seen) {
 					next = append(next, k)
 				}
 			}
@@ -150,6 +167,7 @@ func TestQueryThreeInstances(t *testing.T) {
 			if len(pending) > 0 && time.Now().After(deadline) {
 				t.Fatalf("%d keys never answered by their owner, %s first", len(pending), pending[0])
 			}
+			time.Sleep(time.Millisecond) // pacing, as above
 		}
 	}
 	settle(nil)
@@ -204,15 +222,16 @@ func TestQueryThreeInstances(t *testing.T) {
 	stopped := map[string]bool{victim: true}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		for _, k := range keys[:50] {
-			queryAnswer(t, insts, stopped, k, truth[k])
+			queryAnswer(t, insts, stopped, k, truth[k], &seen)
 		}
+		time.Sleep(time.Millisecond) // pacing the queries on a shared machine, not waiting for anything
 	}
 	insts[victim].waited = true
 	if err := <-insts[victim].done; err != nil {
 		t.Fatalf("instance %s: %v", victim, err)
 	}
 	settle(stopped)
-	t.Logf("stopped %s; every key answered by a survivor", victim)
+	t.Logf("stopped %s; every key answered by a survivor; answers over the test: %+v", victim, seen)
 }
 
 // TestQueryNotStarted: before Run, queries say to retry, and a view of the
