@@ -24,9 +24,9 @@ type queryInstance struct {
 	waited bool
 }
 
-func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener) *queryInstance {
+func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener, g stream.GuaranteeKind) *queryInstance {
 	t.Helper()
-	app, err := stream.New(countTopology(in, out, persistent), stream.Brokers(c.Seeds()...),
+	app, err := stream.New(countTopology(in, out, persistent), stream.Brokers(c.Seeds()...), stream.Guarantee(g),
 		stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
 		stream.AdvertisedAddress(name+".example:8080"),
 		stream.Parallelism(parallelism), stream.StandbyReplicas(1), stream.CommitInterval(100*time.Millisecond),
@@ -129,11 +129,12 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 // every answer is the true count or "not available", never another value.
 func TestQueryThreeInstances(t *testing.T) {
 	for _, kind := range storeKinds {
-		t.Run(kind.name, func(t *testing.T) { testQueryThreeInstances(t, kind.persistent) })
+		t.Run(kind.name, func(t *testing.T) { testQueryThreeInstances(t, kind.persistent, stream.AtLeastOnce) })
 	}
+	t.Run("pebble-exactly-once", func(t *testing.T) { testQueryThreeInstances(t, onDisk, stream.ExactlyOnce) })
 }
 
-func testQueryThreeInstances(t *testing.T, persistent state.Opener) {
+func testQueryThreeInstances(t *testing.T, persistent state.Opener, g stream.GuaranteeKind) {
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 6, nil), c.CreateTopic(t, 6, nil)
 	appID := "query-" + in
@@ -141,7 +142,7 @@ func testQueryThreeInstances(t *testing.T, persistent state.Opener) {
 	produceAll(t, c.Client(t), recs)
 	insts := map[string]*queryInstance{}
 	for i, name := range []string{"a", "b", "c"} {
-		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2, persistent)
+		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2, persistent, g)
 	}
 	waitCaughtUp(t, c.Admin(t), appID, in)
 	keys := make([]string, 0, len(truth))
