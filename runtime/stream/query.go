@@ -24,8 +24,8 @@ import (
 
 // Instance is one instance of an application, as the group knows it.
 type Instance struct {
-	ID      string // its InstanceID
-	Address string // its AdvertisedAddress; "" when it advertises none
+	ID      string `json:"id"`                // its InstanceID
+	Address string `json:"address,omitempty"` // its AdvertisedAddress; "" when it advertises none
 }
 
 // KeyLocation says where the data of a key of a store lives, as of the
@@ -48,16 +48,16 @@ type KeyLocation struct {
 
 // Served says who answered a query and how fresh the answer is.
 type Served struct {
-	Instance Instance
-	Task     TaskID
+	Instance Instance `json:"instance"`
+	Task     TaskID   `json:"task"`
 	// Stale is true when the answer came from a copy that follows the
 	// changelog (a standby, or an active task still restoring), which the
 	// caller allowed (AllowStale); false for a running active task.
-	Stale bool
+	Stale bool `json:"stale"`
 	// Lag is how many changelog records the copy had yet to apply as of
 	// its last fetch: 0 for a running active task, which writes the
 	// changelog.
-	Lag int64
+	Lag int64 `json:"lag"`
 }
 
 // NotAvailableError says that no copy this instance may answer from holds

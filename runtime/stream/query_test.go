@@ -24,13 +24,13 @@ type queryInstance struct {
 	waited bool
 }
 
-func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener, g stream.GuaranteeKind) *queryInstance {
+func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener, g stream.GuaranteeKind, more ...stream.Option) *queryInstance {
 	t.Helper()
-	app, err := stream.New(countTopology(in, out, persistent), stream.Brokers(c.Seeds()...), stream.Guarantee(g),
+	app, err := stream.New(countTopology(in, out, persistent), append([]stream.Option{stream.Brokers(c.Seeds()...), stream.Guarantee(g),
 		stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
-		stream.AdvertisedAddress(name+".example:8080"),
-		stream.Parallelism(parallelism), stream.StandbyReplicas(1), stream.CommitInterval(100*time.Millisecond),
-		stream.Logger(testLogger(t)))
+		stream.AdvertisedAddress(name + ".example:8080"),
+		stream.Parallelism(parallelism), stream.StandbyReplicas(1), stream.CommitInterval(100 * time.Millisecond),
+		stream.Logger(testLogger(t))}, more...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
