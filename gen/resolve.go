@@ -788,18 +788,7 @@ func (r *resolver) subtopologies() {
 		o.UpSubtopology = ids["op:"+o.entryNode()]
 		n = max(n, o.Subtopology+1)
 	}
-	// readBy is the sub-topology reading topic t, -1 for none.
-	readBy := func(t *TopicNode) int {
-		switch {
-		case len(t.Readers) > 0:
-			return t.Readers[0].Subtopology
-		case len(t.OpReaders) > 0:
-			return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
-		case t.Table != nil:
-			return t.Table.Subtopology
-		}
-		return -1
-	}
+	readBy := (*TopicNode).readBy
 	// Co-partitioning: every topic a sub-topology reads must have the same
 	// partition count, when counts are given.
 	for id := range n {
@@ -817,6 +806,45 @@ func (r *resolver) subtopologies() {
 			}
 		}
 	}
+}
+
+// readBy is the sub-topology reading topic t, -1 for none.
+func (t *TopicNode) readBy() int {
+	switch {
+	case len(t.Readers) > 0:
+		return t.Readers[0].Subtopology
+	case len(t.OpReaders) > 0:
+		return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
+	case t.Table != nil:
+		return t.Table.Subtopology
+	}
+	return -1
+}
+
+// CopartitionGroups are the groups of the user's topics (repartition
+// topics left out: the application makes them) read by one sub-topology,
+// which must have the same partition count; each group has two topics or
+// more, in spec order.
+func (g *Graph) CopartitionGroups() [][]string {
+	bySub := map[int][]string{}
+	var order []int
+	for _, t := range g.Topics {
+		id := t.readBy()
+		if id < 0 || t.Repartition {
+			continue
+		}
+		if _, ok := bySub[id]; !ok {
+			order = append(order, id)
+		}
+		bySub[id] = append(bySub[id], t.Name.Value)
+	}
+	var out [][]string
+	for _, id := range order {
+		if len(bySub[id]) > 1 {
+			out = append(out, bySub[id])
+		}
+	}
+	return out
 }
 
 func validTopicName(s string) bool {

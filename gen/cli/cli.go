@@ -41,6 +41,8 @@ Commands:
 	graph [DIR]    print the topology as a Mermaid flowchart (-format dot for Graphviz)
 	produce TOPIC  write JSON lines from stdin to TOPIC, in the spec's types
 	consume TOPIC  print TOPIC's records as JSON lines, in the spec's types
+	topics [DIR]   create the spec's topics on a cluster, check those that exist
+	               (-dry-run prints the plan)
 	version        print kgen's version
 	help [CMD]     print this, or a command's usage and flags
 
@@ -84,6 +86,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return cmdProduce(rest, os.Stdin, stdout, stderr)
 	case "consume":
 		return cmdConsume(rest, stdout, stderr)
+	case "topics":
+		return cmdTopics(rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kgen: unknown command %q\n\n%s", cmd, usage)
 	return ExitUsage

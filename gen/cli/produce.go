@@ -52,12 +52,18 @@ type devLoopFlags struct {
 
 func (f *devLoopFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "dir", ".", "`directory` of the kgen.yaml whose topics and types to use")
+	fs.StringVar(&f.registry, "schema-registry", os.Getenv("KGEN_SCHEMA_REGISTRY"), "schema registry `URL`, for avro-confluent topics (env KGEN_SCHEMA_REGISTRY)")
+	f.registerConn(fs)
+}
+
+// registerConn registers the flags that reach the cluster: the seed
+// brokers, TLS and SASL.
+func (f *devLoopFlags) registerConn(fs *flag.FlagSet) {
 	brokers := os.Getenv("KGEN_BROKERS")
 	if brokers == "" {
 		brokers = "127.0.0.1:9092"
 	}
 	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed `brokers`: an app's development broker started with -dev-port, or any cluster (env KGEN_BROKERS)")
-	fs.StringVar(&f.registry, "schema-registry", os.Getenv("KGEN_SCHEMA_REGISTRY"), "schema registry `URL`, for avro-confluent topics (env KGEN_SCHEMA_REGISTRY)")
 	// The connection settings of the app's own flags, with the same
 	// variables, so a deployment's environment reaches the same cluster.
 	str := func(p *string, name, usage string) {
@@ -245,7 +251,7 @@ func produce(ctx context.Context, f devLoopFlags, topic string, stdin io.Reader)
 	}
 	td, ok := topics[topic]
 	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("topic %q on %s: %v (start the app first: it creates its topics)", topic, f.brokers, cmpErr(td.Err, "does not exist"))
+		return 0, fmt.Errorf("topic %q on %s: %v (kgen topics creates the topics of kgen.yaml; with -dev-port, the app's development broker has them)", topic, f.brokers, cmpErr(td.Err, "does not exist"))
 	}
 	for i, r := range recs {
 		if r.Partition >= int32(len(td.Partitions)) {

@@ -26,6 +26,13 @@ type StoreKind struct {
 	// kind, in order and with their timestamps, below the typed store: the
 	// writes are not logged again.
 	Restore func(b Backend, changes []Change) error
+	// ToChangelog, if not nil, turns a write to the backend (as the record
+	// cache hands it to the runtime at a commit) into the changelog record
+	// Kafka Streams writes for it: a kind whose backend layout is not its
+	// changelog's (a window store's segment prefix, a timestamped store's
+	// timestamp) converts it here, and ok false logs nothing (a kind's own
+	// bookkeeping key). Nil logs writes as they are.
+	ToChangelog func(c Change) (logged Change, ok bool)
 }
 
 // KeyValue is the kind of key-value stores (NewKeyValueStore): a compacted

@@ -207,11 +207,11 @@ func (b *coPartitionBalancer) addAssignmentUserData(out []kmsg.SyncGroupRequestG
 	owners := &ownerMap{tasks: map[TaskID]taskOwners{}}
 	instanceIdx := map[string]int{}
 	instance := func(m *balMember, info memberInfo) int {
-		i, ok := instanceIdx[m.instance]
+		i, ok := instanceIdx[m.inst.id]
 		if !ok {
 			i = len(owners.instances)
-			instanceIdx[m.instance] = i
-			owners.instances = append(owners.instances, Instance{ID: m.instance})
+			instanceIdx[m.inst.id] = i
+			owners.instances = append(owners.instances, Instance{ID: m.inst.id})
 		}
 		if owners.instances[i].Address == "" {
 			owners.instances[i].Address = info.Addr
@@ -232,7 +232,7 @@ func (b *coPartitionBalancer) addAssignmentUserData(out []kmsg.SyncGroupRequestG
 		info := infos[m]
 		versions[m.m.MemberID] = info.Version
 		if note := memberVersionNote(info); note != "" {
-			b.logger().Warn(note, "member", m.m.MemberID, "instance", m.instance)
+			b.logger().Warn(note, "member", m.m.MemberID, "instance", m.inst.id)
 		}
 		idx := instance(m, info)
 		if err := assignments[i].ReadFrom(out[i].MemberAssignment); err != nil {

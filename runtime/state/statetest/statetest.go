@@ -50,6 +50,10 @@ var Checks = []struct {
 	{"IteratorValuesKept", IteratorValuesKept},
 	{"RangeEmptyAndReversed", RangeEmptyAndReversed},
 	{"ClosedBackendErrors", ClosedBackendErrors},
+	{"WindowModel", WindowModel},
+	{"SessionModel", SessionModel},
+	{"TimestampedStore", TimestampedStore},
+	{"TimestampedWindowStore", TimestampedWindowStore},
 }
 
 // Run runs every check of Checks against each kind, as subtests named
