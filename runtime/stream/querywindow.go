@@ -20,8 +20,8 @@ var errReadOnly = errors.New("a query's view of a store is read-only")
 type readOnlyBackend struct{ r storeReader }
 
 func (b readOnlyBackend) Get(key []byte) ([]byte, bool, error) { return b.r.get(key) }
-func (b readOnlyBackend) Put([]byte, []byte) error              { return errReadOnly }
-func (b readOnlyBackend) Delete([]byte) error                   { return errReadOnly }
+func (b readOnlyBackend) Put([]byte, []byte) error             { return errReadOnly }
+func (b readOnlyBackend) Delete([]byte) error                  { return errReadOnly }
 func (b readOnlyBackend) Range(from, to []byte) (state.Iterator, error) {
 	return b.r.ts.backend.Range(from, to)
 }
