@@ -52,6 +52,11 @@ type App struct {
 	// schema registry (Config.SchemaRegistry, or an in-process one with the
 	// development broker).
 	RegisterSchemas func(context.Context, *sr.Client) error
+	// Queries, if set, returns the HTTP handlers of the application's store
+	// queries by store name (stream.KeyValueHandler), served on the ops
+	// endpoints (Config.MetricsAddr) at /v1/stores/{store}/keys/{key}. The
+	// instance's -advertised-address should reach them.
+	Queries func(*stream.App) (map[string]http.Handler, error)
 }
 
 // Run runs app until ctx ends (or, with stream.ExitWhenCaughtUp, until the
@@ -181,6 +186,13 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return err
 		}
 		handler := opsHandler(a, reg)
+		if app.Queries != nil {
+			qs, err := app.Queries(a)
+			if err != nil {
+				return err
+			}
+			handler = withQueries(handler, qs)
+		}
 		srv := opsServer(handler)
 		served := make(chan struct{})
 		go func() {
@@ -242,6 +254,16 @@ func devTopics(topics map[string]int32, cfg Config) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// withQueries adds the store query handlers to the ops handler.
+func withQueries(ops http.Handler, queries map[string]http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", ops)
+	for store, h := range queries {
+		mux.Handle("GET /v1/stores/"+store+"/keys/{key}", h)
+	}
+	return mux
 }
 
 // opsIdleTimeout closes a kept-alive ops connection that sends no request

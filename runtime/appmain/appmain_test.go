@@ -68,7 +68,7 @@ func TestRegisterFlags(t *testing.T) {
 	err := parse(t, &cfg, map[string]string{
 		"KGEN_BROKERS": "a:9092, b:9092", "KGEN_PARALLELISM": "3", "KGEN_GUARANTEE": "exactly-once",
 		"KGEN_STATIC_MEMBERSHIP": "1", "KGEN_TLS": "true", "KGEN_ON_PROCESS_ERROR": "dead-letter=dlq",
-		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s",
+		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s", "KGEN_ADVERTISED_ADDRESS": "pod-0.app:8080",
 	}, "-parallelism", "4", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password-file", "/run/secret",
 		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug")
 	if err != nil {
@@ -77,7 +77,7 @@ func TestRegisterFlags(t *testing.T) {
 	want := appmain.Config{
 		Brokers: []string{"a:9092", "b:9092"}, AppID: "preset", StateDir: "/kept", Parallelism: 4,
 		Guarantee: "exactly-once", SASLMechanism: "plain", SASLUser: "u", SASLPasswordFile: "/run/secret",
-		InstanceID: "pod-0", StaticMembership: true, TLS: true,
+		InstanceID: "pod-0", StaticMembership: true, TLS: true, AdvertisedAddress: "pod-0.app:8080",
 		OnDeserializeError: "continue", OnProcessError: "dead-letter=dlq", OnProduceError: "fail",
 		LogLevel: "debug", LogFormat: "json", ClientLogLevel: "warn", LogSummaryInterval: 30 * time.Second,
 		CacheRecords: &cache, ReplicationFactor: -1,

@@ -82,6 +82,10 @@ type Config struct {
 	// (stream.StaticMembership), which needs a stable InstanceID.
 	InstanceID       string
 	StaticMembership bool
+	// AdvertisedAddress is the host:port other instances and clients reach
+	// this instance's queries at (stream.AdvertisedAddress), told to the
+	// whole group; empty advertises none.
+	AdvertisedAddress string
 
 	TLS         bool   // connect with TLS
 	TLSCAFile   string // PEM file of the CA to trust; empty means the system pool
@@ -195,6 +199,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 	def("guarantee", str(&c.Guarantee, checkGuarantee), "processing `guarantee`: at-least-once or exactly-once")
 	def("instance-id", str(&c.InstanceID, nil), "`name` of this instance, stable across restarts; empty keeps the one stored in the state directory")
+	def("advertised-address", str(&c.AdvertisedAddress, checkAddr), "`host:port` at which other instances and clients reach this instance's store queries, told to the whole group; empty for none")
 	def("static-membership", &boolValue{p: &c.StaticMembership}, "join as a static group member: a restart within the session timeout causes no rebalance")
 	def("tls", &boolValue{p: &c.TLS}, "connect to the brokers with TLS")
 	def("tls-ca", str(&c.TLSCAFile, nil), "PEM `file` of the CA to trust; empty means the system's")
@@ -343,7 +348,7 @@ func (c Config) Validate() error {
 		name, value string
 		fn          func(string) error
 	}{{"log-level", c.LogLevel, checkLogLevel}, {"log-format", c.LogFormat, checkLogFormat}, {"client-log-level", c.ClientLogLevel, checkClientLogLevel},
-		{"metrics-addr", c.MetricsAddr, checkAddr}, {"schema-registry", c.SchemaRegistry, checkURL}} {
+		{"metrics-addr", c.MetricsAddr, checkAddr}, {"advertised-address", c.AdvertisedAddress, checkAddr}, {"schema-registry", c.SchemaRegistry, checkURL}} {
 		if l.value != "" {
 			check(l.name, l.value, l.fn)
 		}
@@ -398,6 +403,9 @@ func (c Config) runOptions() ([]stream.Option, error) {
 	}
 	if c.StaticMembership {
 		opts = append(opts, stream.StaticMembership())
+	}
+	if c.AdvertisedAddress != "" {
+		opts = append(opts, stream.AdvertisedAddress(c.AdvertisedAddress))
 	}
 	switch c.Guarantee {
 	case "", "at-least-once":

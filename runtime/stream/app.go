@@ -57,7 +57,10 @@ type App struct {
 	adm        *kadm.Client
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
-	topicSub   map[string]int   // source topic -> sub-topology
+	// topicsKnown is set once partitions is complete and no longer
+	// written: queries read it from other goroutines only then.
+	topicsKnown atomic.Bool
+	topicSub    map[string]int // source topic -> sub-topology
 	// maxMessageBytes is the max.message.bytes of each sink and
 	// dead-letter topic, read at start: it bounds the producer's batches
 	// for the topic, and a dead letter larger is sent truncated.
@@ -218,6 +221,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
+	a.topicsKnown.Store(true)
 	var ends kadm.ListedOffsets
 	if a.cfg.exitCaughtUp {
 		if ends, err = a.adm.ListEndOffsets(ctx, a.topo.SourceTopics()...); err != nil {

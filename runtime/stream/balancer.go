@@ -36,11 +36,22 @@ type coPartitionBalancer struct {
 	assigned []TaskID        // standby tasks from the last assignment
 	actives  map[TaskID]bool // active tasks of the last assignment
 	version  int             // bumped with every assignment
+	// owners are the task owners the leader sent with the last
+	// assignment, nil if it sent none; ownersSeq orders them among the
+	// units of the App (the newest wins).
+	owners    *ownerMap
+	ownersSeq uint64
 }
 
 // memberInfo is a member's join user data.
 type memberInfo struct {
+	// Version is the group metadata's version (groupMetaVersion when
+	// encoded; 1 for a member of a kgen before versions were written).
+	Version  int    `json:"v,omitempty"`
 	Instance string `json:"i"`
+	// Addr is the instance's advertised address (AdvertisedAddress), for
+	// queries; empty when it advertises none.
+	Addr string `json:"a,omitempty"`
 	// State lists the tasks this member holds state for, with how far its
 	// stores are (the sum of their changelog offsets).
 	State []taskOffset `json:"s,omitempty"`
@@ -110,9 +121,9 @@ func (b *coPartitionBalancer) ParseSyncAssignment(assignment []byte) (map[string
 	}
 	// Standbys the member cannot use are dropped, not fatal: an error here
 	// would fail the sync and cost the member its active tasks too.
-	standbys, err := decodeStandbys(a.UserData, len(b.subs))
+	standbys, owners, err := decodeAssignment(a.UserData, len(b.subs))
 	if err != nil {
-		b.logger().Warn("ignoring standby tasks from the group leader", "error", err)
+		b.logger().Warn("ignoring part of the group leader's assignment", "error", err)
 	}
 	parts, err := kgo.ParseConsumerSyncAssignment(assignment)
 	if err != nil {
@@ -129,6 +140,7 @@ func (b *coPartitionBalancer) ParseSyncAssignment(assignment []byte) (map[string
 	}
 	b.mu.Lock()
 	b.assigned, b.actives = standbys, actives
+	b.owners, b.ownersSeq = owners, ownersSeq.Add(1)
 	b.version++
 	b.mu.Unlock()
 	return parts, nil
@@ -170,7 +182,7 @@ func (b *coPartitionBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[strin
 	if b.standbys > 0 {
 		g.placeStandbys(owner, b.standbys)
 	}
-	return &standbyPlan{plan: plan, members: g.members}
+	return &standbyPlan{plan: plan, members: g.members, b: b}
 }
 
 func formatTaskIDs(ids []TaskID) string {
@@ -227,29 +239,16 @@ func (b *coPartitionBalancer) keepCoPartitioned(plan *kgo.BalancePlan) {
 	}
 }
 
-// standbyPlan adds each member's standby tasks to its assignment.
+// standbyPlan adds each member's standby tasks to its assignment, and the
+// owners of every task (queryAssignment, querymeta.go).
 type standbyPlan struct {
 	plan    *kgo.BalancePlan
 	members []*balMember
+	b       *coPartitionBalancer
 }
 
 func (p *standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
 	out := p.plan.IntoSyncAssignment()
-	byID := map[string]*balMember{}
-	for _, m := range p.members {
-		byID[m.m.MemberID] = m
-	}
-	for i := range out {
-		m := byID[out[i].MemberID]
-		if m == nil || len(m.standbys) == 0 {
-			continue
-		}
-		var a kmsg.ConsumerMemberAssignment
-		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
-			continue
-		}
-		a.UserData = encodeStandbys(m.standbys)
-		out[i].MemberAssignment = a.AppendTo(nil)
-	}
+	p.b.addAssignmentUserData(out, p.members)
 	return out
 }

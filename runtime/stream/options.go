@@ -37,6 +37,9 @@ type config struct {
 	purgeInterval  time.Duration
 	onStateChange  func(from, to State)
 	now            func() time.Time
+	// advertisedAddress is where this instance answers queries, told to
+	// the group (querymeta.go).
+	advertisedAddress string
 
 	onProcessError     ErrorPolicy
 	onDeserializeError ErrorPolicy
@@ -87,6 +90,13 @@ func AppID(id string) Option { return func(c *config) { c.appID = id } }
 // stable across restarts. Default: an id created once and kept in the state
 // directory, so a restart with the same state directory keeps it.
 func InstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
+
+// AdvertisedAddress is the host:port at which this instance answers queries
+// of its stores (the generated main's ops server), told to every instance
+// of the app through the group, so that any of them can say where a key's
+// store lives (App.KeyOwner). Default: none; the instance's tasks are then
+// listed without an address. It is not checked: it is for the callers.
+func AdvertisedAddress(addr string) Option { return func(c *config) { c.advertisedAddress = addr } }
 
 // StaticMembership makes each unit a static member of the consumer group
 // (KIP-345), named by the instance id and the unit's index. A restart within
