@@ -20,6 +20,9 @@ func TestParseErrors(t *testing.T) {
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
 		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{`kgen.yaml:4:39: operator "o": window is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
 		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
+		{"cleanup policy", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: {cleanup.policy: compacted}}\n", []string{`kgen.yaml:4:61: topic "t": configs: cleanup.policy "compacted": want delete, compact or compact,delete`}},
+		{"configs not a mapping", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: [a]}\n", []string{`kgen.yaml:4:44: topic "t": configs: want a mapping of config names to values, got a list`}},
+		{"configs of a repartition topic", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, repartition: true, configs: {retention.ms: 1}}\n", []string{`kgen.yaml:4:64: topic "t": configs: a repartition topic is the application's own, created with the configs it needs; give configs to the user's topics only`}},
 		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +39,21 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTopicConfigs: a topic's configs are kept in order, values as written.
+func TestTopicConfigs(t *testing.T) {
+	s, err := Parse("kgen.yaml", []byte("version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: {cleanup.policy: \"compact,delete\", retention.ms: 86400000}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range s.Topics[0].Configs {
+		got = append(got, c.Key.Value+"="+c.Value.Value)
+	}
+	if diff := cmp.Diff([]string{"cleanup.policy=compact,delete", "retention.ms=86400000"}, got); diff != "" {
+		t.Errorf("configs (-want +got):\n%s", diff)
 	}
 }
 
