@@ -332,7 +332,7 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 	}
 	// rows says what an operator keeps in its store, from the spec alone.
 	rows := func(o *schema.Operator) string {
-		if k := opKinds[o.Op.Value]; k != nil && k.Rows != nil {
+		if k := specKind(o); k != nil && k.Rows != nil {
 			return k.Rows(o)
 		}
 		return "rows of op " + o.Op.Value
@@ -372,7 +372,7 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 	}
 	c := &againstCtx{App: app, AppPos: new.App.Pos, add: add}
 	for _, o := range old.Operators {
-		if k := opKinds[o.Op.Value]; k != nil && k.Against != nil {
+		if k := specKind(o); k != nil && k.Against != nil {
 			k.Against(c, o, newByName[o.Name.Value])
 		}
 	}

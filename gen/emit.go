@@ -176,7 +176,11 @@ func (e *emitter) main() ([]byte, error) {
 	if len(g.Stores) > 0 {
 		var defs []jen.Code
 		for _, s := range g.Stores {
-			defs = append(defs, jen.Commentf("%s is key-value store %q: %s to %s.", s.Go.Const, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
+			kind := "key-value"
+			if s.WindowKind != "" {
+				kind = s.WindowKind
+			}
+			defs = append(defs, jen.Commentf("%s is %s store %q: %s to %s.", s.Go.Const, kind, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
 				jen.Id(s.Go.Const).Op("=").Lit(s.Name.Value))
 		}
 		f.Comment("State stores of the application.")
@@ -515,6 +519,9 @@ func (e *emitter) topology(f *jen.File) {
 // nil through dsl.Nullable.
 func topicSerdes(t *TopicNode, serdes *jen.Statement, tombstones bool) (ks, vs jen.Code) {
 	ks, vs = serdes.Clone().Dot(t.Go.KeySerde), serdes.Clone().Dot(t.Go.ValueSerde)
+	if t.Windows != nil {
+		ks = windowedKeySerde(ks, t.Windows)
+	}
 	if t.KV.Key.is(PointerTo) {
 		ks = jen.Qual(pkgDSL, "Nullable").Call(ks)
 	}
@@ -624,6 +631,10 @@ func (e *emitter) testDriver() ([]byte, error) {
 		}
 	}
 	for _, s := range g.Stores {
+		if s.WindowKind != "" {
+			windowStoreAccessor(f, s)
+			continue
+		}
 		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
 		f.Comment("in its partition's.")
 		types := kvTypes(s.KV)
@@ -644,6 +655,27 @@ func (e *emitter) testDriver() ([]byte, error) {
 	f.Comment("Close closes the processors and stores.")
 	recv().Id("Close").Params().Error().Block(jen.Return(jen.Id("d").Dot("d").Dot("Close").Call()))
 	return render(f)
+}
+
+// windowStoreAccessor writes the test driver's accessor of the window or
+// session store of a windowed aggregation: every window it keeps, over
+// every partition's copy, keyed as the aggregation's table is.
+func windowStoreAccessor(f *jen.File, s *StoreNode) {
+	recv := f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver))
+	k := typeOf(s.KV.Key)
+	if s.WindowKind == "session" {
+		f.Commentf("%s lists the sessions %s keeps in session store %q, every", s.Go.Accessor, s.Op.what(), s.Name.Value)
+		f.Comment("partition's, each with its aggregate.")
+		types := []jen.Code{k, typeOf(s.KV.Value)}
+		recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
+			jen.Return(jen.Qual(pkgStreamtest, "Sessions").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const))))
+		return
+	}
+	f.Commentf("%s lists the windows %s keeps in window store %q, every", s.Go.Accessor, s.Op.what(), s.Name.Value)
+	f.Comment("partition's, each with its aggregate and the timestamp of its last update.")
+	types := []jen.Code{k, jen.Qual(pkgDSL, "ValueAndTimestamp").Types(typeOf(s.KV.Value))}
+	recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
+		jen.Return(jen.Qual(pkgStreamtest, "Windows").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), durationCode(s.Op.Windows.Size.Value))))
 }
 
 // confluentSides lists the topic keys and values in avro-confluent format.

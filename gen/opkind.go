@@ -163,6 +163,8 @@ var keyHelp = map[string]string{
 	"store":    "the store holding its rows: store: NAME",
 	"topic":    "the topic it reads: topic: NAME",
 	"branches": "the names of its arms: branches: [NAME, ...]",
+	"window":   "its windows: window: {tumbling: SIZE} (or hopping, sliding, session), grace: DURATION",
+	"until":    "what it waits for: until: window-closes, or until: {time-limit: DURATION}",
 }
 
 // kindOf finds the kind of spec operator op and checks the keys op was
@@ -182,6 +184,9 @@ func kindOf(op *schema.Operator, errs *errList) *opKind {
 		return nil // reported by the loader
 	}
 	k, ok := opKinds[op.Op.Value]
+	if w := windowedKinds[op.Op.Value]; w != nil && op.Window != nil {
+		k = w // count, reduce or aggregate with window:
+	}
 	if !ok {
 		if slices.Contains(schema.PlannedOps, op.Op.Value) {
 			errs.add(op.Op.Pos, "%s: op %s is planned (joins, global tables and cogroup come next) but not supported by this kgen yet", what, op.Op.Value)

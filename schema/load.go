@@ -316,6 +316,9 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 		{"repartition", func(_, v *yaml.Node) {
 			t.Repartition, t.RepartitionPos = d.boolean(v, what+": repartition"), d.pos(v)
 		}},
+		{"windowed", func(_, v *yaml.Node) {
+			t.Windowed, t.WindowedPos = d.boolean(v, what+": windowed"), d.pos(v)
+		}},
 		{"nullable", func(_, v *yaml.Node) {
 			t.Nullable = d.str(v, what+": nullable")
 			switch t.Nullable.Value {
