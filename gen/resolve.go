@@ -612,7 +612,6 @@ func (r *resolver) storesOf() {
 			}
 			if k := sn.Kind.Value; k == "window" || k == "session" {
 				r.errs.add(s.Pos, "processor %q uses store %q, a %s store: processors use key-value stores (a windowed aggregation keeps its windows in a %s store)", p.Name.Value, s.Value, k, k)
-				continue
 			}
 			p.Stores = append(p.Stores, sn)
 			sn.Owners = append(sn.Owners, r.procs[p.Name.Value])

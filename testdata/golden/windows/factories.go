@@ -13,37 +13,23 @@ type Factories struct{}
 var _ Processors = Factories{}
 
 // CloseByInit is the initializer of windowed aggregate "close-by": the aggregate of a key's window before its first record.
-func (Factories) CloseByInit() (agg int64) {
-	// TODO: implement operator "close-by" (aggregate).
-	return
-}
+func (Factories) CloseByInit() (agg int64) { return 0 }
 
 // CloseByAggregate is the aggregator of windowed aggregate "close-by": a window's aggregate with one more record.
 func (Factories) CloseByAggregate(key string, value int64, agg int64) (newAgg int64) {
-	// TODO: implement operator "close-by" (aggregate).
-	return
+	return agg + value
 }
 
 // HotReduce is the reducer of windowed reduce "hot": a window's aggregate with one more value (sessions: also two sessions' aggregates a record merges, the earlier first).
-func (Factories) HotReduce(agg int64, value int64) (newAgg int64) {
-	// TODO: implement operator "hot" (reduce).
-	return
-}
+func (Factories) HotReduce(agg int64, value int64) (newAgg int64) { return agg + value }
 
 // SessionsInit is the initializer of windowed aggregate "sessions": the aggregate of a key's window before its first record.
-func (Factories) SessionsInit() (agg int64) {
-	// TODO: implement operator "sessions" (aggregate).
-	return
-}
+func (Factories) SessionsInit() (agg int64) { return 0 }
 
 // SessionsAggregate is the aggregator of windowed aggregate "sessions": a window's aggregate with one more record.
 func (Factories) SessionsAggregate(key string, value int64, agg int64) (newAgg int64) {
-	// TODO: implement operator "sessions" (aggregate).
-	return
+	return agg + value
 }
 
 // SessionsMerge is the session merger of windowed aggregate "sessions": the aggregate of two sessions of key that a record bridges, the earlier one a.
-func (Factories) SessionsMerge(key string, a int64, b int64) (merged int64) {
-	// TODO: implement operator "sessions" (aggregate).
-	return
-}
+func (Factories) SessionsMerge(key string, a int64, b int64) (merged int64) { return a + b }

@@ -191,7 +191,7 @@ type Processors interface {
 	// aggregate with one more record.
 	CloseByAggregate(key string, value int64, agg int64) int64
 	// HotReduce is the reducer of windowed reduce "hot": a window's aggregate with one more
-	// value (sessions: also two sessions' aggregates a record merges, the earlier first).
+	// value.
 	HotReduce(agg int64, value int64) int64
 	// SessionsInit is the initializer of windowed aggregate "sessions": the aggregate of a
 	// key's window before its first record.
