@@ -237,6 +237,10 @@ func windowedAgainst(c *againstCtx, old, new *schema.Operator) {
 	}
 	ow, nw := old.Window, new.Window
 	name := new.Name.Value
+	if emitOf(old) != emitOf(new) {
+		c.Safe(posOr(new.Emit.Pos, new.Name.Pos), "%q emits %s, was %s: the windows in its store stay; from now on %s", name, emitOf(new), emitOf(old),
+			map[bool]string{true: "each window once it closes (the first closes emit what is in the store, as it closes)", false: "every update as it happens"}[emitOf(new) == schema.EmitFinal])
+	}
 	if ow.Kind.Value != nw.Kind.Value {
 		c.Breaking(nw.Kind.Pos, "the windows of %q are %s windows, were %s: the windows in store %q were cut by the old ones and would be mixed with the new (use a new store, and a new name for the operator)", name, nw.Kind.Value, ow.Kind.Value, new.Store.Value)
 		return
@@ -299,4 +303,12 @@ func windowedKeySerde(ks jen.Code, w *schema.Window) jen.Code {
 		return jen.Qual(pkgSerde, "SessionWindowed").Call(ks)
 	}
 	return jen.Qual(pkgSerde, "TimeWindowed").Call(ks, durationCode(w.Size.Value))
+}
+
+// emitOf is o's emit:, updates unless final.
+func emitOf(o *schema.Operator) string {
+	if o.Emit.Value == schema.EmitFinal {
+		return schema.EmitFinal
+	}
+	return schema.EmitUpdates
 }

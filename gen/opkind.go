@@ -277,3 +277,9 @@ type againstCtx struct {
 func (c *againstCtx) Breaking(pos schema.Pos, format string, args ...any) {
 	c.add(pos, true, format, args...)
 }
+
+// Safe reports a change that was considered and keeps state, saying what
+// it does.
+func (c *againstCtx) Safe(pos schema.Pos, format string, args ...any) {
+	c.add(pos, false, format, args...)
+}

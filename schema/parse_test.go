@@ -18,7 +18,17 @@ func TestParseErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{`kgen.yaml:4:39: operator "o": window is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, query: true}\n", []string{`kgen.yaml:4:39: operator "o": query is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"window of no kind", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{
+			`kgen.yaml:4:47: operator "o": window: say its kind: {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}, with grace: DURATION`,
+			`kgen.yaml:4:48: unknown key "size" in operator "o": window`}},
+		{"session gap of a mapping", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {session: {gaps: 5m}}}\n", []string{
+			`kgen.yaml:4:57: operator "o": window: session: want {gap: DURATION} (the inactivity gap)`,
+			`kgen.yaml:4:58: unknown key "gaps" in operator "o": window: session (did you mean "gap"?)`}},
+		{"time limit without a limit", "version: 1\napp: a\noperators:\n  o: {op: suppress, from: [g], until: time-limit, buffer: {max-records: x, when-full: drop}}\n", []string{
+			`kgen.yaml:4:39: operator "o": until: say the limit: {time-limit: DURATION}`,
+			`kgen.yaml:4:73: operator "o": buffer: max-records: want a positive whole number, got "x"`,
+			`kgen.yaml:4:87: operator "o": buffer: when-full: want shut-down or emit-early, got "drop"`}},
 		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
 		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
 	} {
