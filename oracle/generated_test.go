@@ -114,7 +114,7 @@ func TestGeneratedOperatorsMatchKafkaStreams(t *testing.T) {
 				}
 				return topo
 			}
-			for _, n := range []int32{1, 4} {
+			for _, n := range partitionCounts(c) {
 				got := runCase(t, c, want, n, build, func(topic string) string { return prefix + "-" + topic })
 				// The records Kafka Streams drops silently kgen counts: the
 				// generated code must drop the same ones, for the same

@@ -23,13 +23,17 @@ import (
 // ---- case and expected files (see README.md) ----
 
 type caseFile struct {
-	Name     string                `json:"name"`
-	Topology string                `json:"topology"`
-	What     string                `json:"what"`
-	Differs  string                `json:"differs"`
-	Topics   map[string]topicTypes `json:"topics"`
-	Inputs   []inputRecord         `json:"inputs"`
-	Outputs  []string              `json:"outputs"`
+	Name     string `json:"name"`
+	Topology string `json:"topology"`
+	What     string `json:"what"`
+	Differs  string `json:"differs"`
+	// OnePartition says why the case runs with one partition only: its
+	// outcome depends on stream time, which other keys' records advance on
+	// their partition only.
+	OnePartition string                `json:"onePartition"`
+	Topics       map[string]topicTypes `json:"topics"`
+	Inputs       []inputRecord         `json:"inputs"`
+	Outputs      []string              `json:"outputs"`
 	// Kgen is what kgen produces instead, when Differs says why.
 	Kgen *result `json:"kgen"`
 }
@@ -37,6 +41,9 @@ type caseFile struct {
 type topicTypes struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
+	// Window, on an output topic of windowed keys, says how Kafka Streams
+	// wrote them (windowed_test.go).
+	Window *windowType `json:"window"`
 }
 
 type inputRecord struct {
@@ -55,7 +62,10 @@ type result struct {
 }
 
 type outputJS struct {
-	Key       any      `json:"key"`
+	Key any `json:"key"`
+	// Start and End are a windowed key's window (on a topic with a Window).
+	Start     *int64   `json:"start"`
+	End       *int64   `json:"end"`
 	Value     any      `json:"value"`
 	Timestamp int64    `json:"timestamp"`
 	Headers   []string `json:"headers"` // "key=value", in order
@@ -66,12 +76,17 @@ type outputJS struct {
 // spaces.
 type rec struct {
 	Key, Value string
-	Timestamp  int64
-	Headers    string
-	partition  int32
+	// Window is a windowed key's window, "start/end" (else empty).
+	Window    string
+	Timestamp int64
+	Headers   string
+	partition int32
 }
 
 func (r rec) String() string {
+	if r.Window != "" {
+		return fmt.Sprintf("{key %s@%s, value %s, ts %d, headers [%s]}", show(r.Key), r.Window, show(r.Value), r.Timestamp, r.Headers)
+	}
 	return fmt.Sprintf("{key %s, value %s, ts %d, headers [%s]}", show(r.Key), show(r.Value), r.Timestamp, r.Headers)
 }
 
@@ -129,6 +144,12 @@ func records(out []outputJS) ([]rec, error) {
 			return nil, err
 		}
 		rs[i] = rec{Key: k, Value: v, Timestamp: o.Timestamp, Headers: strings.Join(o.Headers, " ")}
+		if o.Start != nil || o.End != nil {
+			if o.Start == nil || o.End == nil {
+				return nil, fmt.Errorf("record %d has half a window", i)
+			}
+			rs[i].Window = window(*o.Start, *o.End)
+		}
 	}
 	return rs, nil
 }
@@ -749,6 +770,8 @@ func TestSerdesMatchKafka(t *testing.T) {
 			Value string `json:"value"`
 			Bytes string `json:"bytes"`
 		} `json:"string"`
+		// The windowed serdes' samples: TestWindowedSerdesMatchKafka.
+		TimeWindowed, SessionWindowed, WindowedRejected json.RawMessage
 	}
 	if err := readJSON("expected/_serdes.json", &f); err != nil {
 		t.Fatal(err)
@@ -793,6 +816,12 @@ func TestTwins(t *testing.T) {
 		t.Fatal("found no topology in Topologies.java")
 	}
 	for name := range java {
+		if pendingWindowTopologies[name] {
+			if topologies[name] != nil {
+				t.Errorf("topology %q has its Go twin: take it out of pendingWindowTopologies", name)
+			}
+			continue
+		}
 		if topologies[name] == nil {
 			t.Errorf("topology %q of Topologies.java has no Go twin in oracle_test.go", name)
 		}
@@ -829,6 +858,9 @@ func TestKafkaStreamsOracle(t *testing.T) {
 			if c.Name != name {
 				t.Fatalf("case file %s names itself %q", f, c.Name)
 			}
+			if pendingWindowTopologies[c.Topology] {
+				t.Skipf("topology %s: window operators not yet in runtime/dsl (pendingWindowTopologies)", c.Topology)
+			}
 			var ks result
 			if err := readJSON(filepath.Join("expected", name+".json"), &ks); err != nil {
 				t.Fatalf("%v (run bash oracle/check.sh --update)", err)
@@ -849,7 +881,7 @@ func TestKafkaStreamsOracle(t *testing.T) {
 			if !ok {
 				t.Fatalf("case %s: no Go topology %q", name, c.Topology)
 			}
-			for _, n := range []int32{1, 4} {
+			for _, n := range partitionCounts(c) {
 				runCase(t, c, want, n, build, func(topic string) string { return topic })
 			}
 		})
@@ -893,6 +925,9 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32, build func
 		if !ok {
 			t.Fatalf("%s: input %d: topic %q has no types", where, i, r.Topic)
 		}
+		if types.Window != nil {
+			t.Fatalf("%s: input %d: topic %q of windowed keys: inputs are never windowed", where, i, r.Topic)
+		}
 		k, err := encode(types.Key, r.Key)
 		if err != nil {
 			t.Fatalf("%s: input %d: key: %v", where, i, err)
@@ -912,7 +947,7 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32, build func
 		types, topic := c.Topics[out], out
 		var got []rec
 		for i, o := range d.Output(topicOf(out)) {
-			k, err := decode(types.Key, o.Key)
+			k, win, err := decodeKey(types, o.Key)
 			if err != nil {
 				t.Fatalf("%s: topic %s: record %d: key: %v", where, topic, i, err)
 			}
@@ -924,7 +959,7 @@ func runCase(t *testing.T, c caseFile, want result, partitions int32, build func
 			for _, h := range o.Headers {
 				hs = append(hs, h.Key+"="+string(h.Value))
 			}
-			got = append(got, rec{Key: k, Value: v, Timestamp: o.Timestamp.UnixMilli(), Headers: strings.Join(hs, " "), partition: o.Partition})
+			got = append(got, rec{Key: k, Value: v, Window: win, Timestamp: o.Timestamp.UnixMilli(), Headers: strings.Join(hs, " "), partition: o.Partition})
 		}
 		exp, err := records(want.Outputs[topic])
 		if err != nil {

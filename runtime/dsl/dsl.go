@@ -28,6 +28,19 @@
 // stateless path and kgen's side is not nullable, kgen drops the record at
 // the source instead: that is on purpose (a null is never a zero value).
 //
+// # Windows
+//
+// Windowed aggregations (WindowedCount, WindowedReduce, WindowedAggregate
+// over TumblingWindows, HoppingWindows or SlidingWindows; SessionCount,
+// SessionReduce, SessionAggregate over SessionWindows) key their tables by
+// Windowed[K], with Kafka Streams 4.4's semantics: a grace period per
+// window, the operator's own stream time (restored after a restart), every
+// update emitted or (EmitFinal) each window once when it closes, late
+// records dropped and counted (stream.DropLateRecord). SuppressUntilWindowCloses
+// and SuppressUntilTimeLimit are Kafka Streams' suppress. Final results need
+// stream time to move: an input that goes quiet emits nothing until its next
+// record, unless IdleClose lets the wall clock close windows.
+//
 // The generator (kgen generate) wires these from the operators of a
 // kgen.yaml, adding repartition steps where a key may have changed before a
 // grouping; by hand, add stream.AddRepartition where Kafka Streams would.

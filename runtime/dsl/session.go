@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -103,18 +104,20 @@ type sessionAgg[K, V, VA any] struct {
 	store         state.SessionStore[K, VA]
 	seen, emitted *stream.ObservedTime
 	idle          idleClock
+	// pendingEnd is no later than the end of every session in the store not
+	// yet emitted (math.MinInt64: unknown, as after Init), so emitClosed
+	// scans the store only when a session may have closed.
+	pendingEnd int64
 }
 
 func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
 	if p.check != nil {
 		return fmt.Errorf("session aggregation %q: %w", ctx.NodeName(), p.check)
 	}
-	s := ctx.Store(p.storeName)
-	ss, ok := s.(state.SessionStore[K, VA])
-	if !ok {
-		return fmt.Errorf("processor %q: store %q is %T, not a session store of the aggregation's types", ctx.NodeName(), p.storeName, s)
+	var err error
+	if p.store, err = stream.GetSessionStore[K, VA](ctx, p.storeName); err != nil {
+		return err
 	}
-	p.store = ss
 	p.seen = ctx.ObservedTime("stream")
 	if p.opts.Emit == EmitFinal {
 		p.emitted = ctx.ObservedTime("emitted")
@@ -180,12 +183,13 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 			if err := p.store.Remove(r.Key, f.start, f.end); err != nil {
 				return err
 			}
-			p.forward(ctx, r.Key, f.start, f.end, Change[VA]{Old: &f.v}, r.Headers)
+			p.forward(ctx, r.Key, f.start, f.end, Change[VA]{Old: &f.v})
 		}
 	} else if len(found) == 1 {
 		old = &found[0].v
 	}
 	next := p.fold(r.Key, r.Value, agg, has)
+	p.pendingEnd = min(p.pendingEnd, merged.end)
 	if err := p.store.Put(r.Key, merged.start, merged.end, next); err != nil {
 		if errors.Is(err, state.ErrExpired) {
 			ctx.RecordDropped(stream.DropExpiredWindow)
@@ -193,18 +197,19 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 		}
 		return err
 	}
-	p.forward(ctx, r.Key, merged.start, merged.end, Change[VA]{Old: old, New: &next}, r.Headers)
+	p.forward(ctx, r.Key, merged.start, merged.end, Change[VA]{Old: old, New: &next})
 	return nil
 }
 
 // forward sends a session's change, with EmitUpdates, stamped with the
-// session's end.
-func (p *sessionAgg[K, V, VA]) forward(ctx *stream.Context[Windowed[K], Change[VA]], key K, start, end int64, ch Change[VA], headers []stream.Header) {
+// session's end and without the record's headers: Kafka Streams makes a
+// new record for it, where its other windows keep the record's headers.
+func (p *sessionAgg[K, V, VA]) forward(ctx *stream.Context[Windowed[K], Change[VA]], key K, start, end int64, ch Change[VA]) {
 	if p.opts.Emit != EmitUpdates {
 		return
 	}
 	ctx.Forward(stream.Record[Windowed[K], Change[VA]]{
-		Key: Windowed[K]{Key: key, Start: start, End: end}, Value: ch, Timestamp: time.UnixMilli(end), Headers: headers,
+		Key: Windowed[K]{Key: key, Start: start, End: end}, Value: ch, Timestamp: time.UnixMilli(end),
 	})
 }
 
@@ -224,7 +229,7 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 		return nil
 	}
 	lo, hi := max(0, last), closeT-1
-	if hi >= lo {
+	if hi >= lo && hi >= p.pendingEnd {
 		// The session store has no index by end across keys (Kafka Streams
 		// keeps a time-ordered one for this): a scan of what it keeps, which
 		// is what the retention has not dropped yet.
@@ -233,8 +238,12 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 			return err
 		}
 		var closed []closedSession[K, VA]
+		pending := int64(math.MaxInt64)
 		for it.Next() {
 			if e := it.End(); e < lo || e > hi {
+				if e > hi {
+					pending = min(pending, e)
+				}
 				continue
 			}
 			kb, err := p.ks.Serialize(it.Key())
@@ -247,6 +256,7 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 		if err := errors.Join(it.Err(), it.Close()); err != nil {
 			return err
 		}
+		p.pendingEnd = pending
 		slices.SortStableFunc(closed, func(a, b closedSession[K, VA]) int {
 			if a.end != b.end {
 				return compareInt(a.end, b.end)

@@ -75,7 +75,9 @@ func (w SessionWindowSpec) closeDelay() int64 { return w.grace + w.gap }
 // session merged away) is not forwarded. The key serde is that of the
 // windowed table (WindowedKey or SessionKey). Its buffer must not emit
 // early (WhenFull ShutDownWhenFull; Init fails otherwise), as in Kafka
-// Streams.
+// Streams. A change for a window the node has already closed (which only
+// IdleClose, or an aggregation with a longer grace, can make) is dropped
+// as stream.DropLateRecord, so no window has two final results.
 func SuppressUntilWindowCloses[K, V any](t *stream.Topology, name, store string, w ClosingWindows, ks serde.Serde[Windowed[K]], vs serde.Serde[V], opts SuppressOptions, parents ...string) {
 	var check error
 	if opts.WhenFull != ShutDownWhenFull {
@@ -85,6 +87,7 @@ func SuppressUntilWindowCloses[K, V any](t *stream.Topology, name, store string,
 		delay:          w.closeDelay(),
 		time:           func(k Windowed[K], _ int64) int64 { return k.End },
 		dropTombstones: true,
+		final:          true,
 		check:          check,
 	}, parents)
 }
@@ -109,6 +112,7 @@ type suppressRule[K any] struct {
 	delay          int64                       // a key is due once stream time - delay reaches its time
 	time           func(key K, ts int64) int64 // a key's buffer time, from its first change
 	dropTombstones bool
+	final          bool // until the window closes: a change for a closed window is late
 	check          error
 }
 
@@ -324,15 +328,23 @@ func (p *suppress[K, V]) Process(ctx *stream.Context[K, Change[V]], r stream.Rec
 		return nil
 	}
 	ts := r.Timestamp.UnixMilli()
-	p.seen.ObserveMillis(ts)
 	kb, err := p.ks.Serialize(r.Key)
 	if err != nil {
 		return fmt.Errorf("suppress: key: %w", err)
 	}
 	b := buffered[V]{Time: p.rule.time(r.Key, ts), Timestamp: ts, Change: r.Value, Headers: r.Headers}
-	if e := p.index[string(kb)]; e != nil {
+	e := p.index[string(kb)]
+	if e != nil {
 		b.Time = e.time // non-resetting: the key keeps its place
+	} else if p.rule.final && p.seen.Millis() >= 0 && b.Time <= p.seen.Millis()-p.rule.delay {
+		// A change for a window this node already closed: its final result
+		// went out. Only the wall clock (IdleClose) or an aggregation with
+		// a longer grace upstream can send one; emitting it would make a
+		// second final result.
+		ctx.RecordDropped(stream.DropLateRecord)
+		return nil
 	}
+	p.seen.ObserveMillis(ts)
 	if err := p.store.Put(r.Key, b); err != nil {
 		return err
 	}

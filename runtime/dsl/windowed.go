@@ -33,8 +33,9 @@ import (
 // and session windows hand a nil value (of a type that can be nil) to the
 // aggregator, and Count counts it, as Kafka Streams does. A record too late
 // for a window (the window closed: the operator's stream time passed its
-// end plus grace) is not added to it; a record too late for any of its
-// windows is counted once as stream.DropLateRecord and logged at debug.
+// end plus grace) is not added to it; a record too late for one or more of
+// its windows is counted once as stream.DropLateRecord (Kafka Streams counts
+// each window) and logged at debug.
 
 // WindowOptions are the per-operator settings of a windowed aggregation.
 type WindowOptions struct {
@@ -42,8 +43,8 @@ type WindowOptions struct {
 	// changelogged or not. Its changelog is compacted and deleted past the
 	// retention (plus a day's margin).
 	Store stream.StoreOptions
-	// Retention is how long the store keeps a window, measured from its
-	// start in the store's observed time. Zero, and anything shorter, is
+	// Retention is how long the store keeps a window, past its start
+	// (sessions: past their end) in the store's observed time. Zero, and anything shorter, is
 	// the least a correct result needs: the windows' size plus grace
 	// (sliding windows: twice the difference plus grace; sessions: gap plus
 	// grace), Kafka Streams' default. Longer keeps windows readable from the
@@ -188,12 +189,10 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 	if b.check != nil {
 		return fmt.Errorf("windowed aggregation %q: %w", ctx.NodeName(), b.check)
 	}
-	s := ctx.Store(b.storeName)
-	ws, ok := s.(state.WindowStore[K, ValueAndTimestamp[VA]])
-	if !ok {
-		return fmt.Errorf("processor %q: store %q is %T, not a window store of the aggregation's types", ctx.NodeName(), b.storeName, s)
+	var err error
+	if b.store, err = stream.GetWindowStore[K, ValueAndTimestamp[VA]](ctx, b.storeName); err != nil {
+		return err
 	}
-	b.store = ws
 	b.seen = ctx.ObservedTime("stream")
 	if b.opts.Emit == EmitFinal {
 		b.emitted = ctx.ObservedTime("emitted")
@@ -393,4 +392,19 @@ func (c *idleClock) schedule(ctx interface {
 		c.moved = seen.Millis()
 		return then()
 	})
+}
+
+// WindowedPartitioner partitions records of windowed keys by their key
+// alone, as Kafka Streams' WindowedStreamPartitioner: every window of a key
+// goes to the partition the key itself goes to (murmur2 of ks's bytes), so
+// a topic of windowed results co-partitions with the key's other topics.
+// Give it to a sink of windowed keys (stream.SinkConfig.Partitioner); the
+// default, which hashes the whole windowed key, spreads a key's windows.
+func WindowedPartitioner[K, V any](ks serde.Serializer[K]) func(key Windowed[K], value V, keyBytes []byte, partitions int32) int32 {
+	return func(k Windowed[K], _ V, kb []byte, n int32) int32 {
+		if b, err := ks.Serialize(k.Key); err == nil && b != nil {
+			kb = b
+		}
+		return stream.KafkaPartition(kb, n)
+	}
 }

@@ -175,3 +175,22 @@ func TestWindowedReduceAndAggregate(t *testing.T) {
 	same(t, "reduce", render("reduced"), []string{"0=0@1", "0=0+1@2", "10=2@12"})
 	same(t, "aggregate", render("aggregated"), []string{"0=init,k0@1", "0=init,k0,k1@2", "10=init,k2@12"})
 }
+
+// Windows that close together are emitted by start, then by serialized key
+// (Kafka Streams' time-ordered store), whatever order they were made in.
+func TestEmitFinalOrder(t *testing.T) {
+	w := dsl.HoppingWindows(10*ms, 5*ms)
+	keys := dsl.WindowedKey(serde.String{}, w)
+	topo := windowedTopo(func(topo *stream.Topology) (string, serde.Serde[dsl.Windowed[string]]) {
+		dsl.WindowedCount[string, string](topo, "count", "counts", w, serde.String{}, dsl.WindowOptions{Emit: dsl.EmitFinal}, "in")
+		return "count", keys
+	})
+	d := driver(t, topo, 1)
+	pipeAll(t, d, []in{{"b", 6}, {"a", 7}, {"b", 8}, {"a", 30}})
+	var got []string
+	for _, r := range d.Output("out") {
+		k, _ := keys.Deserialize(r.Key)
+		got = append(got, fmt.Sprintf("%s@%d/%d=%s@%d", k.Key, k.Start-base, k.End-base, long(r.Value), r.Timestamp.UnixMilli()-base))
+	}
+	same(t, "order", got, []string{"a@0/10=1@7", "b@0/10=2@8", "a@5/15=1@7", "b@5/15=2@8"})
+}

@@ -121,7 +121,7 @@ func (w SlidingWindowSpec) check() error {
 }
 
 // SessionWindowSpec are Kafka Streams' SessionWindows: per key, records
-// less than gap apart (|t1-t2| <= gap) belong to one session, which spans
+// at most gap apart (|t1-t2| <= gap) belong to one session, which spans
 // from its first record's time to its last's, both inclusive (a session
 // of one record starts and ends at its time). A record that bridges two
 // sessions merges them: the aggregates are combined by the user's merger,

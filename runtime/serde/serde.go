@@ -3,8 +3,10 @@
 // A Serde is a pair of plain functions on a value type: no reflection, no
 // registry lookups per record. The primitives here encode exactly as Apache
 // Kafka's Java serializers do, so kgen applications interoperate with any
-// other Kafka client. Generated code supplies serdes for record types (JSON,
-// Avro, Confluent wire format) that satisfy the same interfaces.
+// other Kafka client; so do the serdes of windowed keys (TimeWindowed,
+// SessionWindowed), which write Kafka Streams' bytes. Generated code supplies
+// serdes for record types (JSON, Avro, Confluent wire format) that satisfy
+// the same interfaces.
 //
 // # Nulls
 //

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,9 +27,19 @@ import (
 // holds it until a commit, and an exactly-once abort discards it with
 // them), is never logged, and is rebuilt from the records by restoration.
 
-// observedKey holds a segmented store's observed time; segment ids are
-// never negative, so no record key starts with 0xff.
-var observedKey = []byte{0xff, 'o', 'b', 's', 'e', 'r', 'v', 'e', 'd'}
+// metaPrefix starts the keys a segmented store keeps about itself, never
+// logged: segment ids are never negative, so no record key starts with it.
+const metaPrefix = 0xff
+
+var (
+	// observedKey holds a segmented store's observed time.
+	observedKey = []byte{metaPrefix, 'o', 'b', 's', 'e', 'r', 'v', 'e', 'd'}
+	// seqKey holds the last sequence number a window store retaining
+	// duplicates gave, so that after a restart it goes on from there
+	// instead of giving a window's sequence numbers again, which would
+	// replace the values under them.
+	seqKey = []byte{metaPrefix, 's', 'e', 'q'}
+)
 
 // segPrefixLen is the length of a segment id in a backend key.
 const segPrefixLen = 8
@@ -83,21 +92,30 @@ func appendSegment(dst []byte, seg int64) []byte {
 
 // readObserved reads the observed time kept in b, -1 when none.
 func readObserved(b Backend) (int64, error) {
+	v, ok, err := readMeta(b, observedKey, 8)
+	if err != nil || !ok {
+		return -1, err
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// readMeta reads the value of one of the store's own keys, of n bytes.
+func readMeta(b Backend, key []byte, n int) ([]byte, bool, error) {
 	var v []byte
 	var ok bool
 	var err error
 	if vw, can := b.(viewer); can {
-		v, ok, err = vw.view(observedKey)
+		v, ok, err = vw.view(key)
 	} else {
-		v, ok, err = b.Get(observedKey)
+		v, ok, err = b.Get(key)
 	}
 	if err != nil || !ok {
-		return -1, err
+		return nil, false, err
 	}
-	if len(v) != 8 {
-		return -1, fmt.Errorf("observed time: %d bytes, want 8: %w", len(v), ErrCorrupt)
+	if len(v) != n {
+		return nil, false, fmt.Errorf("%q: %d bytes, want %d: %w", key[1:], len(v), n, ErrCorrupt)
 	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	return v, true, nil
 }
 
 // observed is the store's observed time, -1 when none.
@@ -160,18 +178,28 @@ func (s *segmented) timeRange(from, to, observed int64) (lo, hi int64, ok bool) 
 // record goes to its segment, found from its time (timeOf), unless it is
 // already expired at the observed time so far; then the segments the
 // batch expired are dropped, and the observed time kept.
-func restoreSegmented(b Backend, changes []Change, retention, interval int64, timeOf func(key []byte) (int64, error)) error {
+func restoreSegmented(b Backend, changes []Change, retention, interval int64, timeOf func(key []byte) (int64, error), seqs bool) error {
 	old, err := readObserved(b)
 	if err != nil {
 		return err
 	}
 	s := segmented{retention: retention, interval: interval}
 	observed := old
-	out := make([]Change, 0, len(changes))
+	var seq, oldSeq uint32
+	if seqs {
+		if oldSeq, err = readSeq(b); err != nil {
+			return err
+		}
+		seq = oldSeq
+	}
+	out := make([]Change, 0, len(changes)+1)
 	for _, c := range changes {
 		t, err := timeOf(c.Key)
 		if err != nil {
 			return err
+		}
+		if seqs {
+			seq = max(seq, binary.BigEndian.Uint32(c.Key[len(c.Key)-4:]))
 		}
 		observed = max(observed, t)
 		if t < s.minLive(observed) {
@@ -180,6 +208,9 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 		key := make([]byte, 0, segPrefixLen+len(c.Key))
 		key = append(appendSegment(key, s.segment(t)), c.Key...)
 		out = append(out, Change{Key: key, Value: c.Value, Timestamp: c.Timestamp})
+	}
+	if seq > oldSeq {
+		out = append(out, Change{Key: seqKey, Value: binary.BigEndian.AppendUint32(nil, seq)})
 	}
 	if err := ApplyChanges(b, out); err != nil {
 		return err
@@ -193,7 +224,7 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 // segmentedToChangelog is the ToChangelog of segmented kinds: a record
 // loses its segment id; the observed time is not logged.
 func segmentedToChangelog(c Change) (Change, bool) {
-	if len(c.Key) < segPrefixLen || bytes.Equal(c.Key, observedKey) {
+	if len(c.Key) < segPrefixLen || c.Key[0] == metaPrefix {
 		return Change{}, false
 	}
 	c.Key = c.Key[segPrefixLen:]
@@ -255,4 +286,13 @@ func (it *segIter) Close() error {
 		return err
 	}
 	return nil
+}
+
+// readSeq reads the last sequence number a window store gave, 0 when none.
+func readSeq(b Backend) (uint32, error) {
+	v, ok, err := readMeta(b, seqKey, 4)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(v), nil
 }

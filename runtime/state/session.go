@@ -36,8 +36,9 @@ type SessionStore[K, V any] interface {
 	BackwardFindSessions(key K, earliestEnd, latestStart int64) (SessionIterator[K, V], error)
 	// FetchSessions iterates all of the key's sessions, as FindSessions.
 	FetchSessions(key K) (SessionIterator[K, V], error)
-	// All iterates every session, by segment (a span of ends), then
-	// serialized key, then end, then start.
+	// All iterates every session, by segment (a span of ends), then by
+	// changelog key bytes (serialized key ‖ end ‖ start), as Kafka
+	// Streams' persistent session store.
 	All() (SessionIterator[K, V], error)
 	// ObservedTime is the largest session end the store was given, -1 when
 	// none: it drives expiry.
@@ -84,7 +85,7 @@ func SessionKind(retention time.Duration) *StoreKind {
 		Name:      "session",
 		Changelog: RetainedChangelog,
 		Restore: func(b Backend, changes []Change) error {
-			return restoreSegmented(b, changes, seg.retention, seg.interval, sessionEndOf)
+			return restoreSegmented(b, changes, seg.retention, seg.interval, sessionEndOf, false)
 		},
 		ToChangelog: segmentedToChangelog,
 	}
@@ -216,6 +217,9 @@ func (s *sessionStore[K, V]) Fetch(key K, start, end int64) (V, bool, error) {
 	vb, ok, err := s.b.Get(s.storeKey(kb, start, end))
 	if err != nil || !ok {
 		return zero, false, err
+	}
+	if vb == nil {
+		vb = []byte{} // a stored value is never a null
 	}
 	v, err := s.vs.Deserialize(vb)
 	if err != nil {
@@ -349,7 +353,9 @@ func (it *sessionIter[K, V]) Next() bool {
 		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize key: %w", err))
 		return false
 	}
-	v, err := it.s.vs.Deserialize(bytes.Clone(vb))
+	// A stored value is never a null, even an empty one that an
+	// iterator hands over as nil.
+	v, err := it.s.vs.Deserialize(append([]byte{}, vb...))
 	if err != nil {
 		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize value: %w", err))
 		return false

@@ -33,3 +33,7 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func BenchmarkWindowCount(b *testing.B)      { statetest.BenchmarkWindowCount(b, memory) }
+func BenchmarkWindowFetchRange(b *testing.B) { statetest.BenchmarkWindowFetchRange(b, memory) }
+func BenchmarkWindowFetchAll(b *testing.B)   { statetest.BenchmarkWindowFetchAll(b, memory) }

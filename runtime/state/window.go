@@ -43,7 +43,9 @@ type WindowStore[K, V any] interface {
 	// FetchAll iterates every key's windows with a start in [from, to],
 	// ordered as Kafka Streams' persistent window store orders them: by
 	// segment (a span of starts, see WindowStoreOptions.SegmentInterval),
-	// then by serialized key, then by start.
+	// then by changelog key bytes (serialized key ‖ start ‖ sequence
+	// number): by key, then start, unless one serialized key is a prefix
+	// of another.
 	FetchAll(from, to int64) (WindowIterator[K, V], error)
 	// All is FetchAll over every window the store keeps.
 	All() (WindowIterator[K, V], error)
@@ -118,7 +120,7 @@ func WindowKind(opt WindowStoreOptions) *StoreKind {
 		Name:      "window",
 		Changelog: RetainedChangelog,
 		Restore: func(b Backend, changes []Change) error {
-			return restoreSegmented(b, changes, seg.retention, seg.interval, windowStartOf)
+			return restoreSegmented(b, changes, seg.retention, seg.interval, windowStartOf, opt.RetainDuplicates)
 		},
 		ToChangelog: segmentedToChangelog,
 	}
@@ -145,7 +147,6 @@ type windowStore[K, V any] struct {
 	ks     serde.Serde[K]
 	vs     serde.Serde[V]
 	dups   bool
-	seq    uint32 // the last sequence number given, with dups
 	logger ChangeLogger
 }
 
@@ -182,7 +183,11 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	if err != nil {
 		return s.errorf("put", fmt.Errorf("serialize value: %w", err))
 	}
-	// As Kafka Streams, the time advances even for a window it then drops.
+	if vb == nil && s.dups {
+		return nil // a join's store keeps values, and has nothing to delete
+	}
+	// As Kafka Streams, time advances before the window is checked: a
+	// window is never too late for the time it brings.
 	observed, err := s.advance(windowStart)
 	if err != nil {
 		return err
@@ -190,13 +195,16 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	if windowStart < s.minLive(observed) {
 		return s.errorf("put", fmt.Errorf("window start %d, observed time %d, retention %dms: %w", windowStart, observed, s.retention, ErrExpired))
 	}
-	if vb == nil && s.dups {
-		return nil // a join's store keeps values, and has nothing to delete
-	}
 	var seq uint32
 	if s.dups {
-		s.seq = (s.seq + 1) & 0x7fffffff
-		seq = s.seq
+		// As Kafka Streams: 1, 2, … 2^31-1, 0, 1, …
+		if seq, err = readSeq(s.b); err != nil {
+			return s.errorf("put", err)
+		}
+		seq = (seq + 1) & 0x7fffffff
+		if err := s.b.Put(seqKey, binary.BigEndian.AppendUint32(nil, seq)); err != nil {
+			return s.errorf("put", err)
+		}
 	}
 	sk := s.storeKey(kb, windowStart, seq)
 	if vb == nil {
@@ -235,13 +243,16 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 		}
 	} else {
 		// The first of the window's values: the lowest sequence number.
-		it, err := s.b.Range(s.storeKey(kb, windowStart, 0), s.storeKey(kb, windowStart+1, 0))
+		from := s.storeKey(kb, windowStart, 0)
+		to := s.storeKey(kb, windowStart+1, 0)
+		copy(to, from[:segPrefixLen]) // windowStart's segment, even if windowStart+1 is in the next
+		it, err := s.b.Range(from, to)
 		if err != nil {
 			return zero, false, s.errorf("fetch", err)
 		}
 		for it.Next() {
-			if len(it.Key()) == segPrefixLen+len(kb)+windowSuffixLen {
-				vb, found = bytes.Clone(it.Value()), true
+			if k := it.Key(); len(k) == len(from) && bytes.Equal(k[:len(k)-4], from[:len(from)-4]) {
+				vb, found = append([]byte{}, it.Value()...), true
 				break
 			}
 		}
@@ -251,6 +262,9 @@ func (s *windowStore[K, V]) Fetch(key K, windowStart int64) (V, bool, error) {
 	}
 	if !found {
 		return zero, false, nil
+	}
+	if vb == nil {
+		vb = []byte{} // a stored value is never a null
 	}
 	v, err := s.vs.Deserialize(vb)
 	if err != nil {
@@ -384,7 +398,9 @@ func (it *windowIter[K, V]) Next() bool {
 		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize key: %w", err))
 		return false
 	}
-	v, err := it.s.vs.Deserialize(bytes.Clone(vb))
+	// A stored value is never a null, even an empty one that an
+	// iterator hands over as nil.
+	v, err := it.s.vs.Deserialize(append([]byte{}, vb...))
 	if err != nil {
 		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize value: %w", err))
 		return false

@@ -386,7 +386,16 @@ func (m *stateManager) prepare() {
 		}
 		changes := s.cache.Dirty()
 		if s.changelog != "" && !s.loggedEachWrite {
+			// The cache holds the backend's writes; a kind whose
+			// backend layout is not its changelog's converts them.
+			toLog := s.def.kind.ToChangelog
 			for _, c := range changes {
+				if toLog != nil {
+					var ok bool
+					if c, ok = toLog(c); !ok {
+						continue
+					}
+				}
 				m.env.logChange(s, c.Key, c.Value, c.Timestamp)
 			}
 		}

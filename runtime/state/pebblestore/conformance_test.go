@@ -82,6 +82,10 @@ func BenchmarkPut(b *testing.B) { statetest.BenchmarkPut(b, benchKinds()...) }
 func BenchmarkGet(b *testing.B) { statetest.BenchmarkGet(b, benchKinds()...) }
 func BenchmarkAll(b *testing.B) { statetest.BenchmarkAll(b, benchKinds()...) }
 
+func BenchmarkWindowCount(b *testing.B)      { statetest.BenchmarkWindowCount(b, benchKinds()[0]) }
+func BenchmarkWindowFetchRange(b *testing.B) { statetest.BenchmarkWindowFetchRange(b, benchKinds()[0]) }
+func BenchmarkWindowFetchAll(b *testing.B)   { statetest.BenchmarkWindowFetchAll(b, benchKinds()[0]) }
+
 // TestOpener checks that a store opened through Opener is a Pebble store in
 // the directory given, with the options given.
 func TestOpener(t *testing.T) {

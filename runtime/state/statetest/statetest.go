@@ -50,6 +50,9 @@ var Checks = []struct {
 	{"IteratorValuesKept", IteratorValuesKept},
 	{"RangeEmptyAndReversed", RangeEmptyAndReversed},
 	{"ClosedBackendErrors", ClosedBackendErrors},
+	{"WindowModel", WindowModel},
+	{"SessionModel", SessionModel},
+	{"TimestampedStore", TimestampedStore},
 }
 
 // Run runs every check of Checks against each kind, as subtests named

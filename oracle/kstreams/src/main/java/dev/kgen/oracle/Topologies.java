@@ -1,5 +1,6 @@
 package dev.kgen.oracle;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -10,11 +11,19 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The oracle's topologies, by name. Each has a twin, built with kgen's
@@ -34,6 +43,19 @@ import org.apache.kafka.streams.kstream.Produced;
 final class Topologies {
     private static final Serde<String> S = Serdes.String();
     private static final Serde<Long> L = Serdes.Long();
+
+    // The windows of the windowed topologies, and the serdes of their keys.
+    // Every time window here is 10 s long (a sliding window's size is its
+    // time difference), so one time-windowed serde reads them all.
+    private static final TimeWindows TUMBLING = TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10));
+    private static final TimeWindows TUMBLING_GRACE = TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5));
+    private static final TimeWindows TUMBLING_GRACE2 = TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2));
+    private static final TimeWindows HOPPING = TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)).advanceBy(Duration.ofSeconds(5));
+    private static final SlidingWindows SLIDING = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5));
+    private static final SessionWindows SESSION = SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(10));
+    private static final SessionWindows SESSION_GRACE2 = SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2));
+    private static final Serde<Windowed<String>> TW10 = WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000L);
+    private static final Serde<Windowed<String>> SW = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
 
     /** What a peek or foreach saw, in order: "key=value". */
     final List<String> peeked = new ArrayList<>();
@@ -277,6 +299,73 @@ final class Topologies {
                         .reduce((agg, v) -> agg + v, (agg, v) -> agg - v)
                         .toStream().to("out", Produced.with(S, L));
                 break;
+            // ---- windowed aggregations (caching off: every update is emitted) ----
+            // Their outputs are written with Kafka Streams' windowed serdes, so
+            // a key is the grouping key and its window (the runner reads
+            // start and end back; a time window's end from the size).
+            case "tumbling-count":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(TUMBLING).count()
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "tumbling-grace-count":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(TUMBLING_GRACE).count()
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "hopping-count":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(HOPPING).count()
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "sliding-count":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(SLIDING).count()
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "session-count":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(SESSION).count()
+                        .toStream().to("out", Produced.with(SW, L));
+                break;
+            case "tumbling-reduce":
+                b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L)).windowedBy(TUMBLING).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "tumbling-aggregate":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(TUMBLING)
+                        .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), Materialized.with(S, L))
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "session-reduce":
+                b.stream("in", Consumed.with(S, L)).groupByKey(Grouped.with(S, L)).windowedBy(SESSION).reduce(Long::sum)
+                        .toStream().to("out", Produced.with(SW, L));
+                break;
+            case "session-aggregate":
+                // The merger adds two sessions' aggregates when a record bridges them.
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(SESSION)
+                        .aggregate(() -> 100L, (k, v, agg) -> agg + v.length(), (k, a1, a2) -> a1 + a2, Materialized.with(S, L))
+                        .toStream().to("out", Produced.with(SW, L));
+                break;
+            case "tumbling-emit-final":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(TUMBLING_GRACE2).emitStrategy(EmitStrategy.onWindowClose())
+                        .count().toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "session-emit-final":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(SESSION_GRACE2).emitStrategy(EmitStrategy.onWindowClose())
+                        .count().toStream().to("out", Produced.with(SW, L));
+                break;
+            case "tumbling-suppress":
+                in(b).groupByKey(Grouped.with(S, S)).windowedBy(TUMBLING_GRACE2).count()
+                        .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                        .toStream().to("out", Produced.with(TW10, L));
+                break;
+            case "emit-final-vs-suppress": {
+                // The same windows and input, closed two ways, with the store's
+                // default retention (the windows' size plus grace).
+                KGroupedStream<String, String> g = in(b).groupByKey(Grouped.with(S, S));
+                g.windowedBy(TUMBLING).emitStrategy(EmitStrategy.onWindowClose()).count()
+                        .toStream().to("out-final", Produced.with(TW10, L));
+                g.windowedBy(TUMBLING).count()
+                        .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                        .toStream().to("out-suppress", Produced.with(TW10, L));
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown topology " + name);
         }
