@@ -486,13 +486,26 @@ func (e *emitter) topology(f *jen.File) {
 		}
 		ks, vs := topicSerdes(t, jen.Id("s"), t.Tombstones) // a deleted row is a tombstone
 		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), ks, vs}
+		sink := "AddSink"
+		if t.Windows != nil {
+			// Kafka Streams partitions windowed keys by the key alone, so a
+			// key's windows share its partition.
+			v := t.KV.Value
+			if t.Tombstones && !v.is(PointerTo) {
+				v = v.wrapped(PointerTo)
+			}
+			sink = "AddSinkWith"
+			args = append(args, jen.Qual(pkgStream, "SinkConfig").Types(typeOf(t.KV.Key), typeOf(v)).Values(jen.Dict{
+				jen.Id("Partitioner"): jen.Qual(pkgDSL, "WindowedPartitioner").Types(typeOf(t.KV.Key.unwrapped()), typeOf(v)).Call(jen.Id("s").Dot(t.Go.KeySerde)),
+			}))
+		}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
 		for _, w := range t.OpWriters {
 			args = append(args, jen.Lit(w.nodeName()))
 		}
-		body = append(body, jen.Qual(pkgStream, "AddSink").Call(args...))
+		body = append(body, jen.Qual(pkgStream, sink).Call(args...))
 	}
 	for _, s := range g.Stores {
 		if s.Op != nil {

@@ -135,6 +135,11 @@ func TestPageViewsOnACluster(t *testing.T) {
 					if k.End-k.Start != (5 * time.Minute).Milliseconds() {
 						t.Fatalf("window %v is not 5 minutes", k)
 					}
+					// As Kafka Streams, by the user alone: a user's windows
+					// share the user's partition.
+					if p := stream.KafkaPartition([]byte(k.Key), 8); r.Partition != p {
+						t.Fatalf("window %v in partition %d, want the user's %d", k, r.Partition, p)
+					}
 					n, err := serde.Int64{}.Deserialize(r.Value)
 					if err != nil {
 						t.Fatal(err)

@@ -103,7 +103,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Store: stream.StoreOptions{Changelog: true},
 	}, "by-user")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "results", "counted")
-	stream.AddSink(t, "views-per-user-sink", TopicViewsPerUser, serde.TimeWindowed(s.ViewsPerUserKey, 5*time.Minute), dsl.Nullable(s.ViewsPerUserValue), "results")
+	stream.AddSinkWith(t, "views-per-user-sink", TopicViewsPerUser, serde.TimeWindowed(s.ViewsPerUserKey, 5*time.Minute), dsl.Nullable(s.ViewsPerUserValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.ViewsPerUserKey)}, "results")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -247,14 +247,14 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.SessionAggregate[string, int64, int64](t, "sessions", StoreSessionSums, dsl.SessionWindows(30*time.Second).Grace(10*time.Second), s.StoreSessionSumsKey, s.StoreSessionSumsValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.SessionsInit, p.SessionsAggregate, p.SessionsMerge, "by-user")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "totals-out", "session-n")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "visits-out", "sessions")
-	stream.AddSink(t, "closed-sink", TopicClosed, serde.TimeWindowed(s.ClosedKey, time.Minute), dsl.Nullable(s.ClosedValue), "final-out")
-	stream.AddSink(t, "limited-sink", TopicLimited, serde.TimeWindowed(s.LimitedKey, 5*time.Minute), dsl.Nullable(s.LimitedValue), "bounded-out")
-	stream.AddSink(t, "near-sink", TopicNear, serde.TimeWindowed(s.NearKey, 10*time.Second), dsl.Nullable(s.NearValue), "near-out")
-	stream.AddSink(t, "per-minute-sink", TopicPerMinute, serde.TimeWindowed(s.PerMinuteKey, time.Minute), dsl.Nullable(s.PerMinuteValue), "minute-out")
-	stream.AddSink(t, "per-minute-last-sink", TopicPerMinuteLast, serde.TimeWindowed(s.PerMinuteLastKey, time.Minute), dsl.Nullable(s.PerMinuteLastValue), "last-out")
-	stream.AddSink(t, "trending-sink", TopicTrending, serde.TimeWindowed(s.TrendingKey, 5*time.Minute), dsl.Nullable(s.TrendingValue), "hot-out")
-	stream.AddSink(t, "visit-totals-sink", TopicVisitTotals, serde.SessionWindowed(s.VisitTotalsKey), dsl.Nullable(s.VisitTotalsValue), "totals-out")
-	stream.AddSink(t, "visits-sink", TopicVisits, serde.SessionWindowed(s.VisitsKey), dsl.Nullable(s.VisitsValue), "visits-out")
+	stream.AddSinkWith(t, "closed-sink", TopicClosed, serde.TimeWindowed(s.ClosedKey, time.Minute), dsl.Nullable(s.ClosedValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.ClosedKey)}, "final-out")
+	stream.AddSinkWith(t, "limited-sink", TopicLimited, serde.TimeWindowed(s.LimitedKey, 5*time.Minute), dsl.Nullable(s.LimitedValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.LimitedKey)}, "bounded-out")
+	stream.AddSinkWith(t, "near-sink", TopicNear, serde.TimeWindowed(s.NearKey, 10*time.Second), dsl.Nullable(s.NearValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.NearKey)}, "near-out")
+	stream.AddSinkWith(t, "per-minute-sink", TopicPerMinute, serde.TimeWindowed(s.PerMinuteKey, time.Minute), dsl.Nullable(s.PerMinuteValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteKey)}, "minute-out")
+	stream.AddSinkWith(t, "per-minute-last-sink", TopicPerMinuteLast, serde.TimeWindowed(s.PerMinuteLastKey, time.Minute), dsl.Nullable(s.PerMinuteLastValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteLastKey)}, "last-out")
+	stream.AddSinkWith(t, "trending-sink", TopicTrending, serde.TimeWindowed(s.TrendingKey, 5*time.Minute), dsl.Nullable(s.TrendingValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TrendingKey)}, "hot-out")
+	stream.AddSinkWith(t, "visit-totals-sink", TopicVisitTotals, serde.SessionWindowed(s.VisitTotalsKey), dsl.Nullable(s.VisitTotalsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitTotalsKey)}, "totals-out")
+	stream.AddSinkWith(t, "visits-sink", TopicVisits, serde.SessionWindowed(s.VisitsKey), dsl.Nullable(s.VisitsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitsKey)}, "visits-out")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
