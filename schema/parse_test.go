@@ -55,6 +55,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
 	f.Add([]byte("version: 1\napp: a\n b: {c: d}\n"))
 	f.Add([]byte("version: 1\napp: a\noperators: {o: {op: branch, from: t, branches: [x], default: y}, c: {op: count, from: [o-x], store: s}}\n"))
+	f.Add([]byte("version: 1\napp: a\noperators: {c: {op: count, from: g, store: s, window: {hopping: {size: 5m, advance: 1m}, grace: 1s}, emit: final, idle-close: 1m}, s: {op: suppress, from: c, until: {time-limit: 1s}, buffer: {max-records: 1, when-full: emit-early}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("kgen.yaml", data)
 		if s == nil {
