@@ -356,16 +356,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 }
 
 // durationText renders a duration for documentation ("1m0s" becomes "1m").
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func durationText(d time.Duration) string { return schema.DurationText(d) }
 
 // durationExpr writes a duration as readable Go: 60*time.Second.
 func durationExpr(d time.Duration) jen.Code {

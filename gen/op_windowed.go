@@ -180,26 +180,13 @@ func windowsCode(w *schema.Window) *jen.Statement {
 	return grace(jen.Qual(pkgDSL, "SessionWindows").Call(durationCode(w.Gap.Value)))
 }
 
-// durationCode writes d as Go source in its largest whole unit: 5 *
-// time.Minute, 30 * time.Second.
-func durationCode(d time.Duration) *jen.Statement {
-	units := []struct {
-		unit time.Duration
-		name string
-	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}}
+// durationCode writes d as Go source in its largest whole unit (5 *
+// time.Minute), 0 as 0.
+func durationCode(d time.Duration) jen.Code {
 	if d == 0 {
 		return jen.Lit(0)
 	}
-	for _, u := range units {
-		if d%u.unit == 0 {
-			n := int64(d / u.unit)
-			if n == 1 {
-				return jen.Qual("time", u.name)
-			}
-			return jen.Lit(int(n)).Op("*").Qual("time", u.name)
-		}
-	}
-	return jen.Qual("time", "Duration").Call(jen.Lit(int64(d)))
+	return durationExpr(d)
 }
 
 // windowOptions are the dsl.WindowOptions of windowed aggregation o.
@@ -247,7 +234,7 @@ func windowedAgainst(c *againstCtx, old, new *schema.Operator) {
 	}
 	changed := func(what string, o, n schema.Dur) {
 		if o.Value != n.Value {
-			c.Breaking(posOr(n.Pos, nw.Kind.Pos), "the %s of the windows of %q changed from %v to %v: the windows in store %q were made with the old %s, and results mixing both are wrong (use a new store)", what, name, o.Value, n.Value, new.Store.Value, what)
+			c.Breaking(posOr(n.Pos, nw.Kind.Pos), "the %s of the windows of %q changed from %s to %s: the windows in store %q were made with the old %s, and results mixing both are wrong (use a new store)", what, name, durationText(o.Value), durationText(n.Value), new.Store.Value, what)
 		}
 	}
 	switch nw.Kind.Value {
@@ -260,7 +247,7 @@ func windowedAgainst(c *againstCtx, old, new *schema.Operator) {
 		changed("advance", ow.Advance, nw.Advance)
 	}
 	if ow.Grace.Value != nw.Grace.Value {
-		c.Breaking(posOr(nw.Grace.Pos, nw.Pos), "the grace of the windows of %q changed from %v to %v: windows already closed (or emitted as final) under the old grace are not reopened, later ones close at the new time, and store %q keeps windows for another retention", name, ow.Grace.Value, nw.Grace.Value, new.Store.Value)
+		c.Breaking(posOr(nw.Grace.Pos, nw.Pos), "the grace of the windows of %q changed from %s to %s: windows already closed (or emitted as final) under the old grace are not reopened, later ones close at the new time, and store %q keeps windows for another retention", name, durationText(ow.Grace.Value), durationText(nw.Grace.Value), new.Store.Value)
 	}
 }
 

@@ -140,7 +140,7 @@ func (d *decoder) window(n *yaml.Node, what string) *Window {
 				{"advance", func(_, v *yaml.Node) { w.Advance = d.duration(v, hw+": advance", false) }},
 			}) {
 				if w.Size.Set() && w.Advance.Set() && w.Advance.Value > w.Size.Value {
-					d.errs.add(w.Advance.Pos, "%s: advance %v is longer than the size %v: hopping windows start every advance and must overlap or touch (for gaps between windows, filter)", hw, w.Advance.Value, w.Size.Value)
+					d.errs.add(w.Advance.Pos, "%s: advance %s is longer than the size %s: hopping windows start every advance and must overlap or touch (for gaps between windows, filter)", hw, DurationText(w.Advance.Value), DurationText(w.Size.Value))
 				}
 				if d.present(v, "size") && d.present(v, "advance") {
 					return
@@ -244,6 +244,19 @@ func (d *decoder) buffer(n *yaml.Node, what string, s *Suppress) {
 	})
 }
 
+// DurationText writes d as a spec would: 5m rather than 5m0s, 1h rather
+// than 1h0m0s.
+func DurationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
 // String writes w as the spec would, for messages.
 func (w *Window) String() string {
 	if w == nil {
@@ -252,11 +265,11 @@ func (w *Window) String() string {
 	var s string
 	switch w.Kind.Value {
 	case WindowHopping:
-		s = fmt.Sprintf("hopping: {size: %v, advance: %v}", w.Size.Value, w.Advance.Value)
+		s = fmt.Sprintf("hopping: {size: %s, advance: %s}", DurationText(w.Size.Value), DurationText(w.Advance.Value))
 	case WindowSession:
-		s = fmt.Sprintf("session: %v", w.Gap.Value)
+		s = "session: " + DurationText(w.Gap.Value)
 	default:
-		s = fmt.Sprintf("%s: %v", w.Kind.Value, w.Size.Value)
+		s = w.Kind.Value + ": " + DurationText(w.Size.Value)
 	}
-	return "{" + s + ", grace: " + w.Grace.Value.String() + "}"
+	return "{" + s + ", grace: " + DurationText(w.Grace.Value) + "}"
 }
