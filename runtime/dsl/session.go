@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -86,7 +85,7 @@ func addSession[K, V, VA any](t *stream.Topology, name, store string, w SessionW
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, Windowed[K], Change[VA]] {
 		return &sessionAgg[K, V, VA]{storeName: store, w: w, ks: ks, opts: opts, check: check, fold: fold, merge: merge, keyNil: nilTest[K]()}
 	}, parents...)
-	retention := max(opts.Retention.Milliseconds(), w.gap+w.grace)
+	retention := max(opts.Retention.Milliseconds(), w.gap+w.grace+finalMargin(opts.Emit))
 	stream.AddSessionStore(t, store, ks, vas, time.Duration(retention)*time.Millisecond, opts.Store, name)
 }
 
@@ -104,10 +103,6 @@ type sessionAgg[K, V, VA any] struct {
 	store         state.SessionStore[K, VA]
 	seen, emitted *stream.ObservedTime
 	idle          idleClock
-	// pendingEnd is no later than the end of every session in the store not
-	// yet emitted (math.MinInt64: unknown, as after Init), so emitClosed
-	// scans the store only when a session may have closed.
-	pendingEnd int64
 }
 
 func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
@@ -189,7 +184,6 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 		old = &found[0].v
 	}
 	next := p.fold(r.Key, r.Value, agg, has)
-	p.pendingEnd = min(p.pendingEnd, merged.end)
 	if err := p.store.Put(r.Key, merged.start, merged.end, next); err != nil {
 		if errors.Is(err, state.ErrExpired) {
 			ctx.RecordDropped(stream.DropExpiredWindow)
@@ -229,23 +223,13 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 		return nil
 	}
 	lo, hi := max(0, last), closeT-1
-	if hi >= lo && hi >= p.pendingEnd {
-		// The session store has no index by end across keys (Kafka Streams
-		// keeps a time-ordered one for this): a scan of what it keeps, which
-		// is what the retention has not dropped yet.
-		it, err := p.store.All()
+	if hi >= lo {
+		it, err := p.store.FindSessionsByEnd(lo, hi)
 		if err != nil {
 			return err
 		}
 		var closed []closedSession[K, VA]
-		pending := int64(math.MaxInt64)
 		for it.Next() {
-			if e := it.End(); e < lo || e > hi {
-				if e > hi {
-					pending = min(pending, e)
-				}
-				continue
-			}
 			kb, err := p.ks.Serialize(it.Key())
 			if err != nil {
 				it.Close()
@@ -256,7 +240,6 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 		if err := errors.Join(it.Err(), it.Close()); err != nil {
 			return err
 		}
-		p.pendingEnd = pending
 		slices.SortStableFunc(closed, func(a, b closedSession[K, VA]) int {
 			if a.end != b.end {
 				return compareInt(a.end, b.end)

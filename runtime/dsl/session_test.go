@@ -22,7 +22,9 @@ func sessionTopo(w dsl.SessionWindowSpec, opts dsl.WindowOptions) (*stream.Topol
 // two merges them, with a tombstone for each session replaced (stamped with
 // its end) before the merged session (stamped with its end); a record whose
 // session would already be closed (end before stream time - grace - gap) is
-// dropped as late. With EmitFinal, each session once when it closes.
+// dropped as late. With EmitFinal, each session once when it closes. Both
+// are the records of Kafka Streams 4.4's TopologyTestDriver for this input
+// (with its emit-final throttle off).
 func TestSessionWindows(t *testing.T) {
 	w := dsl.SessionWindows(10 * ms)
 	recs := []in{{"a", 0}, {"a", 5}, {"a", 30}, {"a", 18}, {"a", 22}, {"a", 50}, {"a", 50}}
@@ -84,4 +86,15 @@ func TestSessionAggregateMerges(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d/%d=%s@%d", k.Start-base, k.End-base, v, r.Timestamp.UnixMilli()-base))
 	}
 	same(t, "output", got, []string{"0/0=x@0", "30/30=y@30", "0/0=-@0", "30/30=-@30", "0/30=((|x)|y)z@30"})
+}
+
+// A session stays in the store until it is emitted: at the stream time
+// where the store's retention (gap plus grace past the session's end) would
+// drop it, it is not closed yet (a record at its end plus gap could still
+// extend it).
+func TestSessionFinalAtRetention(t *testing.T) {
+	topo, keys := sessionTopo(dsl.SessionWindows(10*ms), dsl.WindowOptions{Emit: dsl.EmitFinal})
+	d := driver(t, topo, 1)
+	pipeAll(t, d, []in{{"a", 0}, {"b", 10}, {"b", 11}})
+	same(t, "output", windowedOut(t, d, keys), []string{"a@0/0=1@0"})
 }

@@ -3,6 +3,7 @@ package dsl
 import (
 	"errors"
 
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -28,7 +29,7 @@ type sliding[K, V, VA any] struct {
 // window is one stored window of the current key, read before any write.
 type window[VA any] struct {
 	start int64
-	v     ValueAndTimestamp[VA]
+	v     state.ValueAndTimestamp[VA]
 }
 
 func (p *sliding[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
@@ -85,17 +86,17 @@ func (p *sliding[K, V, VA]) windows(key K, from, to int64, backward bool) ([]win
 // update folds the record into the window at start whose aggregate is v
 // (nil: a new, empty window; existing says whether the store has it),
 // unless the window is closed.
-func (p *sliding[K, V, VA]) update(ctx *stream.Context[Windowed[K], Change[VA]], r stream.Record[K, V], start int64, v *ValueAndTimestamp[VA], existing bool, closeT int64) error {
+func (p *sliding[K, V, VA]) update(ctx *stream.Context[Windowed[K], Change[VA]], r stream.Record[K, V], start int64, v *state.ValueAndTimestamp[VA], existing bool, closeT int64) error {
 	if addCapped(start, p.w.diff) < closeT {
 		p.late = true
 		return nil
 	}
-	var next ValueAndTimestamp[VA]
+	var next state.ValueAndTimestamp[VA]
 	if v == nil {
 		var zero VA
-		next = ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, zero, false), Timestamp: r.Timestamp}
+		next = state.ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, zero, false), Timestamp: r.Timestamp.UnixMilli()}
 	} else {
-		next = ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, v.Value, true), Timestamp: later(r.Timestamp, v.Timestamp)}
+		next = state.ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, v.Value, true), Timestamp: max(r.Timestamp.UnixMilli(), v.Timestamp)}
 	}
 	var old *VA
 	if existing {
@@ -111,7 +112,7 @@ func (p *sliding[K, V, VA]) process(ctx *stream.Context[Windowed[K], Change[VA]]
 		return err
 	}
 	starts := map[int64]bool{}
-	var leftAgg, rightAgg *ValueAndTimestamp[VA]
+	var leftAgg, rightAgg *state.ValueAndTimestamp[VA]
 	leftCreated, rightCreated := false, false
 	prev, hasPrev := int64(0), false
 scan:
@@ -134,13 +135,13 @@ scan:
 			if err := p.update(ctx, r, w.start, &w.v, true, closeT); err != nil {
 				return err
 			}
-			if w.v.Timestamp.UnixMilli() >= ts {
+			if w.v.Timestamp >= ts {
 				return nil // every window this record needs exists already
 			}
-			prev, hasPrev = w.v.Timestamp.UnixMilli(), true
+			prev, hasPrev = w.v.Timestamp, true
 		default: // end < ts: the latest window before the record
 			leftAgg = &w.v
-			prev, hasPrev = w.v.Timestamp.UnixMilli(), true
+			prev, hasPrev = w.v.Timestamp, true
 			break scan
 		}
 	}
@@ -151,15 +152,15 @@ scan:
 		}
 	}
 	if !leftCreated {
-		var from *ValueAndTimestamp[VA]
+		var from *state.ValueAndTimestamp[VA]
 		if hasPrev && ts-d <= prev { // the record before lies in the left window
-			from = &ValueAndTimestamp[VA]{Value: leftAgg.Value, Timestamp: r.Timestamp}
+			from = &state.ValueAndTimestamp[VA]{Value: leftAgg.Value, Timestamp: r.Timestamp.UnixMilli()}
 		}
 		if err := p.update(ctx, r, ts-d, from, false, closeT); err != nil {
 			return err
 		}
 	}
-	if !rightCreated && rightAgg != nil && rightAgg.Timestamp.UnixMilli() > ts {
+	if !rightCreated && rightAgg != nil && rightAgg.Timestamp > ts {
 		return p.createRight(ctx, r, *rightAgg)
 	}
 	return nil
@@ -167,7 +168,7 @@ scan:
 
 // createRight stores the record's right window [t+1, t+1+d], which holds
 // the later records of rightAgg (not this one), and forwards it.
-func (p *sliding[K, V, VA]) createRight(ctx *stream.Context[Windowed[K], Change[VA]], r stream.Record[K, V], rightAgg ValueAndTimestamp[VA]) error {
+func (p *sliding[K, V, VA]) createRight(ctx *stream.Context[Windowed[K], Change[VA]], r stream.Record[K, V], rightAgg state.ValueAndTimestamp[VA]) error {
 	return p.put(ctx, r.Key, r.Timestamp.UnixMilli()+1, nil, rightAgg, r.Headers)
 }
 
@@ -180,7 +181,7 @@ func (p *sliding[K, V, VA]) early(ctx *stream.Context[Windowed[K], Change[VA]], 
 		return err
 	}
 	starts := map[int64]bool{}
-	var combined, rightAgg *ValueAndTimestamp[VA]
+	var combined, rightAgg *state.ValueAndTimestamp[VA]
 	rightCreated := false
 	prev, hasPrev := int64(0), false
 	for i := range found {
@@ -189,8 +190,8 @@ func (p *sliding[K, V, VA]) early(ctx *stream.Context[Windowed[K], Change[VA]], 
 		switch {
 		case w.start == 0:
 			combined = &w.v
-			if w.v.Timestamp.UnixMilli() < ts {
-				prev, hasPrev = w.v.Timestamp.UnixMilli(), true
+			if w.v.Timestamp < ts {
+				prev, hasPrev = w.v.Timestamp, true
 			}
 		case w.start <= ts:
 			rightAgg = &w.v
@@ -201,10 +202,10 @@ func (p *sliding[K, V, VA]) early(ctx *stream.Context[Windowed[K], Change[VA]], 
 			rightCreated = true
 		}
 	}
-	if rightAgg == nil && combined != nil && combined.Timestamp.UnixMilli() > ts {
+	if rightAgg == nil && combined != nil && combined.Timestamp > ts {
 		rightAgg = combined
 	}
-	if !rightCreated && rightAgg != nil && rightAgg.Timestamp.UnixMilli() > ts {
+	if !rightCreated && rightAgg != nil && rightAgg.Timestamp > ts {
 		if err := p.createRight(ctx, r, *rightAgg); err != nil {
 			return err
 		}

@@ -26,7 +26,8 @@ func slidingTopo(w dsl.SlidingWindowSpec, opts dsl.WindowOptions) (*stream.Topol
 // when it lies in it, and its own right window when a later record is
 // already there; an out-of-order record updates the windows it lies in.
 // Windows are inclusive at both ends, and forwarded in Kafka Streams' order
-// (the windows it updates by descending start, then the new ones).
+// (the windows it updates by descending start, then the new ones): Kafka
+// Streams 4.4's TopologyTestDriver gives these records for this input.
 func TestSlidingWindows(t *testing.T) {
 	w := dsl.SlidingWindows(10*ms, 100*ms)
 	topo, keys := slidingTopo(w, dsl.WindowOptions{})
@@ -45,7 +46,8 @@ func TestSlidingWindows(t *testing.T) {
 }
 
 // Records earlier than the time difference share the window [0, d]: here
-// at the epoch itself, where a window cannot start before 0.
+// at the epoch itself, where a window cannot start before 0. The records
+// are those of Kafka Streams 4.4's TopologyTestDriver for this input.
 func TestSlidingWindowsEarlyRecords(t *testing.T) {
 	s := serde.String{}
 	w := dsl.SlidingWindows(10*ms, 100*ms)
@@ -91,7 +93,7 @@ func TestSlidingWindowsProperty(t *testing.T) {
 			times = append(times, at)
 			pipe(t, d, "in", "a", "x", time.Duration(at))
 		}
-		ws := d.Store("counts").(state.WindowStore[string, dsl.ValueAndTimestamp[int64]])
+		ws := d.Store("counts").(state.WindowStore[string, state.ValueAndTimestamp[int64]])
 		it, err := ws.All()
 		if err != nil {
 			t.Fatal(err)

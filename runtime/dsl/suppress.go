@@ -60,13 +60,22 @@ type SuppressOptions struct {
 // ClosingWindows are windows a suppression can wait for: TimeWindows,
 // SlidingWindowSpec or SessionWindowSpec.
 type ClosingWindows interface {
-	// closeDelay is how long after a window's end it closes.
+	// closeDelay is how long after a window's end suppress emits it: the
+	// grace (sessions: plus the gap), as Kafka Streams.
 	closeDelay() int64
+	// endInclusive says whether a window holds its end (sliding windows,
+	// sessions): its aggregation then takes records for it one millisecond
+	// longer than suppress waits.
+	endInclusive() bool
 }
 
 func (w TimeWindows) closeDelay() int64       { return w.grace }
 func (w SlidingWindowSpec) closeDelay() int64 { return w.grace }
 func (w SessionWindowSpec) closeDelay() int64 { return w.grace + w.gap }
+
+func (TimeWindows) endInclusive() bool       { return false }
+func (SlidingWindowSpec) endInclusive() bool { return true }
+func (SessionWindowSpec) endInclusive() bool { return true }
 
 // SuppressUntilWindowCloses forwards only each window's final result: a
 // window's last change, once the node's stream time reaches the window's
@@ -88,6 +97,7 @@ func SuppressUntilWindowCloses[K, V any](t *stream.Topology, name, store string,
 		time:           func(k Windowed[K], _ int64) int64 { return k.End },
 		dropTombstones: true,
 		final:          true,
+		closedAfter:    w.closeDelay() + inclusive(w.endInclusive()),
 		check:          check,
 	}, parents)
 }
@@ -112,13 +122,20 @@ type suppressRule[K any] struct {
 	delay          int64                       // a key is due once stream time - delay reaches its time
 	time           func(key K, ts int64) int64 // a key's buffer time, from its first change
 	dropTombstones bool
-	final          bool // until the window closes: a change for a closed window is late
-	check          error
+	// final: until the window closes, a change for a window its aggregation
+	// has closed is late; closedAfter is how long after a window's time
+	// that is (the delay, plus 1 ms for windows that hold their end).
+	final       bool
+	closedAfter int64
+	check       error
 }
 
 func addSuppress[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], vs serde.Serde[V], opts SuppressOptions, rule suppressRule[K], parents []string) {
 	if opts.MaxRecords < 0 || opts.MaxBytes < 0 {
 		rule.check = errors.Join(rule.check, errors.New("negative buffer bounds"))
+	}
+	if opts.IdleClose < 0 {
+		rule.check = errors.Join(rule.check, fmt.Errorf("idle close %v is negative", opts.IdleClose))
 	}
 	if opts.WhenFull != ShutDownWhenFull && opts.WhenFull != EmitEarlyWhenFull {
 		rule.check = errors.Join(rule.check, fmt.Errorf("unknown buffer policy %d", opts.WhenFull))
@@ -336,11 +353,14 @@ func (p *suppress[K, V]) Process(ctx *stream.Context[K, Change[V]], r stream.Rec
 	e := p.index[string(kb)]
 	if e != nil {
 		b.Time = e.time // non-resetting: the key keeps its place
-	} else if p.rule.final && p.seen.Millis() >= 0 && b.Time <= p.seen.Millis()-p.rule.delay {
-		// A change for a window this node already closed: its final result
-		// went out. Only the wall clock (IdleClose) or an aggregation with
-		// a longer grace upstream can send one; emitting it would make a
-		// second final result.
+	} else if p.rule.final && p.seen.Millis() >= 0 && b.Time <= p.seen.Millis()-p.rule.closedAfter {
+		// A change for a window this node's stream time has closed, and
+		// so its final result went out: only the wall clock (IdleClose)
+		// or an aggregation with a longer grace upstream can send one, and
+		// emitting it would make a second final result. (A window that
+		// holds its end is emitted at end+delay, as Kafka Streams does, but
+		// takes records until end+delay+1 ms: such a change is emitted
+		// again, as in Kafka Streams.)
 		ctx.RecordDropped(stream.DropLateRecord)
 		return nil
 	}
@@ -403,4 +423,12 @@ func (p *suppress[K, V]) emitFirst(ctx *stream.Context[K, Change[V]]) error {
 	}
 	ctx.Forward(stream.Record[K, Change[V]]{Key: e.key, Value: b.Change, Timestamp: time.UnixMilli(b.Timestamp), Headers: b.Headers})
 	return nil
+}
+
+// inclusive is 1 for true.
+func inclusive(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package dsl_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ func TestSuppressUntilWindowCloses(t *testing.T) {
 }
 
 // Suppress after sessions drops a merged-away session's tombstone: its
-// last change is a deletion.
+// last change is a deletion. (Kafka Streams 4.4's TopologyTestDriver gives
+// the same two records for this input.)
 func TestSuppressSessionsDropsTombstones(t *testing.T) {
 	w := dsl.SessionWindows(10 * ms)
 	keys := dsl.SessionKey(serde.String{})
@@ -46,7 +48,8 @@ func TestSuppressSessionsDropsTombstones(t *testing.T) {
 // Suppress until a time limit, on a plain count: a key's latest change, once
 // the node's stream time is the limit past the key's first buffered change
 // (later changes keep its place); with a bounded buffer, the policy when
-// full.
+// full. Unbounded and emitting early by records or bytes, the outputs are
+// those of Kafka Streams 4.4's TopologyTestDriver for the same input.
 func TestSuppressUntilTimeLimit(t *testing.T) {
 	s := serde.String{}
 	build := func(opts dsl.SuppressOptions) *stream.Topology {
@@ -92,4 +95,38 @@ func TestSuppressUntilTimeLimit(t *testing.T) {
 	}(), stream.LocalConfig{}); err == nil || !strings.Contains(err.Error(), "not final") {
 		t.Errorf("until the window closes with a buffer that emits early: %v", err)
 	}
+}
+
+// Suppress after sliding windows, which hold their end: a window goes out
+// once the stream time reaches its end plus grace, one millisecond before
+// the aggregation stops taking records for it, so a record at that very
+// time updates it and it goes out again. Kafka Streams 4.4's
+// TopologyTestDriver gives these records for the same input (sliding
+// windows of 10 s, no grace, suppress until the windows close).
+func TestSuppressSlidingEmitsAtEnd(t *testing.T) {
+	w := dsl.SlidingWindows(10*time.Second, 0)
+	keys := dsl.WindowedKey(serde.String{}, w)
+	topo := windowedTopo(func(topo *stream.Topology) (string, serde.Serde[dsl.Windowed[string]]) {
+		dsl.WindowedCount[string, string](topo, "count", "counts", w, serde.String{}, dsl.WindowOptions{}, "in")
+		dsl.SuppressUntilWindowCloses(topo, "final", "buffer", w, keys, serde.Int64{}, dsl.SuppressOptions{}, "count")
+		return "final", keys
+	})
+	d := driver(t, topo, 1)
+	var got []string
+	for _, at := range []int64{10000, 20000, 20000, 40000} {
+		if err := d.Pipe("in", []byte("a"), []byte("x"), nil, time.UnixMilli(at)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Output("out") {
+			k, _ := keys.Deserialize(r.Key)
+			got = append(got, fmt.Sprintf("after %d: %d/%d=%s@%d", at, k.Start, k.End, long(r.Value), r.Timestamp.UnixMilli()))
+		}
+	}
+	same(t, "output", got, []string{
+		"after 10000: 0/10000=1@10000",
+		"after 20000: 10000/20000=2@20000",
+		"after 20000: 10000/20000=3@20000",
+		"after 40000: 10001/20001=2@20000",
+		"after 40000: 30000/40000=1@40000",
+	})
 }

@@ -144,3 +144,100 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 		})
 	}
 }
+
+// Final results while tasks move between running instances: a second
+// instance joins, then the first stops, with records flowing in between;
+// every window of every key is emitted exactly once, with its full count.
+func TestFinalResultsAcrossRebalances(t *testing.T) {
+	c := kafkatest.New(t)
+	in, final, suppressed := c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil)
+	cl := c.Client(t)
+	var keys []string
+	for i := range 16 {
+		keys = append(keys, fmt.Sprintf("k%02d", i))
+	}
+	produce := func(at ...int64) {
+		var rs []*kgo.Record
+		for _, ms := range at {
+			for _, k := range keys {
+				rs = append(rs, &kgo.Record{Topic: in, Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ms)})
+			}
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appID := "rebalance-" + in
+	run := func(name string) func() {
+		app, err := stream.New(finalApp(in, final, suppressed, false), stream.Brokers(c.Seeds()...),
+			stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
+			stream.Guarantee(stream.ExactlyOnce), stream.CommitInterval(100*time.Millisecond),
+			stream.Logger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- app.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("instance %s: %v", name, err)
+			}
+		}
+	}
+	keySerde := dsl.WindowedKey(serde.String{}, dsl.TumblingWindows(10*time.Second))
+	// wait polls topic until it has n records, failing on a window seen twice.
+	wait := func(topic string, n int) map[string]int64 {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			got := map[string]int64{}
+			recs := c.ReadToEnd(t, topic, kafkatest.ReadCommitted())
+			for _, r := range recs {
+				k, err := keySerde.Deserialize(r.Key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id := fmt.Sprintf("%s@%d", k.Key, k.Start)
+				if _, dup := got[id]; dup {
+					t.Fatalf("%s: window %s emitted twice", topic, id)
+				}
+				got[id], _ = serde.Int64{}.Deserialize(r.Value)
+			}
+			if len(recs) > n {
+				t.Fatalf("%s: %d records, want %d", topic, len(recs), n)
+			}
+			if len(recs) == n {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d records after 90 s, want %d", topic, len(recs), n)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	stopA := run("a")
+	produce(1000, 2000, 12000) // closes [0,10 s)
+	for _, topic := range []string{final, suppressed} {
+		wait(topic, len(keys))
+	}
+	stopB := run("b")
+	defer stopB()
+	produce(13000, 14000, 25000) // closes [10,20 s) while the tasks move to b
+	for _, topic := range []string{final, suppressed} {
+		wait(topic, 2*len(keys))
+	}
+	stopA()
+	produce(26000, 41000) // closes [20,30 s) on b alone
+	for _, topic := range []string{final, suppressed} {
+		got := wait(topic, 3*len(keys))
+		for _, k := range keys {
+			for start, n := range map[int64]int64{0: 2, 10000: 3, 20000: 2} {
+				if id := fmt.Sprintf("%s@%d", k, start); got[id] != n {
+					t.Errorf("%s: window %s counted %d, want %d", topic, id, got[id], n)
+				}
+			}
+		}
+	}
+}

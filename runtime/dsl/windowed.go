@@ -155,8 +155,8 @@ func addWindowed[K, V, VA any](t *stream.Topology, name, store string, w Windows
 	default:
 		panic(fmt.Sprintf("dsl: windows of type %T", w)) // Windows is sealed: unreachable
 	}
-	retention := max(opts.Retention.Milliseconds(), w.retention())
-	stream.AddWindowStore(t, store, ks, Timestamped(vas), state.WindowStoreOptions{
+	retention := max(opts.Retention.Milliseconds(), w.retention()+finalMargin(opts.Emit))
+	stream.AddTimestampedWindowStore(t, store, ks, vas, state.WindowStoreOptions{
 		Retention:  time.Duration(retention) * time.Millisecond,
 		WindowSize: time.Duration(size) * time.Millisecond,
 	}, opts.Store, name)
@@ -176,7 +176,7 @@ type windowedBase[K, VA any] struct {
 	closedThrough func(closeT int64) int64
 	end           func(start int64) int64
 
-	store state.WindowStore[K, ValueAndTimestamp[VA]]
+	store state.WindowStore[K, state.ValueAndTimestamp[VA]]
 	// seen is the operator's stream time; emitted the close time final
 	// results were emitted up to (-1: none yet). Both are committed with the
 	// task's offsets, so a restart neither emits a window again nor skips
@@ -190,7 +190,7 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 		return fmt.Errorf("windowed aggregation %q: %w", ctx.NodeName(), b.check)
 	}
 	var err error
-	if b.store, err = stream.GetWindowStore[K, ValueAndTimestamp[VA]](ctx, b.storeName); err != nil {
+	if b.store, err = stream.GetWindowStore[K, state.ValueAndTimestamp[VA]](ctx, b.storeName); err != nil {
 		return err
 	}
 	b.seen = ctx.ObservedTime("stream")
@@ -227,7 +227,7 @@ type closedWindow[K, VA any] struct {
 	kb    []byte
 	key   K
 	start int64
-	v     ValueAndTimestamp[VA]
+	v     state.ValueAndTimestamp[VA]
 }
 
 // emitClosed forwards, once each, the windows closed at closeT and not yet
@@ -272,7 +272,7 @@ func (b *windowedBase[K, VA]) emitClosed(ctx *stream.Context[Windowed[K], Change
 			ctx.Forward(stream.Record[Windowed[K], Change[VA]]{
 				Key:       Windowed[K]{Key: c.key, Start: c.start, End: b.end(c.start)},
 				Value:     Change[VA]{New: &c.v.Value},
-				Timestamp: c.v.Timestamp,
+				Timestamp: time.UnixMilli(c.v.Timestamp),
 				Headers:   headers,
 			})
 		}
@@ -293,7 +293,7 @@ func compareInt(a, b int64) int {
 
 // put stores a window's new aggregate and, emitting updates, forwards the
 // change from old (nil: the window is new).
-func (b *windowedBase[K, VA]) put(ctx *stream.Context[Windowed[K], Change[VA]], key K, start int64, old *VA, next ValueAndTimestamp[VA], headers []stream.Header) error {
+func (b *windowedBase[K, VA]) put(ctx *stream.Context[Windowed[K], Change[VA]], key K, start int64, old *VA, next state.ValueAndTimestamp[VA], headers []stream.Header) error {
 	if err := b.store.Put(key, next, start); err != nil {
 		if errors.Is(err, state.ErrExpired) {
 			ctx.RecordDropped(stream.DropExpiredWindow)
@@ -305,7 +305,7 @@ func (b *windowedBase[K, VA]) put(ctx *stream.Context[Windowed[K], Change[VA]], 
 		ctx.Forward(stream.Record[Windowed[K], Change[VA]]{
 			Key:       Windowed[K]{Key: key, Start: start, End: b.end(start)},
 			Value:     Change[VA]{Old: old, New: &next.Value},
-			Timestamp: next.Timestamp,
+			Timestamp: time.UnixMilli(next.Timestamp),
 			Headers:   headers,
 		})
 	}
@@ -343,10 +343,10 @@ func (p *timeWindowed[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change
 		if err != nil {
 			return err
 		}
-		next := ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, old.Value, found), Timestamp: r.Timestamp}
+		next := state.ValueAndTimestamp[VA]{Value: p.fold(r.Key, r.Value, old.Value, found), Timestamp: ts}
 		var was *VA
 		if found {
-			next.Timestamp = later(r.Timestamp, old.Timestamp)
+			next.Timestamp = max(ts, old.Timestamp)
 			was = &old.Value
 		}
 		if err := p.put(ctx, r.Key, start, was, next, r.Headers); err != nil {
@@ -407,4 +407,16 @@ func WindowedPartitioner[K, V any](ks serde.Serializer[K]) func(key Windowed[K],
 		}
 		return stream.KafkaPartition(kb, n)
 	}
+}
+
+// finalMargin is what a store of final results keeps beyond Kafka Streams'
+// default retention: a window that holds its end (sliding, session) closes
+// one millisecond after that retention would drop it, and must still be
+// there to be emitted. Updates keep Kafka Streams' retention, so that a late
+// record finds the windows Kafka Streams' store would give it.
+func finalMargin(e Emit) int64 {
+	if e == EmitFinal {
+		return 1
+	}
+	return 0
 }

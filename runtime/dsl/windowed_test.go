@@ -72,7 +72,8 @@ func pipeAll(t *testing.T, d *stream.LocalDriver, recs []in) {
 // exactly end+grace-1 still counts, at end+grace it is late), the update
 // stamped with the window's largest record time; with EmitFinal, each
 // window once when it closes. On one partition and on four, where other
-// keys' records move their own tasks' stream times.
+// keys' records move their own tasks' stream times. a's updates are the
+// records of Kafka Streams 4.4's TopologyTestDriver for the same input.
 func TestTumblingWindows(t *testing.T) {
 	w := dsl.TumblingWindows(10 * ms).Grace(5 * ms)
 	keys := dsl.WindowedKey(serde.String{}, w)
@@ -126,7 +127,8 @@ func TestTumblingWindows(t *testing.T) {
 }
 
 // Hopping windows: a record in several windows; one too late for the older
-// of its windows still updates the newer, and is counted once as late.
+// of its windows still updates the newer, and is counted once as late. The
+// records are those of Kafka Streams 4.4's TopologyTestDriver.
 func TestHoppingWindows(t *testing.T) {
 	w := dsl.HoppingWindows(10*ms, 5*ms)
 	keys := dsl.WindowedKey(serde.String{}, w)

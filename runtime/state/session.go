@@ -36,6 +36,11 @@ type SessionStore[K, V any] interface {
 	BackwardFindSessions(key K, earliestEnd, latestStart int64) (SessionIterator[K, V], error)
 	// FetchSessions iterates all of the key's sessions, as FindSessions.
 	FetchSessions(key K) (SessionIterator[K, V], error)
+	// FindSessionsByEnd iterates every key's sessions ending in
+	// [earliestEnd, latestEnd] (as Kafka Streams' findSessions over all
+	// keys, for emitting closed sessions), ordered as All; it reads only
+	// the segments of those ends.
+	FindSessionsByEnd(earliestEnd, latestEnd int64) (SessionIterator[K, V], error)
 	// All iterates every session, by segment (a span of ends), then by
 	// changelog key bytes (serialized key ‖ end ‖ start), as Kafka
 	// Streams' persistent session store.
@@ -98,11 +103,11 @@ const sessionSuffixLen = 8 + 8
 // sessionEndOf reads the session end of a changelog key.
 func sessionEndOf(key []byte) (int64, error) {
 	if len(key) < sessionSuffixLen {
-		return 0, fmt.Errorf("session changelog key of %d bytes, want at least %d: %w", len(key), sessionSuffixLen, ErrCorrupt)
+		return 0, fmt.Errorf("session changelog key of %d bytes, want at least %d: not a session store's record", len(key), sessionSuffixLen)
 	}
 	t := int64(binary.BigEndian.Uint64(key[len(key)-sessionSuffixLen:]))
 	if t < 0 {
-		return 0, fmt.Errorf("session changelog key with end %d: %w", t, ErrCorrupt)
+		return 0, fmt.Errorf("session changelog key with end %d, before the epoch", t)
 	}
 	return t, nil
 }
@@ -273,11 +278,15 @@ func (s *sessionStore[K, V]) find(key K, earliestEnd, latestStart int64, backwar
 }
 
 func (s *sessionStore[K, V]) All() (SessionIterator[K, V], error) {
+	return s.FindSessionsByEnd(0, 1<<63-2)
+}
+
+func (s *sessionStore[K, V]) FindSessionsByEnd(earliestEnd, latestEnd int64) (SessionIterator[K, V], error) {
 	observed, err := s.observed()
 	if err != nil {
 		return nil, err
 	}
-	lo, hi, ok := s.timeRange(0, 1<<63-2, observed)
+	lo, hi, ok := s.timeRange(earliestEnd, latestEnd, observed)
 	var ranges []KeyRange
 	if ok {
 		for seg := s.segment(lo); seg <= s.segment(hi); seg++ {

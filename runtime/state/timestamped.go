@@ -40,15 +40,7 @@ var TimestampedKeyValue = &StoreKind{
 		return ChangelogTopic{RecordTimes: true}
 	},
 	Restore: func(b Backend, changes []Change) error {
-		out := make([]Change, len(changes))
-		for i, c := range changes {
-			out[i] = Change{Key: c.Key, Timestamp: c.Timestamp}
-			if c.Value != nil {
-				out[i].Value = binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(c.Value)), uint64(c.Timestamp))
-				out[i].Value = append(out[i].Value, c.Value...)
-			}
-		}
-		return ApplyChanges(b, out)
+		return ApplyChanges(b, withTimestamps(changes))
 	},
 	ToChangelog: func(c Change) (Change, bool) {
 		if c.Value == nil {
@@ -93,4 +85,59 @@ func (l timestampedLogger) LogChange(key, value []byte, timestamp int64) {
 	if c, ok := TimestampedKeyValue.ToChangelog(Change{Key: key, Value: value, Timestamp: timestamp}); ok {
 		l.ChangeLogger.LogChange(c.Key, c.Value, c.Timestamp)
 	}
+}
+
+// NewTimestampedWindowStore types a backend as a window store of values
+// with their timestamps, as Kafka Streams' TimestampedWindowStore (the
+// store of its windowed aggregations): the backend keeps timestamp ‖
+// serialized value, and each write is logged as Kafka Streams logs it:
+// the window store's changelog key, the serialized value alone, and the
+// value's timestamp as the record's (a deletion: the logger's RecordTime).
+// Its kind is TimestampedWindowKind(opt).
+func NewTimestampedWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V], opt WindowStoreOptions, logger ChangeLogger) WindowStore[K, ValueAndTimestamp[V]] {
+	if logger != nil {
+		logger = timestampedLogger{logger}
+	}
+	return NewWindowStore(name, b, ks, serde.Serde[ValueAndTimestamp[V]](timestampedSerde[V]{vs}), opt, logger)
+}
+
+// TimestampedWindowKind is the kind of timestamped window stores made with
+// opt: a window store's changelog (compact,delete, kept for the retention
+// plus the margin) whose values are bare and whose record timestamps are
+// the values' (so the topic must keep the producer's); restoration puts
+// the timestamp back in front of the value.
+func TimestampedWindowKind(opt WindowStoreOptions) *StoreKind {
+	w := WindowKind(opt)
+	return &StoreKind{
+		Name: "timestamped-window",
+		Changelog: func(retention, margin time.Duration) ChangelogTopic {
+			c := RetainedChangelog(retention, margin)
+			c.RecordTimes = true
+			return c
+		},
+		Restore: func(b Backend, changes []Change) error {
+			return w.Restore(b, withTimestamps(changes))
+		},
+		ToChangelog: func(c Change) (Change, bool) {
+			c, ok := w.ToChangelog(c)
+			if !ok {
+				return c, false
+			}
+			return TimestampedKeyValue.ToChangelog(c)
+		},
+	}
+}
+
+// withTimestamps puts each change's timestamp in front of its value, as a
+// timestamped store keeps it.
+func withTimestamps(changes []Change) []Change {
+	out := make([]Change, len(changes))
+	for i, c := range changes {
+		out[i] = Change{Key: c.Key, Timestamp: c.Timestamp}
+		if c.Value != nil {
+			out[i].Value = binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(c.Value)), uint64(c.Timestamp))
+			out[i].Value = append(out[i].Value, c.Value...)
+		}
+	}
+	return out
 }

@@ -30,7 +30,7 @@ type WindowStore[K, V any] interface {
 	// nil deletes the window, unless the store retains duplicates: then it
 	// is ignored. With duplicates retained, every Put adds a value, even
 	// one already stored. A window past retention is not stored: the error
-	// wraps ErrExpired.
+	// wraps ErrExpired (a deletion of one is no error: it is gone).
 	Put(key K, value V, windowStart int64) error
 	// Fetch returns the value of (key, windowStart); with duplicates
 	// retained, the first one put.
@@ -133,11 +133,11 @@ const windowSuffixLen = 8 + 4
 // windowStartOf reads the window start of a changelog key.
 func windowStartOf(key []byte) (int64, error) {
 	if len(key) < windowSuffixLen {
-		return 0, fmt.Errorf("window changelog key of %d bytes, want at least %d: %w", len(key), windowSuffixLen, ErrCorrupt)
+		return 0, fmt.Errorf("window changelog key of %d bytes, want at least %d: not a window store's record", len(key), windowSuffixLen)
 	}
 	t := int64(binary.BigEndian.Uint64(key[len(key)-windowSuffixLen:]))
 	if t < 0 {
-		return 0, fmt.Errorf("window changelog key with start %d: %w", t, ErrCorrupt)
+		return 0, fmt.Errorf("window changelog key with start %d, before the epoch", t)
 	}
 	return t, nil
 }
@@ -193,6 +193,9 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 		return err
 	}
 	if windowStart < s.minLive(observed) {
+		if vb == nil {
+			return nil // nothing to delete: the window is gone
+		}
 		return s.errorf("put", fmt.Errorf("window start %d, observed time %d, retention %dms: %w", windowStart, observed, s.retention, ErrExpired))
 	}
 	var seq uint32

@@ -131,3 +131,19 @@ func TestSegmentedKindsChangelog(t *testing.T) {
 		t.Errorf("timestamped changelog configs (-want +got):\n%s", diff)
 	}
 }
+
+// TestRestoreRefusesForeignRecords checks that a window or session
+// changelog record too short to be one stops restoration with an error
+// that does not claim the store's files are damaged (ErrCorrupt would make
+// the runtime wipe the store and restore the same record again).
+func TestRestoreRefusesForeignRecords(t *testing.T) {
+	for _, k := range []*state.StoreKind{
+		state.WindowKind(state.WindowStoreOptions{WindowSize: time.Minute}),
+		state.SessionKind(time.Hour),
+	} {
+		err := k.Restore(state.NewMemory(), []state.Change{{Key: []byte("short"), Value: []byte("v")}})
+		if err == nil || errors.Is(err, state.ErrCorrupt) {
+			t.Errorf("%s: restore of a 5-byte key: %v, want an error other than ErrCorrupt", k.Name, err)
+		}
+	}
+}

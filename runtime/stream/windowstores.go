@@ -15,12 +15,7 @@ import (
 // plus the app's ChangelogRetentionMargin, as Kafka Streams' windowed
 // changelogs.
 func AddWindowStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], opt state.WindowStoreOptions, opts StoreOptions, processors ...string) {
-	if opt.WindowSize <= 0 && opt.Retention <= 0 {
-		t.errorf("window store %q: neither a window size nor a retention", name)
-		return
-	}
-	if opt.Retention > 0 && opt.Retention < opt.WindowSize {
-		t.errorf("window store %q: retention %v is shorter than the window size %v", name, opt.Retention, opt.WindowSize)
+	if !checkWindowOptions(t, name, opt) {
 		return
 	}
 	t.addStore(&storeDef{
@@ -31,6 +26,40 @@ func AddWindowStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs se
 			return state.NewWindowStore(name, b, ks, vs, opt, logger)
 		},
 	}, processors)
+}
+
+// AddTimestampedWindowStore adds a timestamped window store
+// (state.NewTimestampedWindowStore, the store of Kafka Streams' windowed
+// aggregations) and attaches it to processors; get it with
+// GetWindowStore[K, state.ValueAndTimestamp[V]]. Logged, its changelog is
+// created as a window store's, keeping the producer's timestamps, which
+// are its values' timestamps.
+func AddTimestampedWindowStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], opt state.WindowStoreOptions, opts StoreOptions, processors ...string) {
+	if !checkWindowOptions(t, name, opt) {
+		return
+	}
+	t.addStore(&storeDef{
+		name: name, kind: state.TimestampedWindowKind(opt), opts: opts,
+		retention: max(opt.Retention, opt.WindowSize),
+		keyType:   reflect.TypeFor[K](), valType: reflect.TypeFor[state.ValueAndTimestamp[V]](),
+		open: func(b state.Backend, logger state.ChangeLogger) any {
+			return state.NewTimestampedWindowStore(name, b, ks, vs, opt, logger)
+		},
+	}, processors)
+}
+
+// checkWindowOptions records in t why opt cannot make a window store, if
+// it cannot.
+func checkWindowOptions(t *Topology, name string, opt state.WindowStoreOptions) bool {
+	if opt.WindowSize <= 0 && opt.Retention <= 0 {
+		t.errorf("window store %q: neither a window size nor a retention", name)
+		return false
+	}
+	if opt.Retention > 0 && opt.Retention < opt.WindowSize {
+		t.errorf("window store %q: retention %v is shorter than the window size %v", name, opt.Retention, opt.WindowSize)
+		return false
+	}
+	return true
 }
 
 // AddSessionStore adds a session store (state.NewSessionStore) keeping

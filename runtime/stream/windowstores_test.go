@@ -141,10 +141,12 @@ func TestWindowStoreRestoresFromItsChangelog(t *testing.T) {
 
 // sessionStamper puts each record as a one-record session (start = end =
 // its time) in a session store, and its value with its time in a
-// timestamped key-value store.
+// timestamped key-value store and in its minute's window of a timestamped
+// window store.
 type sessionStamper struct {
 	sessions state.SessionStore[string, string]
 	latest   state.KeyValueStore[string, state.ValueAndTimestamp[string]]
+	windows  state.WindowStore[string, state.ValueAndTimestamp[string]]
 }
 
 func (p *sessionStamper) Init(ctx *Context[string, string]) error {
@@ -152,7 +154,10 @@ func (p *sessionStamper) Init(ctx *Context[string, string]) error {
 	if p.sessions, err = GetSessionStore[string, string](ctx, "sess"); err != nil {
 		return err
 	}
-	p.latest, err = GetKeyValueStore[string, state.ValueAndTimestamp[string]](ctx, "latest")
+	if p.latest, err = GetKeyValueStore[string, state.ValueAndTimestamp[string]](ctx, "latest"); err != nil {
+		return err
+	}
+	p.windows, err = GetWindowStore[string, state.ValueAndTimestamp[string]](ctx, "tw")
 	return err
 }
 
@@ -161,20 +166,26 @@ func (p *sessionStamper) Process(ctx *Context[string, string], r Record[string, 
 	if err := p.sessions.Put(r.Key, ts, ts, r.Value); err != nil {
 		return err
 	}
+	if err := p.windows.Put(r.Key, state.ValueAndTimestamp[string]{Value: r.Value, Timestamp: ts}, ts/60_000*60_000); err != nil {
+		return err
+	}
 	return p.latest.Put(r.Key, state.ValueAndTimestamp[string]{Value: r.Value, Timestamp: ts})
 }
 
 // TestSessionAndTimestampedStoresInATopology checks that a topology
-// declares session and timestamped key-value stores, that a processor gets
-// them typed, and that their changelogs hold Kafka Streams' records:
-// key ‖ end ‖ start for a session; the bare value, with its time as the
-// record's, for a timestamped value.
+// declares session, timestamped key-value and timestamped window stores,
+// that a processor gets them typed, and that their changelogs hold Kafka
+// Streams' records: key ‖ end ‖ start for a session; the bare value, with
+// its time as the record's, for a timestamped value (in a window: under
+// key ‖ start ‖ seqnum).
 func TestSessionAndTimestampedStoresInATopology(t *testing.T) {
 	topo := NewTopology()
 	AddSource(topo, "in", "in", serde.String{}, serde.String{})
 	AddProcessor(topo, "stamp", func() Processor[string, string, string, string] { return &sessionStamper{} }, "in")
 	AddSessionStore(topo, "sess", serde.String{}, serde.String{}, time.Hour, StoreOptions{Changelog: true}, "stamp")
 	AddTimestampedKeyValueStore(topo, "latest", serde.String{}, serde.String{}, StoreOptions{Changelog: true}, "stamp")
+	AddTimestampedWindowStore(topo, "tw", serde.String{}, serde.String{}, state.WindowStoreOptions{WindowSize: time.Minute},
+		StoreOptions{Changelog: true}, "stamp")
 	d, err := NewLocalDriver(topo, LocalConfig{Logger: kindsLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +203,11 @@ func TestSessionAndTimestampedStoresInATopology(t *testing.T) {
 	latest := d.Changelog("latest")
 	if len(latest) != 1 || string(latest[0].Key) != "k" || string(latest[0].Value) != "v" || !latest[0].Timestamp.Equal(at) {
 		t.Errorf("timestamped changelog: %v, want one record k=v at %v", latest, at)
+	}
+	tw := d.Changelog("tw")
+	start := binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli()/60_000*60_000))
+	if len(tw) != 1 || !bytes.Equal(tw[0].Key, cat([]byte("k"), start, []byte{0, 0, 0, 0})) || string(tw[0].Value) != "v" || !tw[0].Timestamp.Equal(at) {
+		t.Errorf("timestamped window changelog: %v, want one record k ‖ start ‖ 0 = v at %v", tw, at)
 	}
 	s := d.Store("latest").(state.KeyValueStore[string, state.ValueAndTimestamp[string]])
 	if v, ok, err := s.Get("k"); err != nil || !ok || v.Value != "v" || v.Timestamp != at.UnixMilli() {

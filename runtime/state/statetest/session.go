@@ -227,6 +227,12 @@ func runSessionModel(t *testing.T, kind Kind, cached bool, seed uint64, ops int)
 			it, err := s.FetchSessions(k)
 			check("fetch sessions", err)
 			compare(fmt.Sprintf("FetchSessions(%q)", k), m.sessions(func(mk sessionModelKey) bool { return mk.k == k }), DrainSessions(t, it))
+		case n < 68:
+			lo := bound()
+			hi := lo + int64(r.IntN(150_000))
+			it, err := s.FindSessionsByEnd(lo, hi)
+			check("find sessions by end", err)
+			compare(fmt.Sprintf("FindSessionsByEnd(%d, %d)", lo, hi), m.sessions(func(mk sessionModelKey) bool { return mk.end >= lo && mk.end <= hi }), DrainSessions(t, it))
 		case n < 70:
 			it, err := s.All()
 			check("all", err)

@@ -53,6 +53,7 @@ var Checks = []struct {
 	{"WindowModel", WindowModel},
 	{"SessionModel", SessionModel},
 	{"TimestampedStore", TimestampedStore},
+	{"TimestampedWindowStore", TimestampedWindowStore},
 }
 
 // Run runs every check of Checks against each kind, as subtests named

@@ -78,7 +78,7 @@ func (m *windowModel) put(k string, v *string, start int64) (expired bool, logge
 	}
 	m.observed = max(m.observed, start)
 	if start < m.minLive() {
-		return true, nil
+		return v != nil, nil
 	}
 	var seq uint32
 	if m.dups {
