@@ -677,7 +677,7 @@ func windowStoreAccessor(f *jen.File, s *StoreNode) {
 	}
 	f.Commentf("%s lists the windows %s keeps in window store %q, every", s.Go.Accessor, s.Op.what(), s.Name.Value)
 	f.Comment("partition's, each with its aggregate and the timestamp of its last update.")
-	types := []jen.Code{k, jen.Qual(pkgDSL, "ValueAndTimestamp").Types(typeOf(s.KV.Value))}
+	types := []jen.Code{k, jen.Qual(pkgState, "ValueAndTimestamp").Types(typeOf(s.KV.Value))}
 	recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
 		jen.Return(jen.Qual(pkgStreamtest, "Windows").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), durationCode(s.Op.Windows.Size.Value))))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/kgen-dev/kgen/examples/pageviews/model"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
 	"time"
@@ -67,8 +68,8 @@ func (d *TestDriver) PipePageViewsTombstone(key string, ts time.Time) error {
 func (d *TestDriver) ReadViewsPerUser() ([]stream.Record[dsl.Windowed[string], *int64], error) {
 	return streamtest.Read(d.d, TopicViewsPerUser, serde.TimeWindowed(d.s.ViewsPerUserKey, 5*time.Minute), dsl.Nullable(d.s.ViewsPerUserValue))
 }
-func (d *TestDriver) Views() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreViews, 5*time.Minute)
+func (d *TestDriver) Views() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreViews, 5*time.Minute)
 }
 
 // Views lists the windows operator "counted" (count) keeps in window store "views", every

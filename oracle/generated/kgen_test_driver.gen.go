@@ -1096,20 +1096,20 @@ func (d *TestDriver) CountByKeyStore() (state.KeyValueStore[string, dsl.ValueAnd
 func (d *TestDriver) CountGroupByStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreCountGroupByStore, d.s.StoreCountGroupByStoreKey)
 }
-func (d *TestDriver) EfsCountStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreEfsCountStore, 10*time.Second)
+func (d *TestDriver) EfsCountStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreEfsCountStore, 10*time.Second)
 }
 
 // EfsCountStore lists the windows operator "efs-count" (count) keeps in window store "efs-count-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) EfsFinalStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreEfsFinalStore, 10*time.Second)
+func (d *TestDriver) EfsFinalStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreEfsFinalStore, 10*time.Second)
 }
 
 // EfsFinalStore lists the windows operator "efs-final" (count) keeps in window store "efs-final-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) HcStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreHcStore, 10*time.Second)
+func (d *TestDriver) HcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHcStore, 10*time.Second)
 }
 
 // HcStore lists the windows operator "hc-count" (count) keeps in window store "hc-store", every
@@ -1208,8 +1208,8 @@ func (d *TestDriver) SefStore() ([]streamtest.Window[string, int64], error) {
 
 // SefStore lists the sessions operator "sef-count" (count) keeps in session store "sef-store", every
 // partition's, each with its aggregate.
-func (d *TestDriver) SlcStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreSlcStore, 10*time.Second)
+func (d *TestDriver) SlcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreSlcStore, 10*time.Second)
 }
 
 // SlcStore lists the windows operator "slc-count" (count) keeps in window store "slc-store", every
@@ -1220,38 +1220,38 @@ func (d *TestDriver) SrStore() ([]streamtest.Window[string, int64], error) {
 
 // SrStore lists the sessions operator "sr-sum" (reduce) keeps in session store "sr-store", every
 // partition's, each with its aggregate.
-func (d *TestDriver) TaStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTaStore, 10*time.Second)
+func (d *TestDriver) TaStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTaStore, 10*time.Second)
 }
 
 // TaStore lists the windows operator "ta-lengths" (aggregate) keeps in window store "ta-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) TcStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTcStore, 10*time.Second)
+func (d *TestDriver) TcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTcStore, 10*time.Second)
 }
 
 // TcStore lists the windows operator "tc-count" (count) keeps in window store "tc-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) TefStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTefStore, 10*time.Second)
+func (d *TestDriver) TefStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTefStore, 10*time.Second)
 }
 
 // TefStore lists the windows operator "tef-count" (count) keeps in window store "tef-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) TgcStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTgcStore, 10*time.Second)
+func (d *TestDriver) TgcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTgcStore, 10*time.Second)
 }
 
 // TgcStore lists the windows operator "tgc-count" (count) keeps in window store "tgc-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) TrStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTrStore, 10*time.Second)
+func (d *TestDriver) TrStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTrStore, 10*time.Second)
 }
 
 // TrStore lists the windows operator "tr-sum" (reduce) keeps in window store "tr-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) TsStore() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreTsStore, 10*time.Second)
+func (d *TestDriver) TsStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTsStore, 10*time.Second)
 }
 
 // TsStore lists the windows operator "ts-count" (count) keeps in window store "ts-store", every

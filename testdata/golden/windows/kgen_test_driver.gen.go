@@ -5,6 +5,7 @@ package windows
 import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
 	"time"
@@ -108,26 +109,26 @@ func (d *TestDriver) ReadVisitTotals() ([]stream.Record[dsl.Windowed[string], *i
 func (d *TestDriver) ReadVisits() ([]stream.Record[dsl.Windowed[string], *int64], error) {
 	return streamtest.Read(d.d, TopicVisits, serde.SessionWindowed(d.s.VisitsKey), dsl.Nullable(d.s.VisitsValue))
 }
-func (d *TestDriver) HotSums() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreHotSums, 5*time.Minute)
+func (d *TestDriver) HotSums() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHotSums, 5*time.Minute)
 }
 
 // HotSums lists the windows operator "hot" (reduce) keeps in window store "hot-sums", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) MinuteCounts() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreMinuteCounts, time.Minute)
+func (d *TestDriver) MinuteCounts() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreMinuteCounts, time.Minute)
 }
 
 // MinuteCounts lists the windows operator "minute" (count) keeps in window store "minute-counts", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) MinuteLastCounts() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreMinuteLastCounts, time.Minute)
+func (d *TestDriver) MinuteLastCounts() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreMinuteLastCounts, time.Minute)
 }
 
 // MinuteLastCounts lists the windows operator "minute-last" (count) keeps in window store "minute-last-counts", every
 // partition's, each with its aggregate and the timestamp of its last update.
-func (d *TestDriver) NearSums() ([]streamtest.Window[string, dsl.ValueAndTimestamp[int64]], error) {
-	return streamtest.Windows[string, dsl.ValueAndTimestamp[int64]](d.d, StoreNearSums, 10*time.Second)
+func (d *TestDriver) NearSums() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreNearSums, 10*time.Second)
 }
 
 // NearSums lists the windows operator "close-by" (aggregate) keeps in window store "near-sums", every
