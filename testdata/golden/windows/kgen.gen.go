@@ -31,12 +31,16 @@ const (
 	TopicLimited = "limited"
 	// TopicNear is topic "near": key dsl.Windowed[string] (string), value int64 (int64).
 	TopicNear = "near"
+	// TopicNearUpdates is topic "near-updates": key dsl.Windowed[string] (string), value int64 (int64).
+	TopicNearUpdates = "near-updates"
 	// TopicPerMinute is topic "per-minute": key dsl.Windowed[string] (string), value int64 (int64).
 	TopicPerMinute = "per-minute"
 	// TopicPerMinuteLast is topic "per-minute-last": key dsl.Windowed[string] (string), value int64 (int64).
 	TopicPerMinuteLast = "per-minute-last"
 	// TopicTrending is topic "trending": key dsl.Windowed[string] (string), value int64 (int64).
 	TopicTrending = "trending"
+	// TopicTrendingFinal is topic "trending-final": key dsl.Windowed[string] (string), value int64 (int64).
+	TopicTrendingFinal = "trending-final"
 	// TopicVisitTotals is topic "visit-totals": key dsl.Windowed[string] (string), value int64 (int64).
 	TopicVisitTotals = "visit-totals"
 	// TopicVisits is topic "visits": key dsl.Windowed[string] (string), value int64 (int64).
@@ -45,12 +49,16 @@ const (
 
 // State stores of the application.
 const (
+	// StoreHotLastCounts is window store "hot-last-counts": string to int64.
+	StoreHotLastCounts = "hot-last-counts"
 	// StoreHotSums is window store "hot-sums": string to int64.
 	StoreHotSums = "hot-sums"
 	// StoreMinuteCounts is window store "minute-counts": string to int64.
 	StoreMinuteCounts = "minute-counts"
 	// StoreMinuteLastCounts is window store "minute-last-counts": string to int64.
 	StoreMinuteLastCounts = "minute-last-counts"
+	// StoreNearCounts is window store "near-counts": string to int64.
+	StoreNearCounts = "near-counts"
 	// StoreNearSums is window store "near-sums": string to int64.
 	StoreNearSums = "near-sums"
 	// StoreSessionCounts is session store "session-counts": string to int64.
@@ -79,6 +87,10 @@ type Serdes struct {
 	NearKey serde.Serde[string]
 	// NearValue encodes the values of topic "near" (int64).
 	NearValue serde.Serde[int64]
+	// NearUpdatesKey encodes the keys of topic "near-updates" (string).
+	NearUpdatesKey serde.Serde[string]
+	// NearUpdatesValue encodes the values of topic "near-updates" (int64).
+	NearUpdatesValue serde.Serde[int64]
 	// PerMinuteKey encodes the keys of topic "per-minute" (string).
 	PerMinuteKey serde.Serde[string]
 	// PerMinuteValue encodes the values of topic "per-minute" (int64).
@@ -91,6 +103,10 @@ type Serdes struct {
 	TrendingKey serde.Serde[string]
 	// TrendingValue encodes the values of topic "trending" (int64).
 	TrendingValue serde.Serde[int64]
+	// TrendingFinalKey encodes the keys of topic "trending-final" (string).
+	TrendingFinalKey serde.Serde[string]
+	// TrendingFinalValue encodes the values of topic "trending-final" (int64).
+	TrendingFinalValue serde.Serde[int64]
 	// VisitTotalsKey encodes the keys of topic "visit-totals" (string).
 	VisitTotalsKey serde.Serde[string]
 	// VisitTotalsValue encodes the values of topic "visit-totals" (int64).
@@ -99,6 +115,10 @@ type Serdes struct {
 	VisitsKey serde.Serde[string]
 	// VisitsValue encodes the values of topic "visits" (int64).
 	VisitsValue serde.Serde[int64]
+	// StoreHotLastCountsKey encodes the keys of store "hot-last-counts".
+	StoreHotLastCountsKey serde.Serde[string]
+	// StoreHotLastCountsValue encodes the values of store "hot-last-counts".
+	StoreHotLastCountsValue serde.Serde[int64]
 	// StoreHotSumsKey encodes the keys of store "hot-sums".
 	StoreHotSumsKey serde.Serde[string]
 	// StoreHotSumsValue encodes the values of store "hot-sums".
@@ -111,6 +131,10 @@ type Serdes struct {
 	StoreMinuteLastCountsKey serde.Serde[string]
 	// StoreMinuteLastCountsValue encodes the values of store "minute-last-counts".
 	StoreMinuteLastCountsValue serde.Serde[int64]
+	// StoreNearCountsKey encodes the keys of store "near-counts".
+	StoreNearCountsKey serde.Serde[string]
+	// StoreNearCountsValue encodes the values of store "near-counts".
+	StoreNearCountsValue serde.Serde[int64]
 	// StoreNearSumsKey encodes the keys of store "near-sums".
 	StoreNearSumsKey serde.Serde[string]
 	// StoreNearSumsValue encodes the values of store "near-sums".
@@ -143,6 +167,8 @@ func DefaultSerdes() Serdes {
 		LimitedKey:                 serde.String{},
 		LimitedValue:               serde.Int64{},
 		NearKey:                    serde.String{},
+		NearUpdatesKey:             serde.String{},
+		NearUpdatesValue:           serde.Int64{},
 		NearValue:                  serde.Int64{},
 		PerMinuteKey:               serde.String{},
 		PerMinuteLastKey:           serde.String{},
@@ -152,18 +178,24 @@ func DefaultSerdes() Serdes {
 		StoreBoundedBufferValue:    serde.Int64{},
 		StoreFinalBufferKey:        serde.String{},
 		StoreFinalBufferValue:      serde.Int64{},
+		StoreHotLastCountsKey:      serde.String{},
+		StoreHotLastCountsValue:    serde.Int64{},
 		StoreHotSumsKey:            serde.String{},
 		StoreHotSumsValue:          serde.Int64{},
 		StoreMinuteCountsKey:       serde.String{},
 		StoreMinuteCountsValue:     serde.Int64{},
 		StoreMinuteLastCountsKey:   serde.String{},
 		StoreMinuteLastCountsValue: serde.Int64{},
+		StoreNearCountsKey:         serde.String{},
+		StoreNearCountsValue:       serde.Int64{},
 		StoreNearSumsKey:           serde.String{},
 		StoreNearSumsValue:         serde.Int64{},
 		StoreSessionCountsKey:      serde.String{},
 		StoreSessionCountsValue:    serde.Int64{},
 		StoreSessionSumsKey:        serde.String{},
 		StoreSessionSumsValue:      serde.Int64{},
+		TrendingFinalKey:           serde.String{},
+		TrendingFinalValue:         serde.Int64{},
 		TrendingKey:                serde.String{},
 		TrendingValue:              serde.Int64{},
 		VisitTotalsKey:             serde.String{},
@@ -231,6 +263,11 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Store:      stream.StoreOptions{Changelog: true},
 	}, "minute")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "final-out", "final")
+	dsl.WindowedCount[string, int64](t, "hot-last", StoreHotLastCounts, dsl.HoppingWindows(5*time.Minute, time.Minute), s.StoreHotLastCountsKey, dsl.WindowOptions{
+		Emit:  dsl.EmitFinal,
+		Store: stream.StoreOptions{Changelog: true},
+	}, "by-user")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "hot-last-out", "hot-last")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "hot-out", "hot")
 	dsl.WindowedCount[string, int64](t, "minute-last", StoreMinuteLastCounts, dsl.TumblingWindows(time.Minute).Grace(10*time.Second), s.StoreMinuteLastCountsKey, dsl.WindowOptions{
 		Emit:      dsl.EmitFinal,
@@ -239,6 +276,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}, "by-user")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "last-out", "minute-last")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "minute-out", "minute")
+	dsl.WindowedCount[string, int64](t, "near-n", StoreNearCounts, dsl.SlidingWindows(10*time.Second, 0), s.StoreNearCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-user")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "near-n-out", "near-n")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "near-out", "close-by")
 	dsl.SessionCount[string, int64](t, "session-n", StoreSessionCounts, dsl.SessionWindows(30*time.Second), s.StoreSessionCountsKey, dsl.WindowOptions{
 		Emit:  dsl.EmitFinal,
@@ -250,9 +289,11 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSinkWith(t, "closed-sink", TopicClosed, serde.TimeWindowed(s.ClosedKey, time.Minute), dsl.Nullable(s.ClosedValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.ClosedKey)}, "final-out")
 	stream.AddSinkWith(t, "limited-sink", TopicLimited, serde.TimeWindowed(s.LimitedKey, 5*time.Minute), dsl.Nullable(s.LimitedValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.LimitedKey)}, "bounded-out")
 	stream.AddSinkWith(t, "near-sink", TopicNear, serde.TimeWindowed(s.NearKey, 10*time.Second), dsl.Nullable(s.NearValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.NearKey)}, "near-out")
+	stream.AddSinkWith(t, "near-updates-sink", TopicNearUpdates, serde.TimeWindowed(s.NearUpdatesKey, 10*time.Second), dsl.Nullable(s.NearUpdatesValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.NearUpdatesKey)}, "near-n-out")
 	stream.AddSinkWith(t, "per-minute-sink", TopicPerMinute, serde.TimeWindowed(s.PerMinuteKey, time.Minute), dsl.Nullable(s.PerMinuteValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteKey)}, "minute-out")
 	stream.AddSinkWith(t, "per-minute-last-sink", TopicPerMinuteLast, serde.TimeWindowed(s.PerMinuteLastKey, time.Minute), dsl.Nullable(s.PerMinuteLastValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteLastKey)}, "last-out")
 	stream.AddSinkWith(t, "trending-sink", TopicTrending, serde.TimeWindowed(s.TrendingKey, 5*time.Minute), dsl.Nullable(s.TrendingValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TrendingKey)}, "hot-out")
+	stream.AddSinkWith(t, "trending-final-sink", TopicTrendingFinal, serde.TimeWindowed(s.TrendingFinalKey, 5*time.Minute), dsl.Nullable(s.TrendingFinalValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TrendingFinalKey)}, "hot-last-out")
 	stream.AddSinkWith(t, "visit-totals-sink", TopicVisitTotals, serde.SessionWindowed(s.VisitTotalsKey), dsl.Nullable(s.VisitTotalsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitTotalsKey)}, "totals-out")
 	stream.AddSinkWith(t, "visits-sink", TopicVisits, serde.SessionWindowed(s.VisitsKey), dsl.Nullable(s.VisitsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitsKey)}, "visits-out")
 	if err := t.Validate(); err != nil {

@@ -21,9 +21,11 @@ var Topics = map[string]int32{
 	TopicClosed:        4,
 	TopicLimited:       4,
 	TopicNear:          4,
+	TopicNearUpdates:   4,
 	TopicPerMinute:     4,
 	TopicPerMinuteLast: 4,
 	TopicTrending:      4,
+	TopicTrendingFinal: 4,
 	TopicVisitTotals:   4,
 	TopicVisits:        4,
 }

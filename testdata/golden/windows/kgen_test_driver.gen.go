@@ -80,6 +80,12 @@ func (d *TestDriver) ReadNear() ([]stream.Record[dsl.Windowed[string], *int64], 
 	return streamtest.Read(d.d, TopicNear, serde.TimeWindowed(d.s.NearKey, 10*time.Second), dsl.Nullable(d.s.NearValue))
 }
 
+// ReadNearUpdates returns the records written to topic "near-updates" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadNearUpdates() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicNearUpdates, serde.TimeWindowed(d.s.NearUpdatesKey, 10*time.Second), dsl.Nullable(d.s.NearUpdatesValue))
+}
+
 // ReadPerMinute returns the records written to topic "per-minute" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadPerMinute() ([]stream.Record[dsl.Windowed[string], *int64], error) {
@@ -98,6 +104,12 @@ func (d *TestDriver) ReadTrending() ([]stream.Record[dsl.Windowed[string], *int6
 	return streamtest.Read(d.d, TopicTrending, serde.TimeWindowed(d.s.TrendingKey, 5*time.Minute), dsl.Nullable(d.s.TrendingValue))
 }
 
+// ReadTrendingFinal returns the records written to topic "trending-final" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTrendingFinal() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTrendingFinal, serde.TimeWindowed(d.s.TrendingFinalKey, 5*time.Minute), dsl.Nullable(d.s.TrendingFinalValue))
+}
+
 // ReadVisitTotals returns the records written to topic "visit-totals" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadVisitTotals() ([]stream.Record[dsl.Windowed[string], *int64], error) {
@@ -109,6 +121,12 @@ func (d *TestDriver) ReadVisitTotals() ([]stream.Record[dsl.Windowed[string], *i
 func (d *TestDriver) ReadVisits() ([]stream.Record[dsl.Windowed[string], *int64], error) {
 	return streamtest.Read(d.d, TopicVisits, serde.SessionWindowed(d.s.VisitsKey), dsl.Nullable(d.s.VisitsValue))
 }
+func (d *TestDriver) HotLastCounts() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHotLastCounts, 5*time.Minute)
+}
+
+// HotLastCounts lists the windows operator "hot-last" (count) keeps in window store "hot-last-counts", every
+// partition's, each with its aggregate and the timestamp of its last update.
 func (d *TestDriver) HotSums() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
 	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHotSums, 5*time.Minute)
 }
@@ -126,6 +144,12 @@ func (d *TestDriver) MinuteLastCounts() ([]streamtest.Window[string, state.Value
 }
 
 // MinuteLastCounts lists the windows operator "minute-last" (count) keeps in window store "minute-last-counts", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) NearCounts() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreNearCounts, 10*time.Second)
+}
+
+// NearCounts lists the windows operator "near-n" (count) keeps in window store "near-counts", every
 // partition's, each with its aggregate and the timestamp of its last update.
 func (d *TestDriver) NearSums() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
 	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreNearSums, 10*time.Second)

@@ -147,6 +147,14 @@ func TestHopping(t *testing.T) {
 		{"alice", ms(0), ms(5 * time.Minute), n(3)},
 		{"alice", ms(time.Minute), ms(6 * time.Minute), n(3)},
 	})
+	// the final counts: a window closes at its end (no grace)
+	equal(t, "trending-final before", results(t, d.ReadTrendingFinal), nil)
+	pipe(t, d, "alice", 1, 4*time.Minute)
+	equal(t, "trending-final", results(t, d.ReadTrendingFinal), []result{
+		{"alice", ms(-3 * time.Minute), ms(2 * time.Minute), n(1)},
+		{"alice", ms(-2 * time.Minute), ms(3 * time.Minute), n(1)},
+		{"alice", ms(-time.Minute), ms(4 * time.Minute), n(1)}, // 4m is its end: not in it
+	})
 }
 
 // Session windows: records within the gap make one session, and a record
@@ -188,6 +196,14 @@ func TestSliding(t *testing.T) {
 	pipe(t, d, "alice", 1, 20*time.Second)
 	pipe(t, d, "alice", 2, 25*time.Second)
 	equal(t, "near before the close", results(t, d.ReadNear), nil)
+	// every update, in Kafka Streams' order: the first record's window,
+	// then the second's: the first record's right window it made, and its
+	// own left window
+	equal(t, "near-updates", results(t, d.ReadNearUpdates), []result{
+		{"alice", ms(10 * time.Second), ms(20 * time.Second), n(1)},
+		{"alice", ms(20*time.Second + time.Millisecond), ms(30*time.Second + time.Millisecond), n(1)},
+		{"alice", ms(15 * time.Second), ms(25 * time.Second), n(2)},
+	})
 	pipe(t, d, "alice", 0, time.Minute) // past 25s + 5s grace
 	equal(t, "near", results(t, d.ReadNear), []result{
 		{"alice", ms(10 * time.Second), ms(20 * time.Second), n(1)},
