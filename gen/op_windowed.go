@@ -219,8 +219,9 @@ func windowedRows(what string) func(*schema.Operator) string {
 // times than results already emitted said (and changes the store's
 // retention). Each change is reported where the new spec writes it.
 func windowedAgainst(c *againstCtx, old, new *schema.Operator) {
-	if new == nil || new.Window == nil || old.Window == nil || new.Op.Value != old.Op.Value || new.Store.Value != old.Store.Value {
-		return // the store rule reports a store gone or of other rows
+	if new == nil || new.Window == nil || old.Window == nil || new.Op.Value != old.Op.Value || new.Store.Value != old.Store.Value ||
+		isSession(new.Window) != isSession(old.Window) {
+		return // the store rule reports a store gone or of other rows (sessions for windows)
 	}
 	ow, nw := old.Window, new.Window
 	name := new.Name.Value
