@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -142,7 +143,8 @@ func windowedAggregation(agg func(r *resolver, o *OpNode, in TypeRef) TypeRef) f
 			kind = "session"
 		}
 		if st := o.Rows; st != nil && !st.Implied && st.Kind.Value != kind {
-			r.errs.add(posOr(st.Kind.Pos, st.Name.Pos), "store %q is a %s store but %s keeps %s windows in it: declare it with kind: %s", st.Name.Value, orDefault(st.Kind.Value), o.what(), w.Kind.Value, kind)
+			declared := cmp.Or(st.Kind.Value, "keyvalue")
+			r.errs.add(posOr(st.Kind.Pos, st.Name.Pos), "store %q is a %s store but %s keeps %s windows in it: declare it with kind: %s", st.Name.Value, declared, o.what(), w.Kind.Value, kind)
 		}
 		if st := o.Rows; st != nil {
 			st.WindowKind = kind
