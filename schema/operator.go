@@ -13,7 +13,7 @@ import (
 // here; a key of its own is a change to the file format, made here.
 
 // PlannedOps are operator kinds the spec format reserves for what comes next
-// (windowed aggregations, joins, global tables): a spec naming one is told so.
+// (joins, global tables, cogroup): a spec naming one is told so.
 var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin"}
 
 // PlannedOperatorKeys are operator keys reserved for what comes next.
@@ -52,11 +52,11 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 		{"until", func(k, v *yaml.Node) { at(k); d.until(v, what, o.suppress()) }},
 		{"buffer", func(k, v *yaml.Node) { at(k); d.buffer(v, what, o.suppress()) }},
 	}
-	// Keys planned for windows, joins and queries: say so rather than
+	// Keys planned for joins, versioned tables and queries: say so rather than
 	// "unknown key".
 	for _, k := range PlannedOperatorKeys {
 		fields = append(fields, field{k, func(k, _ *yaml.Node) {
-			d.errs.add(d.pos(k), "%s: %s is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet", what, k.Value)
+			d.errs.add(d.pos(k), "%s: %s is planned (joins, versioned tables and queries come next) but not supported by this kgen yet", what, k.Value)
 		}})
 	}
 	if !d.mapping(n, what, fields) {
