@@ -167,7 +167,14 @@ func (e *emitter) main() ([]byte, error) {
 			if t.Repartition {
 				continue // named by the runtime: <app>-<name>-repartition
 			}
-			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, t.KeyFormat, t.KV.Value.Name, t.ValueFormat),
+			keyFormat := t.KeyFormat
+			switch {
+			case isSession(t.Windows):
+				keyFormat += ", session-windowed"
+			case t.Windows != nil:
+				keyFormat += ", time-windowed by " + durationText(t.Windows.Size.Value)
+			}
+			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, keyFormat, t.KV.Value.Name, t.ValueFormat),
 				jen.Id(t.Go.Const).Op("=").Lit(t.Name.Value))
 		}
 		f.Comment("Topics of the application.")

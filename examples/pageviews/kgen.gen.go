@@ -26,7 +26,7 @@ const AppID = "pageviews"
 const (
 	// TopicPageViews is topic "page-views": key string (string), value model.PageView (json).
 	TopicPageViews = "page-views"
-	// TopicViewsPerUser is topic "views-per-user": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicViewsPerUser is topic "views-per-user": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
 	TopicViewsPerUser = "views-per-user"
 )
 

@@ -71,9 +71,9 @@ const (
 	TopicCountGroupByOut = "count-group-by-out"
 	// TopicEmitFinalVsSuppressIn is topic "emit-final-vs-suppress-in": key string (string), value string (string).
 	TopicEmitFinalVsSuppressIn = "emit-final-vs-suppress-in"
-	// TopicEmitFinalVsSuppressOutFinal is topic "emit-final-vs-suppress-out-final": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicEmitFinalVsSuppressOutFinal is topic "emit-final-vs-suppress-out-final": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicEmitFinalVsSuppressOutFinal = "emit-final-vs-suppress-out-final"
-	// TopicEmitFinalVsSuppressOutSuppress is topic "emit-final-vs-suppress-out-suppress": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicEmitFinalVsSuppressOutSuppress is topic "emit-final-vs-suppress-out-suppress": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicEmitFinalVsSuppressOutSuppress = "emit-final-vs-suppress-out-suppress"
 	// TopicFilterIn is topic "filter-in": key string (string), value string (string).
 	TopicFilterIn = "filter-in"
@@ -109,7 +109,7 @@ const (
 	TopicForeachNullableIn = "foreach-nullable-in"
 	// TopicHoppingCountIn is topic "hopping-count-in": key string (string), value string (string).
 	TopicHoppingCountIn = "hopping-count-in"
-	// TopicHoppingCountOut is topic "hopping-count-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicHoppingCountOut is topic "hopping-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicHoppingCountOut = "hopping-count-out"
 	// TopicMapIn is topic "map-in": key string (string), value string (string).
 	TopicMapIn = "map-in"
@@ -155,23 +155,23 @@ const (
 	TopicSelectKeyOut = "select-key-out"
 	// TopicSessionAggregateIn is topic "session-aggregate-in": key string (string), value string (string).
 	TopicSessionAggregateIn = "session-aggregate-in"
-	// TopicSessionAggregateOut is topic "session-aggregate-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicSessionAggregateOut is topic "session-aggregate-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicSessionAggregateOut = "session-aggregate-out"
 	// TopicSessionCountIn is topic "session-count-in": key string (string), value string (string).
 	TopicSessionCountIn = "session-count-in"
-	// TopicSessionCountOut is topic "session-count-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicSessionCountOut is topic "session-count-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicSessionCountOut = "session-count-out"
 	// TopicSessionEmitFinalIn is topic "session-emit-final-in": key string (string), value string (string).
 	TopicSessionEmitFinalIn = "session-emit-final-in"
-	// TopicSessionEmitFinalOut is topic "session-emit-final-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicSessionEmitFinalOut is topic "session-emit-final-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicSessionEmitFinalOut = "session-emit-final-out"
 	// TopicSessionReduceIn is topic "session-reduce-in": key string (string), value int64 (int64).
 	TopicSessionReduceIn = "session-reduce-in"
-	// TopicSessionReduceOut is topic "session-reduce-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicSessionReduceOut is topic "session-reduce-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicSessionReduceOut = "session-reduce-out"
 	// TopicSlidingCountIn is topic "sliding-count-in": key string (string), value string (string).
 	TopicSlidingCountIn = "sliding-count-in"
-	// TopicSlidingCountOut is topic "sliding-count-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicSlidingCountOut is topic "sliding-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicSlidingCountOut = "sliding-count-out"
 	// TopicTableAggregateIn is topic "table-aggregate-in": key string (string), value string (string).
 	TopicTableAggregateIn = "table-aggregate-in"
@@ -195,27 +195,27 @@ const (
 	TopicTableReduceOut = "table-reduce-out"
 	// TopicTumblingAggregateIn is topic "tumbling-aggregate-in": key string (string), value string (string).
 	TopicTumblingAggregateIn = "tumbling-aggregate-in"
-	// TopicTumblingAggregateOut is topic "tumbling-aggregate-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingAggregateOut is topic "tumbling-aggregate-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingAggregateOut = "tumbling-aggregate-out"
 	// TopicTumblingCountIn is topic "tumbling-count-in": key string (string), value string (string).
 	TopicTumblingCountIn = "tumbling-count-in"
-	// TopicTumblingCountOut is topic "tumbling-count-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingCountOut is topic "tumbling-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingCountOut = "tumbling-count-out"
 	// TopicTumblingEmitFinalIn is topic "tumbling-emit-final-in": key string (string), value string (string).
 	TopicTumblingEmitFinalIn = "tumbling-emit-final-in"
-	// TopicTumblingEmitFinalOut is topic "tumbling-emit-final-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingEmitFinalOut is topic "tumbling-emit-final-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingEmitFinalOut = "tumbling-emit-final-out"
 	// TopicTumblingGraceCountIn is topic "tumbling-grace-count-in": key string (string), value string (string).
 	TopicTumblingGraceCountIn = "tumbling-grace-count-in"
-	// TopicTumblingGraceCountOut is topic "tumbling-grace-count-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingGraceCountOut is topic "tumbling-grace-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingGraceCountOut = "tumbling-grace-count-out"
 	// TopicTumblingReduceIn is topic "tumbling-reduce-in": key string (string), value int64 (int64).
 	TopicTumblingReduceIn = "tumbling-reduce-in"
-	// TopicTumblingReduceOut is topic "tumbling-reduce-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingReduceOut is topic "tumbling-reduce-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingReduceOut = "tumbling-reduce-out"
 	// TopicTumblingSuppressIn is topic "tumbling-suppress-in": key string (string), value string (string).
 	TopicTumblingSuppressIn = "tumbling-suppress-in"
-	// TopicTumblingSuppressOut is topic "tumbling-suppress-out": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTumblingSuppressOut is topic "tumbling-suppress-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingSuppressOut = "tumbling-suppress-out"
 	// TopicWordcountIn is topic "wordcount-in": key string (string), value string (string).
 	TopicWordcountIn = "wordcount-in"

@@ -25,25 +25,25 @@ const AppID = "windows"
 const (
 	// TopicClicks is topic "clicks": key string (string), value int64 (int64).
 	TopicClicks = "clicks"
-	// TopicClosed is topic "closed": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicClosed is topic "closed": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
 	TopicClosed = "closed"
-	// TopicLimited is topic "limited": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicLimited is topic "limited": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
 	TopicLimited = "limited"
-	// TopicNear is topic "near": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicNear is topic "near": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicNear = "near"
-	// TopicNearUpdates is topic "near-updates": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicNearUpdates is topic "near-updates": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicNearUpdates = "near-updates"
-	// TopicPerMinute is topic "per-minute": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicPerMinute is topic "per-minute": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
 	TopicPerMinute = "per-minute"
-	// TopicPerMinuteLast is topic "per-minute-last": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicPerMinuteLast is topic "per-minute-last": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
 	TopicPerMinuteLast = "per-minute-last"
-	// TopicTrending is topic "trending": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTrending is topic "trending": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
 	TopicTrending = "trending"
-	// TopicTrendingFinal is topic "trending-final": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicTrendingFinal is topic "trending-final": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
 	TopicTrendingFinal = "trending-final"
-	// TopicVisitTotals is topic "visit-totals": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicVisitTotals is topic "visit-totals": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicVisitTotals = "visit-totals"
-	// TopicVisits is topic "visits": key dsl.Windowed[string] (string), value int64 (int64).
+	// TopicVisits is topic "visits": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicVisits = "visits"
 )
 
