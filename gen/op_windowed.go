@@ -255,13 +255,16 @@ func windowedAgainst(c *againstCtx, old, new *schema.Operator) {
 }
 
 // windowsAbove finds the windows of the windowed keys node n outputs: those
-// of the windowed aggregation above it, through the operators and
-// processors that pass its keys on; nil if none.
+// of the windowed aggregation (or windowed topic) above it, through the
+// operators and processors that pass its keys on; nil if none.
 func windowsAbove(n Node) *schema.Window {
 	seen := map[Node]bool{}
 	var walk func(n Node) *schema.Window
 	walk = func(n Node) *schema.Window {
-		if seen[n] || n.Topic != nil {
+		if n.Topic != nil {
+			return n.Topic.Windows // a windowed topic read says its windows
+		}
+		if seen[n] {
 			return nil
 		}
 		seen[n] = true

@@ -243,17 +243,31 @@ func (r *resolver) run() {
 	r.subtopologies()
 }
 
-// windowedTopics settles the windows of each windowed topic from its
-// writers, which must agree: its key serde needs them (a time window's end
-// is its start plus the windows' size, not on the wire). The application
-// does not read a windowed topic yet.
+// windowedTopics settles the windows of each windowed topic: those its spec
+// says (windowed: session or SIZE), else its writers', which must agree with
+// each other and with the spec: its key serde needs them (a time window's
+// end is its start plus the windows' size, not on the wire). A topic read
+// by the application must say them, as no writer of the application may
+// write it.
 func (r *resolver) windowedTopics() {
+	for _, t := range r.g.Topics {
+		switch {
+		case t.WindowSession:
+			t.Windows = &schema.Window{Kind: schema.Str{Value: schema.WindowSession}}
+		case t.WindowSize.Set():
+			t.Windows = &schema.Window{Kind: schema.Str{Value: schema.WindowTumbling}, Size: t.WindowSize}
+		}
+	}
 	for _, t := range r.g.Topics {
 		if !t.Windowed {
 			continue
 		}
-		if t.read() || t.Table != nil || t.Repartition {
-			r.errs.add(t.WindowedPos, "topic %q: windowed topics are written by a windowed aggregation's toStream; reading one in the application is not supported yet", t.Name.Value)
+		if t.Table != nil || t.Repartition {
+			r.errs.add(t.WindowedPos, "topic %q: a table or repartition topic of windowed keys is not supported yet", t.Name.Value)
+			continue
+		}
+		if t.read() && t.Windows == nil {
+			r.errs.add(t.WindowedPos, "topic %q is read, so its windows must be said: windowed: session, or windowed: SIZE for time windows of that size (the end of a time window is not on the wire)", t.Name.Value)
 			continue
 		}
 		var writers []Node
@@ -263,19 +277,27 @@ func (r *resolver) windowedTopics() {
 		for _, o := range t.OpWriters {
 			writers = append(writers, Node{Op: o})
 		}
-		var from Node
+		from := "says"
 		for _, w := range writers {
 			ws := windowsAbove(w)
 			switch {
 			case ws == nil:
 				r.errs.add(t.WindowedPos, "topic %q is windowed but the windows of what %q writes are not known: a windowed topic is written from a windowed aggregation (count, reduce or aggregate with window:), through toStream", t.Name.Value, w.Name())
 			case t.Windows == nil:
-				t.Windows, from = ws, w
+				t.Windows, from = ws, fmt.Sprintf("gets from %q", w.Name())
 			case isSession(ws) != isSession(t.Windows) || !isSession(ws) && ws.Size.Value != t.Windows.Size.Value:
-				r.errs.add(t.WindowedPos, "topic %q is written with the windows %s of %q and %s of %q: one topic's windowed keys are read with one serde, so its writers' windows must be of one size (or all sessions)", t.Name.Value, t.Windows, from.Name(), ws, w.Name())
+				r.errs.add(t.WindowedPos, "topic %q %s windows %s but %q writes windows %s: one topic's windowed keys are read with one serde, so its windows must be of one size (or all sessions)", t.Name.Value, from, windowedText(t.Windows), w.Name(), windowedText(ws))
 			}
 		}
 	}
+}
+
+// windowedText says how windows w key a topic.
+func windowedText(w *schema.Window) string {
+	if isSession(w) {
+		return "session"
+	}
+	return "of size " + durationText(w.Size.Value)
 }
 
 // repartitions checks that each repartition topic is written and read by

@@ -89,11 +89,16 @@ type Topic struct {
 	// nullable side is carried as a pointer, nil for null.
 	Nullable Str
 	// Windowed says the topic's keys are windowed (dsl.Windowed of Key),
-	// written by a windowed aggregation's toStream, with Kafka Streams'
-	// windowed key serde its writer's windows choose. WindowedPos is where
-	// it was said.
+	// with Kafka Streams' windowed key serde: windowed: true takes the
+	// windows from its writers (a windowed aggregation's toStream);
+	// windowed: session or windowed: SIZE (time windows of that size, which
+	// reading a key needs for its end) says them, for a topic the
+	// application reads. WindowedPos is where it was said.
 	Windowed    bool
 	WindowedPos Pos
+	// WindowSession and WindowSize are what windowed: says when not true.
+	WindowSession bool
+	WindowSize    Dur
 }
 
 // Values of a topic's nullable.

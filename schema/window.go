@@ -112,6 +112,12 @@ func (d *decoder) duration(n *yaml.Node, what string, zero bool) Dur {
 	return Dur{Value: v, Pos: s.Pos}
 }
 
+// validDuration says s parses as a Go duration.
+func validDuration(s string) bool {
+	_, err := time.ParseDuration(s)
+	return err == nil
+}
+
 // window reads an operator's window:.
 func (d *decoder) window(n *yaml.Node, what string) *Window {
 	what += ": window"

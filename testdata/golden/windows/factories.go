@@ -1,5 +1,7 @@
 package windows
 
+import "github.com/kgen-dev/kgen/runtime/dsl"
+
 // Factories makes the processors of kgen.yaml for the runtime: one method per
 // processor, each called once per task. Pass it to NewTestDriver, Run or Main.
 // Its other methods are the functions of the operators, called from every
@@ -33,3 +35,9 @@ func (Factories) SessionsAggregate(key string, value int64, agg int64) (newAgg i
 
 // SessionsMerge is the session merger of windowed aggregate "sessions": the aggregate of two sessions of key that a record bridges, the earlier one a.
 func (Factories) SessionsMerge(key string, a int64, b int64) (merged int64) { return a + b }
+
+// Relay keeps the windows that start on the hour.
+func (Factories) Relay(key dsl.Windowed[string], value int64) bool { return key.Start%3600000 == 0 }
+
+// SessionsIn sees the sessions read.
+func (Factories) SessionsIn(key dsl.Windowed[string], value int64) {}

@@ -37,6 +37,12 @@ const (
 	TopicPerMinute = "per-minute"
 	// TopicPerMinuteLast is topic "per-minute-last": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
 	TopicPerMinuteLast = "per-minute-last"
+	// TopicRelayed is topic "relayed": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
+	TopicRelayed = "relayed"
+	// TopicRemoteMinutes is topic "remote-minutes": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
+	TopicRemoteMinutes = "remote-minutes"
+	// TopicRemoteSessions is topic "remote-sessions": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicRemoteSessions = "remote-sessions"
 	// TopicTrending is topic "trending": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
 	TopicTrending = "trending"
 	// TopicTrendingFinal is topic "trending-final": key dsl.Windowed[string] (string, time-windowed by 5m), value int64 (int64).
@@ -99,6 +105,18 @@ type Serdes struct {
 	PerMinuteLastKey serde.Serde[string]
 	// PerMinuteLastValue encodes the values of topic "per-minute-last" (int64).
 	PerMinuteLastValue serde.Serde[int64]
+	// RelayedKey encodes the keys of topic "relayed" (string).
+	RelayedKey serde.Serde[string]
+	// RelayedValue encodes the values of topic "relayed" (int64).
+	RelayedValue serde.Serde[int64]
+	// RemoteMinutesKey encodes the keys of topic "remote-minutes" (string).
+	RemoteMinutesKey serde.Serde[string]
+	// RemoteMinutesValue encodes the values of topic "remote-minutes" (int64).
+	RemoteMinutesValue serde.Serde[int64]
+	// RemoteSessionsKey encodes the keys of topic "remote-sessions" (string).
+	RemoteSessionsKey serde.Serde[string]
+	// RemoteSessionsValue encodes the values of topic "remote-sessions" (int64).
+	RemoteSessionsValue serde.Serde[int64]
 	// TrendingKey encodes the keys of topic "trending" (string).
 	TrendingKey serde.Serde[string]
 	// TrendingValue encodes the values of topic "trending" (int64).
@@ -174,6 +192,12 @@ func DefaultSerdes() Serdes {
 		PerMinuteLastKey:           serde.String{},
 		PerMinuteLastValue:         serde.Int64{},
 		PerMinuteValue:             serde.Int64{},
+		RelayedKey:                 serde.String{},
+		RelayedValue:               serde.Int64{},
+		RemoteMinutesKey:           serde.String{},
+		RemoteMinutesValue:         serde.Int64{},
+		RemoteSessionsKey:          serde.String{},
+		RemoteSessionsValue:        serde.Int64{},
 		StoreBoundedBufferKey:      serde.String{},
 		StoreBoundedBufferValue:    serde.Int64{},
 		StoreFinalBufferKey:        serde.String{},
@@ -225,6 +249,9 @@ type Processors interface {
 	// HotReduce is the reducer of windowed reduce "hot": a window's aggregate with one more
 	// value.
 	HotReduce(agg int64, value int64) int64
+	// Relay is the predicate of filter "relay": it keeps the records for which it returns
+	// true.
+	Relay(key dsl.Windowed[string], value int64) bool
 	// SessionsInit is the initializer of windowed aggregate "sessions": the aggregate of a
 	// key's window before its first record.
 	SessionsInit() int64
@@ -234,6 +261,8 @@ type Processors interface {
 	// SessionsMerge is the session merger of windowed aggregate "sessions": the aggregate of
 	// two sessions of key that a record bridges, the earlier one a.
 	SessionsMerge(key string, a int64, b int64) int64
+	// SessionsIn is called with every record peek "sessions-in" passes on.
+	SessionsIn(key dsl.Windowed[string], value int64)
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors, with
@@ -244,6 +273,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "clicks-source", TopicClicks, s.ClicksKey, s.ClicksValue)
+	stream.AddSource(t, "remote-minutes-source", TopicRemoteMinutes, serde.TimeWindowed(s.RemoteMinutesKey, time.Minute), s.RemoteMinutesValue)
+	stream.AddSource(t, "remote-sessions-source", TopicRemoteSessions, serde.SessionWindowed(s.RemoteSessionsKey), s.RemoteSessionsValue)
 	// groupByKey by-user: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, int64](t, "by-user", "clicks-source")
 	dsl.WindowedReduce[string, int64](t, "hot", StoreHotSums, dsl.HoppingWindows(5*time.Minute, time.Minute).Grace(30*time.Second), s.StoreHotSumsKey, s.StoreHotSumsValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.HotReduce, "by-user")
@@ -279,11 +310,13 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.WindowedCount[string, int64](t, "near-n", StoreNearCounts, dsl.SlidingWindows(10*time.Second, 0), s.StoreNearCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-user")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "near-n-out", "near-n")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "near-out", "close-by")
+	dsl.Filter(t, "relay", p.Relay, "remote-minutes-source")
 	dsl.SessionCount[string, int64](t, "session-n", StoreSessionCounts, dsl.SessionWindows(30*time.Second), s.StoreSessionCountsKey, dsl.WindowOptions{
 		Emit:  dsl.EmitFinal,
 		Store: stream.StoreOptions{Changelog: true},
 	}, "by-user")
 	dsl.SessionAggregate[string, int64, int64](t, "sessions", StoreSessionSums, dsl.SessionWindows(30*time.Second).Grace(10*time.Second), s.StoreSessionSumsKey, s.StoreSessionSumsValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.SessionsInit, p.SessionsAggregate, p.SessionsMerge, "by-user")
+	dsl.Peek(t, "sessions-in", p.SessionsIn, "remote-sessions-source")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "totals-out", "session-n")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "visits-out", "sessions")
 	stream.AddSinkWith(t, "closed-sink", TopicClosed, serde.TimeWindowed(s.ClosedKey, time.Minute), dsl.Nullable(s.ClosedValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.ClosedKey)}, "final-out")
@@ -292,6 +325,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSinkWith(t, "near-updates-sink", TopicNearUpdates, serde.TimeWindowed(s.NearUpdatesKey, 10*time.Second), dsl.Nullable(s.NearUpdatesValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.NearUpdatesKey)}, "near-n-out")
 	stream.AddSinkWith(t, "per-minute-sink", TopicPerMinute, serde.TimeWindowed(s.PerMinuteKey, time.Minute), dsl.Nullable(s.PerMinuteValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteKey)}, "minute-out")
 	stream.AddSinkWith(t, "per-minute-last-sink", TopicPerMinuteLast, serde.TimeWindowed(s.PerMinuteLastKey, time.Minute), dsl.Nullable(s.PerMinuteLastValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.PerMinuteLastKey)}, "last-out")
+	stream.AddSinkWith(t, "relayed-sink", TopicRelayed, serde.TimeWindowed(s.RelayedKey, time.Minute), s.RelayedValue, stream.SinkConfig[dsl.Windowed[string], int64]{Partitioner: dsl.WindowedPartitioner[string, int64](s.RelayedKey)}, "relay")
 	stream.AddSinkWith(t, "trending-sink", TopicTrending, serde.TimeWindowed(s.TrendingKey, 5*time.Minute), dsl.Nullable(s.TrendingValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TrendingKey)}, "hot-out")
 	stream.AddSinkWith(t, "trending-final-sink", TopicTrendingFinal, serde.TimeWindowed(s.TrendingFinalKey, 5*time.Minute), dsl.Nullable(s.TrendingFinalValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TrendingFinalKey)}, "hot-last-out")
 	stream.AddSinkWith(t, "visit-totals-sink", TopicVisitTotals, serde.SessionWindowed(s.VisitTotalsKey), dsl.Nullable(s.VisitTotalsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitTotalsKey)}, "totals-out")

@@ -17,17 +17,20 @@ type Config = appmain.Config
 // Topics maps every topic of kgen.yaml to its partition count (4 where the
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicClicks:        4,
-	TopicClosed:        4,
-	TopicLimited:       4,
-	TopicNear:          4,
-	TopicNearUpdates:   4,
-	TopicPerMinute:     4,
-	TopicPerMinuteLast: 4,
-	TopicTrending:      4,
-	TopicTrendingFinal: 4,
-	TopicVisitTotals:   4,
-	TopicVisits:        4,
+	TopicClicks:         4,
+	TopicClosed:         4,
+	TopicLimited:        4,
+	TopicNear:           4,
+	TopicNearUpdates:    4,
+	TopicPerMinute:      4,
+	TopicPerMinuteLast:  4,
+	TopicRelayed:        4,
+	TopicRemoteMinutes:  4,
+	TopicRemoteSessions: 4,
+	TopicTrending:       4,
+	TopicTrendingFinal:  4,
+	TopicVisitTotals:    4,
+	TopicVisits:         4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

@@ -98,6 +98,47 @@ func (d *TestDriver) ReadPerMinuteLast() ([]stream.Record[dsl.Windowed[string], 
 	return streamtest.Read(d.d, TopicPerMinuteLast, serde.TimeWindowed(d.s.PerMinuteLastKey, time.Minute), dsl.Nullable(d.s.PerMinuteLastValue))
 }
 
+// ReadRelayed returns the records written to topic "relayed" since the last read.
+func (d *TestDriver) ReadRelayed() ([]stream.Record[dsl.Windowed[string], int64], error) {
+	return streamtest.Read(d.d, TopicRelayed, serde.TimeWindowed(d.s.RelayedKey, time.Minute), d.s.RelayedValue)
+}
+
+// PipeRemoteMinutes writes a record with timestamp ts to topic "remote-minutes" and processes it.
+func (d *TestDriver) PipeRemoteMinutes(key dsl.Windowed[string], value int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRemoteMinutes, serde.TimeWindowed(d.s.RemoteMinutesKey, time.Minute), d.s.RemoteMinutesValue, key, value, ts)
+}
+
+// PipeRemoteMinutesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "remote-minutes" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeRemoteMinutesNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicRemoteMinutes, d.s.RemoteMinutesValue, value, ts)
+}
+
+// PipeRemoteMinutesTombstone writes a tombstone (a null value) for key to topic "remote-minutes" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeRemoteMinutesTombstone(key dsl.Windowed[string], ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicRemoteMinutes, serde.TimeWindowed(d.s.RemoteMinutesKey, time.Minute), key, ts)
+}
+
+// PipeRemoteSessions writes a record with timestamp ts to topic "remote-sessions" and processes it.
+func (d *TestDriver) PipeRemoteSessions(key dsl.Windowed[string], value int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRemoteSessions, serde.SessionWindowed(d.s.RemoteSessionsKey), d.s.RemoteSessionsValue, key, value, ts)
+}
+
+// PipeRemoteSessionsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "remote-sessions" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeRemoteSessionsNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicRemoteSessions, d.s.RemoteSessionsValue, value, ts)
+}
+
+// PipeRemoteSessionsTombstone writes a tombstone (a null value) for key to topic "remote-sessions" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeRemoteSessionsTombstone(key dsl.Windowed[string], ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicRemoteSessions, serde.SessionWindowed(d.s.RemoteSessionsKey), key, ts)
+}
+
 // ReadTrending returns the records written to topic "trending" since the last read; a nil
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadTrending() ([]stream.Record[dsl.Windowed[string], *int64], error) {

@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"encoding/binary"
 	"strconv"
 	"testing"
 	"time"
@@ -229,5 +230,37 @@ func TestSuppressTimeLimit(t *testing.T) {
 	}
 	if !got[ms(0)] || !got[ms(time.Minute)] {
 		t.Fatalf("limited: the windows held (starts 0s and 1m) were not emitted past the time limit: %v", got)
+	}
+}
+
+// A windowed topic another application wrote is read with Kafka Streams'
+// windowed key serde: the key, then the window's start (the end from the
+// windows' size, 1m), and written on with it.
+func TestReadWindowed(t *testing.T) {
+	d := newDriver(t)
+	key := dsl.Windowed[string]{Key: "alice", Start: ms(0), End: ms(time.Minute)}
+	if err := d.PipeRemoteMinutes(key, 7, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	// Kafka Streams' bytes: "alice" then the start, 8 bytes big-endian.
+	raw := append([]byte("alice"), 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint64(raw[5:], uint64(ms(time.Hour)))
+	if err := d.Driver().PipeRaw(TopicRemoteMinutes, raw, []byte{0, 0, 0, 0, 0, 0, 0, 9}, at(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := d.ReadRelayed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []result
+	for _, r := range recs {
+		got = append(got, result{r.Key.Key, r.Key.Start, r.Key.End, n(r.Value)})
+	}
+	equal(t, "relayed", got, []result{
+		{"alice", ms(0), ms(time.Minute), n(7)},
+		{"alice", ms(time.Hour), ms(time.Hour + time.Minute), n(9)},
+	})
+	if err := d.PipeRemoteSessions(dsl.Windowed[string]{Key: "bob", Start: ms(0), End: ms(time.Second)}, 1, at(time.Second)); err != nil {
+		t.Fatal(err)
 	}
 }
