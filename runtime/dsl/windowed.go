@@ -140,6 +140,7 @@ func addWindowed[K, V, VA any](t *stream.Topology, name, store string, w Windows
 		base.grace, size = w.grace, w.size
 		base.closedThrough = func(closeT int64) int64 { return closeT - w.size }
 		base.end = w.end
+		base.anyStart = w.anyStart
 		stream.AddProcessor(t, name, func() stream.Processor[K, V, Windowed[K], Change[VA]] {
 			return &timeWindowed[K, V, VA]{windowedBase: base, w: w, fold: fold}
 		}, parents...)
@@ -175,6 +176,9 @@ type windowedBase[K, VA any] struct {
 	// (stream time minus grace); end is a window's end from its start.
 	closedThrough func(closeT int64) int64
 	end           func(start int64) int64
+	// anyStart says whether a window can start in [lo, hi] (nil: any can),
+	// so that emission reads the store only when a window may have closed.
+	anyStart func(lo, hi int64) bool
 
 	store state.WindowStore[K, state.ValueAndTimestamp[VA]]
 	// seen is the operator's stream time; emitted the close time final
@@ -244,7 +248,7 @@ func (b *windowedBase[K, VA]) emitClosed(ctx *stream.Context[Windowed[K], Change
 		lo = max(0, b.closedThrough(last)+1)
 	}
 	hi := b.closedThrough(closeT)
-	if hi >= lo {
+	if hi >= lo && (b.anyStart == nil || b.anyStart(lo, hi)) {
 		it, err := b.store.FetchAll(lo, hi)
 		if err != nil {
 			return err
