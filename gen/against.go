@@ -132,12 +132,23 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 	for _, t := range old.Topics {
 		oldTopics[t.Name.Value] = t
 	}
+	read := readTopics(old)
+	for t := range readTopics(new) {
+		read[t] = true
+	}
 	for _, nt := range new.Topics {
 		ot := oldTopics[nt.Name.Value]
 		if ot == nil || ot.Partitions == nt.Partitions {
 			continue
 		}
-		add(posOr(nt.PartitionsPos, nt.Name.Pos), true, "topic %q: partitions changed from %s to %s: keys move to other partitions, so state kept per partition no longer sits with its keys", nt.Name.Value, partitionsText(ot.Partitions), partitionsText(nt.Partitions))
+		pos := posOr(nt.PartitionsPos, nt.Name.Pos)
+		if !read[nt.Name.Value] {
+			// Tasks and their state follow the partitions of the topics the
+			// app reads; one it only writes moves no state of the app's.
+			add(pos, false, "topic %q: partitions changed from %s to %s: the app only writes this topic, so none of its state moves; its consumers that keep state per partition see a key's new records on another partition than its earlier ones", nt.Name.Value, partitionsText(ot.Partitions), partitionsText(nt.Partitions))
+			continue
+		}
+		add(pos, true, "topic %q: partitions changed from %s to %s: keys move to other partitions, so state kept per partition no longer sits with its keys", nt.Name.Value, partitionsText(ot.Partitions), partitionsText(nt.Partitions))
 	}
 
 	newProcs := map[string]bool{}
@@ -197,6 +208,26 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 		}
 		return strings.Compare(a.Msg, b.Msg)
 	})
+	return out
+}
+
+// readTopics names the topics s reads: from processors and operators, and
+// the topics tables read.
+func readTopics(s *schema.Spec) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.Processors {
+		for _, f := range p.From {
+			out[f.Value] = true
+		}
+	}
+	for _, o := range s.Operators {
+		for _, f := range o.From {
+			out[f.Value] = true
+		}
+		if o.Topic.Value != "" {
+			out[o.Topic.Value] = true
+		}
+	}
 	return out
 }
 

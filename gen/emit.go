@@ -764,3 +764,9 @@ func wrap(text string, width int) []string {
 // development broker's: more than one, so that a key handled in the wrong
 // task shows before production.
 const defaultTestPartitions = 4
+
+// DefaultPartitions is the partition count kgen gives a topic when the spec
+// gives none: in the generated test driver, on the development broker, and
+// from kgen topics, so a cluster gets the count the application was tested
+// on.
+const DefaultPartitions = defaultTestPartitions

@@ -39,10 +39,31 @@ func (e *emitter) app() ([]byte, error) {
 	f.Comment("spec gives none, as in the test driver): what the embedded broker creates.")
 	f.Var().Id(idTopics).Op("=").Map(jen.String()).Int32().Values(topics)
 
+	// Configs only where the spec gives some, so that an application
+	// without any has no empty map to read.
+	configs := jen.Dict{}
+	for _, t := range e.g.Topics {
+		if t.Repartition || len(t.Configs) == 0 {
+			continue
+		}
+		kv := jen.Dict{}
+		for _, c := range t.Configs {
+			kv[jen.Lit(c.Key.Value)] = jen.Lit(c.Value.Value)
+		}
+		configs[jen.Id(t.Go.Const)] = jen.Values(kv)
+	}
+	devConfig := jen.Dict{jen.Id("Topics"): jen.Id(idTopics)}
+	if len(configs) > 0 {
+		f.Commentf("%s are the configs %s gives topics (configs:), which the embedded", idTopicConfigs, schema.FileName)
+		f.Comment("broker creates them with, as kgen topics does on a cluster.")
+		f.Var().Id(idTopicConfigs).Op("=").Map(jen.String()).Map(jen.String()).String().Values(configs)
+		devConfig[jen.Id("TopicConfigs")] = jen.Id(idTopicConfigs)
+	}
+
 	f.Commentf("%s starts the in-process development broker with every topic of", idStartDevBroker)
 	f.Comment("the application. Close it when done.")
 	f.Func().Id(idStartDevBroker).Params().Params(jen.Op("*").Qual(pkgEmbedded, "Broker"), jen.Error()).Block(
-		jen.Return(jen.Qual(pkgEmbedded, "Start").Call(jen.Qual(pkgEmbedded, "Config").Values(jen.Dict{jen.Id("Topics"): jen.Id(idTopics)}))))
+		jen.Return(jen.Qual(pkgEmbedded, "Start").Call(jen.Qual(pkgEmbedded, "Config").Values(devConfig))))
 
 	// One Serdes per application value: RegisterSchemas fills in the ids
 	// the topology is then built with.
@@ -51,6 +72,9 @@ func (e *emitter) app() ([]byte, error) {
 		jen.Id("Topics"): jen.Id(idTopics),
 		jen.Id("Topology"): jen.Func().Params().Params(jen.Op("*").Qual(pkgStream, "Topology"), jen.Error()).Block(
 			jen.Return(jen.Id(idNewTopology).Call(jen.Id("p"), jen.Id("s")))),
+	}
+	if len(configs) > 0 {
+		app[jen.Id("TopicConfigs")] = jen.Id(idTopicConfigs)
 	}
 	if len(e.confluentSides()) > 0 {
 		app[jen.Id("RegisterSchemas")] = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(

@@ -124,6 +124,7 @@ func TestGoldenCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	ok, _ := goldenCases(t)
 	var pkgs []string
 	for _, name := range ok {
@@ -131,8 +132,11 @@ func TestGoldenCompiles(t *testing.T) {
 	}
 	// vet everything, then run the tests some cases carry (hand-written
 	// processors exercised through the generated test driver).
-	for _, verb := range []string{"vet", "test"} {
-		args := append([]string{verb}, pkgs...)
+	// go test's own vet (a subset of go vet's checks) would only repeat
+	// them, and test binaries that are run once need no debug information
+	// (-w): linking is most of a test binary's build.
+	for _, verb := range [][]string{{"vet"}, {"test", "-vet=off", "-ldflags=-w"}} {
+		args := append(verb, pkgs...)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -148,6 +152,7 @@ func TestWrongForwardDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	for _, tc := range []struct {
 		name, src string
 		want      []string
@@ -216,6 +221,7 @@ func TestVersionGuard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	src, err := os.ReadFile("../runtime/stream/genversion.go")
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +278,7 @@ func TestMissingFactoryDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	tmp := t.TempDir()
 	partial := filepath.Join(tmp, "factories.go")
 	src := `package basic
@@ -313,6 +320,7 @@ func TestWrongOperatorFunctionDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
+	t.Parallel() // its go commands overlap the others' (gocmd_test.go)
 	for _, tc := range []struct {
 		name, src string
 		want      []string

@@ -32,6 +32,7 @@ const (
 	idNewTestDriver      = "NewTestDriver"
 	idConfig             = "Config"
 	idTopics             = "Topics"
+	idTopicConfigs       = "TopicConfigs"
 	idStartDevBroker     = "StartDevBroker"
 	idApplication        = "Application"
 	idRun                = "Run"
@@ -56,6 +57,7 @@ var fixedPackage = []struct{ id, what string }{
 	{idNewTestDriver, "func NewTestDriver in " + FileTestDriver},
 	{idConfig, "type Config in " + FileApp},
 	{idTopics, "var Topics in " + FileApp},
+	{idTopicConfigs, "var TopicConfigs in " + FileApp},
 	{idStartDevBroker, "func StartDevBroker in " + FileApp},
 	{idApplication, "func Application in " + FileApp},
 	{idRun, "func Run in " + FileApp},

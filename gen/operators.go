@@ -118,6 +118,7 @@ func (r *resolver) operators() {
 	for _, op := range r.spec.Operators {
 		k := kindOf(op, &r.errs)
 		if k == nil {
+			r.unresolved[op.Name.Value] = true
 			continue // reported
 		}
 		o := &OpNode{Operator: op, kind: k}
@@ -184,6 +185,8 @@ func (r *resolver) opEdges() {
 		for _, f := range o.From {
 			n, ok := r.lookup(f.Value)
 			switch {
+			case !ok && r.unresolved[f.Value]:
+				continue // its op is the mistake, reported
 			case !ok:
 				r.errs.add(f.Pos, "%s reads from %q, which is neither a topic, a processor nor an operator%s", o.what(), f.Value, schema.Suggest(f.Value, r.names()))
 				continue
@@ -217,6 +220,8 @@ func (r *resolver) opEdges() {
 		for _, c := range o.To {
 			n, ok := r.lookup(c.Value)
 			switch {
+			case !ok && r.unresolved[c.Value]:
+				continue // its op is the mistake, reported
 			case !ok:
 				r.errs.add(c.Pos, "%s writes to %q, which is neither a topic nor a processor%s", o.what(), c.Value, schema.Suggest(c.Value, r.names()))
 				continue

@@ -130,7 +130,7 @@ type PunctuationNode struct {
 // schema.Errors; the graph is only returned when there are none. u may be
 // nil when no record types exist.
 func Resolve(s *schema.Spec, u *model.Universe, pkgPath string) (*Graph, error) {
-	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}, ops: map[string]*OpNode{}}
+	r := &resolver{spec: s, u: u, g: &Graph{Spec: s, Universe: u}, topics: map[string]*TopicNode{}, stores: map[string]*StoreNode{}, procs: map[string]*ProcNode{}, ops: map[string]*OpNode{}, unresolved: map[string]bool{}}
 	r.run()
 	// Naming runs on the graph as far as it resolved, so a clash is
 	// reported together with the other problems rather than after them.
@@ -161,6 +161,9 @@ type resolver struct {
 	stores map[string]*StoreNode
 	procs  map[string]*ProcNode
 	ops    map[string]*OpNode
+	// unresolved names the operators whose kind is unknown or missing: their
+	// mistake is reported once, and a from or to naming them is not another.
+	unresolved map[string]bool
 }
 
 func (r *resolver) run() {
@@ -535,7 +538,9 @@ func (r *resolver) edges() {
 				p.Parents = appendNode(p.Parents, Node{Op: o})
 				o.Children = appendNode(o.Children, Node{Proc: p})
 			} else {
-				r.errs.add(f.Pos, "processor %q reads from %q, which is %s%s", p.Name.Value, f.Value, r.neither(), schema.Suggest(f.Value, r.names()))
+				if !r.unresolved[f.Value] {
+					r.errs.add(f.Pos, "processor %q reads from %q, which is %s%s", p.Name.Value, f.Value, r.neither(), schema.Suggest(f.Value, r.names()))
+				}
 			}
 		}
 	}
@@ -559,7 +564,9 @@ func (r *resolver) edges() {
 				p.Children = appendNode(p.Children, Node{Op: o})
 				o.Parents = appendNode(o.Parents, Node{Proc: p})
 			} else {
-				r.errs.add(c.Pos, "processor %q forwards to %q, which is %s%s", p.Name.Value, c.Value, r.neither(), schema.Suggest(c.Value, r.names()))
+				if !r.unresolved[c.Value] {
+					r.errs.add(c.Pos, "processor %q forwards to %q, which is %s%s", p.Name.Value, c.Value, r.neither(), schema.Suggest(c.Value, r.names()))
+				}
 			}
 		}
 	}
@@ -863,18 +870,7 @@ func (r *resolver) subtopologies() {
 		o.UpSubtopology = ids["op:"+o.entryNode()]
 		n = max(n, o.Subtopology+1)
 	}
-	// readBy is the sub-topology reading topic t, -1 for none.
-	readBy := func(t *TopicNode) int {
-		switch {
-		case len(t.Readers) > 0:
-			return t.Readers[0].Subtopology
-		case len(t.OpReaders) > 0:
-			return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
-		case t.Table != nil:
-			return t.Table.Subtopology
-		}
-		return -1
-	}
+	readBy := (*TopicNode).readBy
 	// Co-partitioning: every topic a sub-topology reads must have the same
 	// partition count, when counts are given.
 	for id := range n {
@@ -892,6 +888,45 @@ func (r *resolver) subtopologies() {
 			}
 		}
 	}
+}
+
+// readBy is the sub-topology reading topic t, -1 for none.
+func (t *TopicNode) readBy() int {
+	switch {
+	case len(t.Readers) > 0:
+		return t.Readers[0].Subtopology
+	case len(t.OpReaders) > 0:
+		return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
+	case t.Table != nil:
+		return t.Table.Subtopology
+	}
+	return -1
+}
+
+// CopartitionGroups are the groups of the user's topics (repartition
+// topics left out: the application makes them) read by one sub-topology,
+// which must have the same partition count; each group has two topics or
+// more, in spec order.
+func (g *Graph) CopartitionGroups() [][]string {
+	bySub := map[int][]string{}
+	var order []int
+	for _, t := range g.Topics {
+		id := t.readBy()
+		if id < 0 || t.Repartition {
+			continue
+		}
+		if _, ok := bySub[id]; !ok {
+			order = append(order, id)
+		}
+		bySub[id] = append(bySub[id], t.Name.Value)
+	}
+	var out [][]string
+	for _, id := range order {
+		if len(bySub[id]) > 1 {
+			out = append(out, bySub[id])
+		}
+	}
+	return out
 }
 
 func validTopicName(s string) bool {

@@ -87,6 +87,20 @@ processors:
 			`kgen.yaml:6:25: processor "p" forwards to "out", which is neither a topic nor a processor`,
 			`kgen.yaml:6:40: processor "p" uses unknown store "s"`,
 		}},
+		{"unknown op reported once", `version: 1
+app: a
+topics:
+  in: {key: string, value: string}
+  out: {key: string, value: string}
+operators:
+  quiet: {op: filterOut, from: [in]}
+  loud: {op: mapValues, from: [quiet], value: string, to: [out]}
+processors:
+  p: {from: [quiet], to: [out]}
+  q: {from: [in], to: [quiet]}
+`, []string{
+			`kgen.yaml:7:15: operator "quiet": unknown op "filterOut" (want one of ` + strings.Join(opKindNames(), ", ") + `) (did you mean "filterNot"?)`,
+		}},
 		{"mismatch", `version: 1
 app: a
 topics:

@@ -167,6 +167,16 @@ func (e *emitter) factories(dir string, res *Result, methods map[string][]string
 				}
 			}
 		}
+		var wanted []string
+		for _, p := range e.g.Processors {
+			wanted = append(wanted, p.Go.Factory)
+		}
+		for _, o := range e.g.allOps() {
+			for _, fn := range o.funcs() {
+				wanted = append(wanted, fn.method)
+			}
+		}
+		res.Notes = append(res.Notes, staleFactoryNotes(dir, file, res, wanted)...)
 		return nil
 	}
 	type procRef struct{ Name, Factory, Interface, Impl string }

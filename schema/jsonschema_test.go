@@ -54,7 +54,7 @@ app: a
 package: a
 types: {go: [./model], avro: [x.avsc]}
 topics:
-  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both, windowed: false}
+  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both, windowed: false, configs: {cleanup.policy: compact}}
 stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
 processors:
@@ -69,7 +69,7 @@ operators:
 	}
 	used := map[string][]string{
 		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
-		"topic":     {"format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value", "windowed"},
+		"topic":     {"configs", "format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value", "windowed"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},

@@ -330,6 +330,7 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 				t.Windowed = t.WindowSize.Set()
 			}
 		}},
+		{"configs", func(_, v *yaml.Node) { t.Configs = d.topicConfigs(v, what+": configs") }},
 		{"nullable", func(_, v *yaml.Node) {
 			t.Nullable = d.str(v, what+": nullable")
 			switch t.Nullable.Value {
@@ -342,7 +343,46 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 		d.require(n, what, "key", t.Key)
 		d.require(n, what, "value", t.Value)
 	}
+	if t.Repartition && len(t.Configs) > 0 {
+		d.errs.add(t.Configs[0].Key.Pos, "%s: configs: a repartition topic is the application's own, created with the configs it needs; give configs to the user's topics only", what)
+	}
 	return t
+}
+
+// topicConfigs reads a topic's configs: a mapping of config names to
+// scalar values (a number or a boolean is kept as written).
+func (d *decoder) topicConfigs(n *yaml.Node, what string) []TopicConfig {
+	if !d.kind(n, yaml.MappingNode, what, "a mapping of config names to values") {
+		return nil
+	}
+	var out []TopicConfig
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := d.str(k, what+": config name")
+		if key.Value == "" {
+			continue
+		}
+		if seen[key.Value] {
+			d.errs.add(key.Pos, "%s: %q given twice", what, key.Value)
+			continue
+		}
+		seen[key.Value] = true
+		val := d.str(v, fmt.Sprintf("%s: %s", what, key.Value))
+		if val.Value == "" {
+			continue
+		}
+		if key.Value == "cleanup.policy" {
+			for _, p := range strings.Split(val.Value, ",") {
+				if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
+					d.errs.add(val.Pos, "%s: cleanup.policy %q: want delete, compact or compact,delete", what, val.Value)
+					break
+				}
+			}
+		}
+		out = append(out, TopicConfig{Key: key, Value: val})
+	}
+	return out
 }
 
 func (d *decoder) require(n *yaml.Node, what, key string, s Str) {

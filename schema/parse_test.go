@@ -30,6 +30,9 @@ func TestParseErrors(t *testing.T) {
 			`kgen.yaml:4:73: operator "o": buffer: max-records: want a positive whole number, got "x"`,
 			`kgen.yaml:4:87: operator "o": buffer: when-full: want shut-down or emit-early, got "drop"`}},
 		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
+		{"cleanup policy", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: {cleanup.policy: compacted}}\n", []string{`kgen.yaml:4:61: topic "t": configs: cleanup.policy "compacted": want delete, compact or compact,delete`}},
+		{"configs not a mapping", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: [a]}\n", []string{`kgen.yaml:4:44: topic "t": configs: want a mapping of config names to values, got a list`}},
+		{"configs of a repartition topic", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, repartition: true, configs: {retention.ms: 1}}\n", []string{`kgen.yaml:4:64: topic "t": configs: a repartition topic is the application's own, created with the configs it needs; give configs to the user's topics only`}},
 		{"duplicate", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string}\n  t: {key: string, value: string}\n", []string{`kgen.yaml:5:3: topics: "t" declared twice`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +49,21 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTopicConfigs: a topic's configs are kept in order, values as written.
+func TestTopicConfigs(t *testing.T) {
+	s, err := Parse("kgen.yaml", []byte("version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: {cleanup.policy: \"compact,delete\", retention.ms: 86400000}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range s.Topics[0].Configs {
+		got = append(got, c.Key.Value+"="+c.Value.Value)
+	}
+	if diff := cmp.Diff([]string{"cleanup.policy=compact,delete", "retention.ms=86400000"}, got); diff != "" {
+		t.Errorf("configs (-want +got):\n%s", diff)
 	}
 }
 

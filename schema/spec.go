@@ -99,6 +99,16 @@ type Topic struct {
 	// WindowSession and WindowSize are what windowed: says when not true.
 	WindowSession bool
 	WindowSize    Dur
+	// Configs are topic configs (cleanup.policy, retention.ms, ...) that
+	// kgen topics creates the topic with and checks an existing one
+	// against; the application itself never creates or alters the user's
+	// topics. Values are kept as written.
+	Configs []TopicConfig
+}
+
+// TopicConfig is one of a topic's configs, at its position in the spec.
+type TopicConfig struct {
+	Key, Value Str
 }
 
 // Values of a topic's nullable.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/kgen-dev/kgen/gen"
 	"github.com/kgen-dev/kgen/schema"
@@ -43,7 +44,23 @@ func checkJSON(dir string, stdout io.Writer) int {
 		code = ExitInternal
 		rep.Diagnostics = append(rep.Diagnostics, Diagnostic{Severity: "error", Message: "internal error: " + err.Error()})
 	default:
-		rep.OK = true
+		res, err := p.Generate()
+		if err != nil {
+			code = ExitInternal
+			rep.Diagnostics = append(rep.Diagnostics, Diagnostic{Severity: "error", Message: "internal error: " + err.Error()})
+			break
+		}
+		rep.OK = len(res.Notes) == 0
+		if !rep.OK {
+			code = ExitUser
+		}
+		for _, n := range res.Notes {
+			file, msg, ok := strings.Cut(n, ": ")
+			if !ok || strings.Contains(file, " ") {
+				file, msg = "", n
+			}
+			rep.Diagnostics = append(rep.Diagnostics, Diagnostic{File: file, Severity: "error", Message: msg})
+		}
 		rep.Summary = p.Graph.Describe()
 		orphans, err := orphanedScaffolds(p)
 		if err != nil {

@@ -41,6 +41,8 @@ Commands:
 	graph [DIR]    print the topology as a Mermaid flowchart (-format dot for Graphviz)
 	produce TOPIC  write JSON lines from stdin to TOPIC, in the spec's types
 	consume TOPIC  print TOPIC's records as JSON lines, in the spec's types
+	topics [DIR]   create the spec's topics on a cluster, check those that exist
+	               (-dry-run prints the plan)
 	version        print kgen's version
 	help [CMD]     print this, or a command's usage and flags
 
@@ -84,6 +86,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return cmdProduce(rest, os.Stdin, stdout, stderr)
 	case "consume":
 		return cmdConsume(rest, stdout, stderr)
+	case "topics":
+		return cmdTopics(rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kgen: unknown command %q\n\n%s", cmd, usage)
 	return ExitUsage
@@ -98,7 +102,7 @@ func Version() string {
 var dirHelp = map[string]string{
 	"generate": "generate [DIR]: write the generated files for DIR/kgen.yaml (default .), and scaffold\nthe processor files and main that do not exist yet (never overwriting them).",
 	"check":    "check [-format text|json] [-against REF] [DIR]: validate DIR/kgen.yaml and the record types it names; report every problem.\nWith -format json, one JSON object on stdout: {\"ok\", \"summary\", \"diagnostics\": [{\"file\", \"line\", \"column\", \"severity\", \"message\"}]}.\nWith -against, also report the changes from REF (a spec file or a git revision) that break\nthe state or internal topics of an application already running; exit status 1 when there are any.",
-	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ or a scaffold generate would write is missing.",
+	"diff":     "diff [DIR]: print a diff of the generated files against what generate would write;\nexit status 1 when they differ, a scaffold generate would write is missing, or a file of yours\n(factories.go) lacks a method the spec needs or keeps one that no longer compiles.",
 	"graph":    "graph [-format mermaid|dot] [DIR]: print the topology as a Mermaid flowchart or a DOT graph.",
 }
 
@@ -146,6 +150,20 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "check":
+		// Generating in memory finds what the spec asks of the user's
+		// files (factories.go above all) that they lack: the package would
+		// not compile, so the spec is not ok yet.
+		res, err := p.Generate()
+		if err != nil {
+			return report(stderr, err)
+		}
+		if len(res.Notes) > 0 {
+			for _, n := range res.Notes {
+				fmt.Fprintln(stderr, n)
+			}
+			printOrphans(p, stderr)
+			return ExitUser
+		}
 		fmt.Fprintf(stdout, "%s: ok: %s\n", p.Spec.File, p.Graph.Describe())
 		printOrphans(p, stderr)
 		if against != "" {
@@ -174,7 +192,7 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 			return report(stderr, err)
 		}
 		missing := missingScaffolds(res)
-		if len(diffs) == 0 && len(missing) == 0 {
+		if len(diffs) == 0 && len(missing) == 0 && len(res.Notes) == 0 {
 			return ExitOK
 		}
 		fmt.Fprint(stdout, strings.Join(diffs, ""))
@@ -183,6 +201,9 @@ func cmdDir(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, m := range missing {
 			fmt.Fprintf(stderr, "kgen: scaffold %s is missing: kgen generate writes it\n", m)
+		}
+		for _, n := range res.Notes {
+			fmt.Fprintln(stderr, n) // files of the user's the package does not compile without
 		}
 		return ExitUser
 	}

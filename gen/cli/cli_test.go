@@ -227,3 +227,54 @@ func TestCheckAgainst(t *testing.T) {
 		t.Fatalf("renamed store: exit %d\n%s", code, errs)
 	}
 }
+
+// TestCheckAndDiffSeeFactories: Factories lacking the method of a new
+// processor, or keeping the one of a removed processor (whose interface is
+// no longer generated), does not compile; check and diff say so at
+// factories.go, as generate's notes do, instead of ok.
+func TestCheckAndDiffSeeFactories(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(spec string) string
+		stderr string // after the case folder's name
+	}{
+		{"processor added", func(spec string) string { return spec + "  audit-log: {from: [orders]}\n" },
+			"/factories.go: Factories has no method for processor \"audit-log\" yet (it will not compile): add\n\tfunc (Factories) AuditLog() AuditLogProcessor { return &AuditLog{} }\n"},
+		{"processor removed", func(spec string) string {
+			return strings.Replace(spec, "  remember-customer: {from: [customers], stores: [customers-by-id]}\n", "", 1)
+		}, "/factories.go: Factories method RememberCustomer is for no processor or operator of kgen.yaml and names RememberCustomerProcessor, " +
+			"which kgen no longer generates (it will not compile: undefined: RememberCustomerProcessor): delete the method\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyCase(t, "basic")
+			specPath := filepath.Join(dir, "kgen.yaml")
+			spec, err := os.ReadFile(specPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(specPath, []byte(tc.edit(string(spec))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// What go generate does: files written, the user told.
+			if code, _, errs := run(t, "generate", dir); code != 0 || !strings.Contains(errs, "note: "+filepath.Base(dir)+tc.stderr) {
+				t.Fatalf("generate: exit %d\n%s", code, errs)
+			}
+			want := filepath.Base(dir) + tc.stderr
+			orphan := ""
+			if tc.name == "processor removed" {
+				orphan = "note: remember_customer.go: processor \"remember-customer\" is no longer in kgen.yaml: delete the file if its code is not needed\n"
+			}
+			if code, out, errs := run(t, "check", dir); code != 1 || out != "" || errs != want+orphan {
+				t.Errorf("check: exit %d, want 1\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errs, want+orphan)
+			}
+			if code, out, errs := run(t, "diff", dir); code != 1 || out != "" || errs != want {
+				t.Errorf("diff: exit %d, want 1\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errs, want)
+			}
+			code, out, _ := run(t, "check", "-format", "json", dir)
+			wantJSON := fmt.Sprintf("%q", strings.TrimPrefix(tc.stderr, "/factories.go: ")[:40])
+			if code != 1 || !strings.Contains(out, `"ok": false`) || !strings.Contains(out, `"file": "`+filepath.Base(dir)+`/factories.go"`) || !strings.Contains(out, strings.Trim(wantJSON, `"`)) {
+				t.Errorf("check -format json: exit %d, want 1 and the diagnostic at factories.go\n%s", code, out)
+			}
+		})
+	}
+}

@@ -44,6 +44,7 @@ var commandUsage = map[string]string{
 	"graph":    "graph [-format mermaid|dot] [DIR]",
 	"produce":  "produce [flags] TOPIC",
 	"consume":  "consume [flags] TOPIC",
+	"topics":   "topics [flags] [DIR]",
 	"version":  "version",
 }
 
@@ -72,7 +73,7 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"init", "generate", "check", "diff", "graph", "produce", "consume", "version", "help"}
+	return []string{"init", "generate", "check", "diff", "graph", "produce", "consume", "topics", "version", "help"}
 }
 
 // initNext is what kgen init tells the user to run next: from where they

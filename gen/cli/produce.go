@@ -52,12 +52,18 @@ type devLoopFlags struct {
 
 func (f *devLoopFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "dir", ".", "`directory` of the kgen.yaml whose topics and types to use")
+	fs.StringVar(&f.registry, "schema-registry", os.Getenv("KGEN_SCHEMA_REGISTRY"), "schema registry `URL`, for avro-confluent topics (env KGEN_SCHEMA_REGISTRY)")
+	f.registerConn(fs)
+}
+
+// registerConn registers the flags that reach the cluster: the seed
+// brokers, TLS and SASL.
+func (f *devLoopFlags) registerConn(fs *flag.FlagSet) {
 	brokers := os.Getenv("KGEN_BROKERS")
 	if brokers == "" {
 		brokers = "127.0.0.1:9092"
 	}
 	fs.StringVar(&f.brokers, "brokers", brokers, "comma-separated seed `brokers`: an app's development broker started with -dev-port, or any cluster (env KGEN_BROKERS)")
-	fs.StringVar(&f.registry, "schema-registry", os.Getenv("KGEN_SCHEMA_REGISTRY"), "schema registry `URL`, for avro-confluent topics (env KGEN_SCHEMA_REGISTRY)")
 	// The connection settings of the app's own flags, with the same
 	// variables, so a deployment's environment reaches the same cluster.
 	str := func(p *string, name, usage string) {
@@ -245,7 +251,7 @@ func produce(ctx context.Context, f devLoopFlags, topic string, stdin io.Reader)
 	}
 	td, ok := topics[topic]
 	if !ok || td.Err != nil {
-		return 0, fmt.Errorf("topic %q on %s: %v (start the app first: it creates its topics)", topic, f.brokers, cmpErr(td.Err, "does not exist"))
+		return 0, fmt.Errorf("topic %q on %s: %v (kgen topics creates the topics of kgen.yaml; with -dev-port, the app's development broker has them)", topic, f.brokers, cmpErr(td.Err, "does not exist"))
 	}
 	for i, r := range recs {
 		if r.Partition >= int32(len(td.Partitions)) {
@@ -348,7 +354,9 @@ form kgen produce reads, with partition, offset and timestamp):
 From the start of every partition to the end offsets it had when the command
 started, or on and on with -follow. avro-confluent values are decoded with the
 spec's schema whatever registry id they carry; no registry is needed. A record that does not decode is printed
-with "error" and its raw bytes in base64, and the command exits 1 at the end.`
+with "error" and its raw bytes in base64, and the command exits 1 at the end. A json topic's records are
+decoded as strictly as the app does (a member that is no field, a field name in the wrong case, null for a
+struct, invalid UTF-8): one the app would refuse is printed as it is, with "error" saying why.`
 
 func cmdConsume(args []string, stdout, stderr io.Writer) int {
 	var f devLoopFlags
@@ -370,7 +378,7 @@ func cmdConsume(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	bad, err := consume(ctx, f, fs.Arg(0), *follow, *limit, stdout)
 	if err == nil && bad > 0 {
-		err = fmt.Errorf("%d records did not decode", bad)
+		err = fmt.Errorf("%d records did not decode as the app decodes them", bad)
 	}
 	if errors.Is(err, context.Canceled) {
 		return ExitOK
@@ -467,6 +475,13 @@ func decodeRecord(r *kgo.Record, kc, vc *sideCodec) (recordLine, bool) {
 	var problems []string
 	side := func(name string, c *sideCodec, b []byte, dst *json.RawMessage, raw *string) {
 		v, err := c.decode(b)
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Readable JSON: shown as it is, with why the app refuses it.
+			problems = append(problems, name+": "+err.Error())
+			*dst = v.(json.RawMessage)
+			return
+		}
 		if err == nil {
 			var data []byte
 			if data, err = json.Marshal(v); err == nil {

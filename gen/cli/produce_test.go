@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kgen-dev/kgen/examples/orders"
 	"github.com/kgen-dev/kgen/runtime/embedded"
+	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/serde/avro"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
@@ -209,6 +211,57 @@ func TestDevLoopConnectionSettings(t *testing.T) {
 		code, _, errs := runStdin(t, `{"key": "a", "value": {"id": "a"}}`+"\n", args...)
 		if code != 2 || !strings.Contains(errs, "is set but") {
 			t.Errorf("%v: exit %d, want 2 naming the missing setting; stderr:\n%s", args, code, errs)
+		}
+	}
+}
+
+// TestConsumeAsStrictAsTheApp: a json topic's record that the app's strict
+// serde refuses (a member that is no field, a field name in the wrong case,
+// null for a struct) is printed with why, not as a normal record, and
+// consume exits 1; what it flags is what serde.JSON refuses.
+func TestConsumeAsStrictAsTheApp(t *testing.T) {
+	brokers := devBroker(t, map[string]int32{"orders": 4, "customers": 1, "enriched": 1})
+	values := []string{
+		`{"id":"c1","name":"Ann","nick":"A"}`,
+		`{"ID":"c2"}`,
+		`null`,
+		`{"id":"c4","name":"Cy","tags":null}`,
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i, v := range values {
+		r := &kgo.Record{Topic: "customers", Key: []byte(fmt.Sprintf("c%d", i+1)), Value: []byte(v), Timestamp: time.UnixMilli(int64(i)).UTC()}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runStdin(t, "", "consume", "customers", "-dir", "../../testdata/golden/basic", "-brokers", brokers)
+	const why = "value: the app refuses this record (format json decodes strictly; its -on-deserialize-error policy decides what happens to it): "
+	want := []string{
+		`{"partition":0,"offset":0,"timestamp":"1970-01-01T00:00:00Z","key":"c1","value":{"id":"c1","name":"Ann","nick":"A"},"error":"` + why + `$: member \"nick\" is no field of model.Customer"}`,
+		`{"partition":0,"offset":1,"timestamp":"1970-01-01T00:00:00.001Z","key":"c2","value":{"ID":"c2"},"error":"` + why + `$: member \"ID\" is no field of model.Customer"}`,
+		`{"partition":0,"offset":2,"timestamp":"1970-01-01T00:00:00.002Z","key":"c3","value":null,"error":"` + why + `$: null, but model.Customer cannot be null"}`,
+		`{"partition":0,"offset":3,"timestamp":"1970-01-01T00:00:00.003Z","key":"c4","value":{"id":"c4","name":"Cy","tags":null}}`,
+	}
+	if diff := cmp.Diff(strings.Join(want, "\n")+"\n", out); diff != "" {
+		t.Errorf("consume output (-want +got):\n%s", diff)
+	}
+	if wantErr := "kgen consume: 3 records did not decode as the app decodes them\n"; code != 1 || errs != wantErr {
+		t.Errorf("consume: exit %d, stderr %q; want 1, %q", code, errs, wantErr)
+	}
+	// The app's serde refuses exactly those.
+	type customer struct {
+		ID   string   `json:"id"`
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}
+	for i, v := range values {
+		_, err := serde.JSON[customer]{}.Deserialize([]byte(v))
+		if refused := i < 3; (err != nil) != refused {
+			t.Errorf("serde.JSON on %s: %v; consume says refused=%v", v, err, refused)
 		}
 	}
 }

@@ -77,8 +77,16 @@ func (c *sideCodec) encode(raw json.RawMessage) ([]byte, error) {
 	return nil, fmt.Errorf("format %s is not supported by kgen produce", c.format)
 }
 
+// refusedError is a record side that is valid JSON but that the app's
+// strict JSON serde refuses: consume prints it with the reason.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string {
+	return "the app refuses this record (format json decodes strictly; its -on-deserialize-error policy decides what happens to it): " + e.err.Error()
+}
+
 // decode turns record bytes into the JSON value to print; nil bytes are
-// JSON null.
+// JSON null. A value the app would refuse comes back with a *refusedError.
 func (c *sideCodec) decode(b []byte) (any, error) {
 	if b == nil {
 		return nil, nil
@@ -109,6 +117,21 @@ func (c *sideCodec) decode(b []byte) (any, error) {
 	case schema.FormatJSON, schema.FormatJSONLenient:
 		if !json.Valid(b) {
 			return nil, errors.New("not valid JSON")
+		}
+		if c.format == schema.FormatJSON {
+			// As strictly as the app's serde.JSON: a record it would refuse
+			// must not print as a normal one.
+			var err error
+			if !utf8.Valid(b) {
+				err = errors.New("$: invalid UTF-8")
+			} else if v, derr := decodeJSON(b); derr != nil {
+				err = derr
+			} else {
+				err = checkJSONValue(c.t, v, "$")
+			}
+			if err != nil {
+				return json.RawMessage(b), &refusedError{err}
+			}
 		}
 		return json.RawMessage(b), nil
 	case schema.FormatAvro, schema.FormatAvroConfluent:

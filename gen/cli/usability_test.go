@@ -88,6 +88,16 @@ func TestOrphanedScaffoldAndMissingScaffold(t *testing.T) {
 	if err := os.WriteFile(specPath, spec, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Its factory goes too (TestCheckAndDiffSeeFactories has it kept).
+	fpath := filepath.Join(dir, "factories.go")
+	fsrc, err := os.ReadFile(fpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsrc = []byte(strings.Replace(string(fsrc), "func (Factories) RememberCustomer() RememberCustomerProcessor { return &RememberCustomer{} }", "", 1))
+	if err := os.WriteFile(fpath, fsrc, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	want := `note: remember_customer.go: processor "remember-customer" is no longer in kgen.yaml`
 	if code, _, errs := run(t, "check", dir); code != 0 || !strings.Contains(errs, want) {
 		t.Errorf("check: exit %d, stderr:\n%s\nwant %q", code, errs, want)

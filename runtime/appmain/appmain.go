@@ -41,6 +41,10 @@ type App struct {
 	// Topics maps every topic of the application to its partition count:
 	// what the embedded development broker creates.
 	Topics map[string]int32
+	// TopicConfigs are the configs kgen.yaml gives some of Topics
+	// (configs:), by topic: the development broker creates them with
+	// these, as kgen topics does on a cluster.
+	TopicConfigs map[string]map[string]string
 	// Topology builds the application's topology.
 	Topology func() (*stream.Topology, error)
 	// RegisterSchemas, if set, registers the schemas of the application's
@@ -48,6 +52,11 @@ type App struct {
 	// schema registry (Config.SchemaRegistry, or an in-process one with the
 	// development broker).
 	RegisterSchemas func(context.Context, *sr.Client) error
+	// Queries, if set, returns the HTTP handlers of the application's store
+	// queries by store name (stream.KeyValueHandler), served on the ops
+	// endpoints (Config.MetricsAddr) at /v1/stores/{store}/keys/{key}. The
+	// instance's -advertised-address should reach them.
+	Queries func(*stream.App) (map[string]http.Handler, error)
 }
 
 // Run runs app until ctx ends (or, with stream.ExitWhenCaughtUp, until the
@@ -121,7 +130,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	}
 
 	if dev {
-		b, err := embedded.Start(embedded.Config{Topics: app.Topics, Port: cfg.DevPort})
+		b, err := embedded.Start(embedded.Config{Topics: devTopics(app.Topics, cfg), TopicConfigs: app.TopicConfigs, Port: cfg.DevPort})
 		if err != nil {
 			if cfg.DevPort != 0 {
 				return fmt.Errorf("%s: %w", setting("dev-port"), err)
@@ -177,6 +186,13 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return err
 		}
 		handler := opsHandler(a, reg)
+		if app.Queries != nil {
+			qs, err := app.Queries(a)
+			if err != nil {
+				return err
+			}
+			handler = withQueries(handler, qs)
+		}
 		srv := opsServer(handler)
 		served := make(chan struct{})
 		go func() {
@@ -192,10 +208,62 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		defer stopSummary()
 	}
 	err = a.Run(ctx)
+	var rf *stream.ReplicationFactorError
+	if errors.As(err, &rf) {
+		return fmt.Errorf("%s: %d is more than the cluster's %d broker(s): the changelog and repartition topics cannot be created; lower it, or -1 for the broker's default", setting("replication-factor"), rf.Factor, rf.Brokers)
+	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && (err == nil || errors.Is(err, context.Canceled)) {
 		return cause
 	}
 	return err
+}
+
+// DeadLetterPartitions is the partition count of a dead-letter topic that
+// kgen creates (the development broker, kgen topics): dead letters are
+// read by people and tools, not by the app's tasks, so one is enough.
+const DeadLetterPartitions = 1
+
+// DeadLetterTopics are the dead-letter topics of cfg's error policies
+// (-on-*-error dead-letter=TOPIC), sorted, each once, with the flags
+// naming them.
+func DeadLetterTopics(cfg Config) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range []struct{ name, value string }{{"on-deserialize-error", cfg.OnDeserializeError}, {"on-process-error", cfg.OnProcessError}, {"on-produce-error", cfg.OnProduceError}} {
+		if topic, ok := strings.CutPrefix(p.value, "dead-letter="); ok && topic != "" {
+			out[topic] = append(out[topic], "-"+p.name)
+		}
+	}
+	return out
+}
+
+// devTopics are the topics the development broker starts with: the
+// application's and the dead-letter topics of the error policies, which
+// a real cluster needs created too (kgen topics does).
+func devTopics(topics map[string]int32, cfg Config) map[string]int32 {
+	dlq := DeadLetterTopics(cfg)
+	if len(dlq) == 0 {
+		return topics
+	}
+	out := make(map[string]int32, len(topics)+len(dlq))
+	for t, n := range topics {
+		out[t] = n
+	}
+	for t := range dlq {
+		if _, ok := out[t]; !ok {
+			out[t] = DeadLetterPartitions
+		}
+	}
+	return out
+}
+
+// withQueries adds the store query handlers to the ops handler.
+func withQueries(ops http.Handler, queries map[string]http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", ops)
+	for store, h := range queries {
+		mux.Handle("GET /v1/stores/"+store+"/keys/{key}", h)
+	}
+	return mux
 }
 
 // opsIdleTimeout closes a kept-alive ops connection that sends no request
@@ -260,17 +328,20 @@ func mainStatus(ctx context.Context, name string, args []string, stderr io.Write
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [flags]\n\nRuns the %s stream processing application until SIGINT or SIGTERM.\n"+
-			"Each flag's default comes from its KGEN_* variable; a flag given overrides it.\n"+
-			"Exit status: 0 stopped, 1 failed, 2 bad flags or variables.\n\nFlags:\n", name, app.ID)
-		fs.PrintDefaults()
-	}
+	// The flag package prints the usage after a bad flag's message, which
+	// then scrolls off the screen: usage is printed for -h only, and a bad
+	// flag gets one line pointing to it.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "Usage: %s [flags]\n\nRuns the %s stream processing application until SIGINT or SIGTERM.\n"+
+				"Each flag's default comes from its KGEN_* variable; a flag given overrides it.\n"+
+				"Exit status: 0 stopped, 1 failed, 2 bad flags or variables.\n\nFlags:\n", name, app.ID)
+			fs.PrintDefaults()
 			return 0
 		}
-		return 2 // the flag package printed the error and the usage
+		fmt.Fprintf(stderr, "run %s -h for the flags and their variables\n", name)
+		return 2 // the flag package printed the error
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments: %s (flags only; run with -h for them)\n", name, strings.Join(fs.Args(), " "))

@@ -63,11 +63,12 @@ func parse(t *testing.T, cfg *appmain.Config, env map[string]string, args ...str
 var ignoreUnexported = cmpopts.IgnoreUnexported(appmain.Config{})
 
 func TestRegisterFlags(t *testing.T) {
+	cache := 10_000
 	cfg := appmain.Config{AppID: "preset", StateDir: "/kept"}
 	err := parse(t, &cfg, map[string]string{
 		"KGEN_BROKERS": "a:9092, b:9092", "KGEN_PARALLELISM": "3", "KGEN_GUARANTEE": "exactly-once",
 		"KGEN_STATIC_MEMBERSHIP": "1", "KGEN_TLS": "true", "KGEN_ON_PROCESS_ERROR": "dead-letter=dlq",
-		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s",
+		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s", "KGEN_ADVERTISED_ADDRESS": "pod-0.app:8080",
 	}, "-parallelism", "4", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password-file", "/run/secret",
 		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug")
 	if err != nil {
@@ -76,9 +77,10 @@ func TestRegisterFlags(t *testing.T) {
 	want := appmain.Config{
 		Brokers: []string{"a:9092", "b:9092"}, AppID: "preset", StateDir: "/kept", Parallelism: 4,
 		Guarantee: "exactly-once", SASLMechanism: "plain", SASLUser: "u", SASLPasswordFile: "/run/secret",
-		InstanceID: "pod-0", StaticMembership: true, TLS: true,
+		InstanceID: "pod-0", StaticMembership: true, TLS: true, AdvertisedAddress: "pod-0.app:8080",
 		OnDeserializeError: "continue", OnProcessError: "dead-letter=dlq", OnProduceError: "fail",
 		LogLevel: "debug", LogFormat: "json", ClientLogLevel: "warn", LogSummaryInterval: 30 * time.Second,
+		CacheRecords: &cache, ReplicationFactor: -1,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -90,9 +92,11 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 	if err := parse(t, &cfg, nil); err != nil {
 		t.Fatal(err)
 	}
+	cache := 10_000
 	want := appmain.Config{
 		Parallelism: 1, Guarantee: "at-least-once", OnDeserializeError: "fail", OnProcessError: "fail",
 		OnProduceError: "fail", LogLevel: "info", LogFormat: "text", ClientLogLevel: "warn", LogSummaryInterval: 2 * time.Minute,
+		CacheRecords: &cache, ReplicationFactor: -1,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -162,6 +166,15 @@ func TestConfigErrors(t *testing.T) {
 		{"reset time format", nil, []string{"-brokers", "k:9092", "-reset", "-reset-to-time", "yesterday"}, []string{`flag -reset-to-time: want an RFC 3339 time`}},
 		{"metrics addr", map[string]string{"KGEN_METRICS_ADDR": "9090"}, nil, []string{`KGEN_METRICS_ADDR="9090" (flag -metrics-addr): want host:port or :port`}},
 		{"registry", nil, []string{"-schema-registry", "registry:8081"}, []string{"flag -schema-registry: want an http:// or https:// URL"}},
+		{"commit interval", map[string]string{"KGEN_COMMIT_INTERVAL": "often"}, nil, []string{`KGEN_COMMIT_INTERVAL="often" (flag -commit-interval): want a duration`}},
+		{"commit interval negative", nil, []string{"-commit-interval", "-1s"}, []string{`invalid value "-1s" for flag -commit-interval: want a duration such as 30s or 2m, or 0 (env KGEN_COMMIT_INTERVAL)`}},
+		{"standby replicas", map[string]string{"KGEN_STANDBY_REPLICAS": "-1"}, nil, []string{`KGEN_STANDBY_REPLICAS="-1" (flag -standby-replicas): -1: want 0 to 1024`}},
+		{"cache records", nil, []string{"-cache-records", "10k"}, []string{`invalid value "10k" for flag -cache-records: want a whole number, 0 to 1073741824 (env KGEN_CACHE_RECORDS)`}},
+		{"max task idle", map[string]string{"KGEN_MAX_TASK_IDLE": "1"}, nil, []string{`KGEN_MAX_TASK_IDLE="1" (flag -max-task-idle): want a duration such as 30s or 2m, 0, or a negative one`}},
+		{"replication factor zero", nil, []string{"-replication-factor", "0"}, []string{`invalid value "0" for flag -replication-factor: 0: want -1 or 1 to 32767 (env KGEN_REPLICATION_FACTOR)`}},
+		{"replication factor env", map[string]string{"KGEN_REPLICATION_FACTOR": "three"}, nil, []string{`KGEN_REPLICATION_FACTOR="three" (flag -replication-factor): want a whole number, -1 or 1 to 32767`}},
+		{"startup timeout", map[string]string{"KGEN_STARTUP_TIMEOUT": "-5m"}, nil, []string{`KGEN_STARTUP_TIMEOUT="-5m" (flag -startup-timeout): want a duration`}},
+		{"buffer records", nil, []string{"-buffer-records", "0"}, []string{`invalid value "0" for flag -buffer-records: 0: want 1 to 16777216 (env KGEN_BUFFER_RECORDS)`}},
 		{"all reported", map[string]string{"KGEN_TLS": "yes", "KGEN_PARALLELISM": "abc"}, nil, []string{"KGEN_TLS=", "KGEN_PARALLELISM="}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +189,58 @@ func TestConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTuningFlags: the runtime's tuning options are flags and variables
+// of the generated main, each reaching Config (and from there a
+// stream.Option: runOptions, checked by stream.New).
+func TestTuningFlags(t *testing.T) {
+	var cfg appmain.Config
+	err := parse(t, &cfg, map[string]string{
+		"KGEN_COMMIT_INTERVAL": "5s", "KGEN_STANDBY_REPLICAS": "1", "KGEN_CACHE_RECORDS": "0",
+	}, "-max-task-idle", "-1ms", "-replication-factor", "3", "-startup-timeout", "1m", "-buffer-records", "500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{cfg.CommitInterval, cfg.StandbyReplicas, *cfg.CacheRecords, cfg.MaxTaskIdle, cfg.ReplicationFactor, cfg.StartupTimeout, cfg.BufferRecords}
+	want := []any{5 * time.Second, 1, 0, -time.Millisecond, 3, time.Minute, 500}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tuning (-want +got):\n%s", diff)
+	}
+	cfg.Brokers = []string{"k:9092"}
+	cfg.AppID = "tuning"
+	opts, err := cfg.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, _ := passthrough("in", "out")()
+	if _, err := stream.New(topo, opts...); err != nil {
+		t.Fatalf("the runtime refused the options: %v", err)
+	}
+	// Nothing given: only the flags' own defaults, which are the runtime's.
+	var def appmain.Config
+	if err := parse(t, &def, nil, "-brokers", "k:9092"); err != nil {
+		t.Fatal(err)
+	}
+	if def.CommitInterval != 0 || def.MaxTaskIdle != 0 || *def.CacheRecords != 10_000 || def.ReplicationFactor != -1 {
+		t.Errorf("defaults: %+v", def)
+	}
+}
+
+// TestReplicationFactorAboveBrokers: -replication-factor 2 on a one-broker
+// cluster (kfake, or the real single broker) stops Run with an error naming
+// the flag and its variable.
+func TestReplicationFactorAboveBrokers(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	app := appmain.App{ID: "rf-" + in, Topology: passthrough(in, out)}
+	err := appmain.Run(ctx, appmain.Config{Brokers: c.Seeds(), StateDir: t.TempDir(), ReplicationFactor: 2}, app, stream.ExitWhenCaughtUp())
+	want := "-replication-factor (KGEN_REPLICATION_FACTOR): 2 is more than the cluster's 1 broker(s): the changelog and repartition topics cannot be created; lower it, or -1 for the broker's default"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run = %v\nwant %s", err, want)
 	}
 }
 

@@ -43,16 +43,49 @@ type Config struct {
 	// one. Only with the development broker.
 	DevPort int
 
-	AppID       string // consumer group and internal topic prefix; empty means App.ID
-	StateDir    string // where persistent stores and checkpoints live
-	Parallelism int    // processing goroutines; 0 means 1
+	AppID    string // consumer group and internal topic prefix; empty means App.ID
+	StateDir string // where persistent stores and checkpoints live
+	// Parallelism is the number of processing units (stream.Parallelism);
+	// 0 means 1, the runtime's default too (Kafka Streams'
+	// num.stream.threads).
+	Parallelism int
 	Guarantee   string // at-least-once (default) or exactly-once
+
+	// The runtime's tuning, each a stream.Option; a zero value keeps the
+	// runtime's default.
+	//
+	// CommitInterval is stream.CommitInterval: 0 means 30 s under
+	// at-least-once, 100 ms under exactly-once.
+	CommitInterval time.Duration
+	// StandbyReplicas is stream.StandbyReplicas (default 0).
+	StandbyReplicas int
+	// CacheRecords is stream.CacheRecords, each store task's write-back
+	// cache in entries; nil keeps the default (10,000), 0 turns the cache
+	// off under at-least-once.
+	CacheRecords *int
+	// MaxTaskIdle is stream.MaxTaskIdle: how long a task with several
+	// inputs waits for an empty one; negative never waits.
+	MaxTaskIdle time.Duration
+	// ReplicationFactor is stream.ReplicationFactor, of the changelog and
+	// repartition topics the app creates: -1 (or 0 in a Config) is the
+	// broker's default.replication.factor, as Kafka Streams' default.
+	ReplicationFactor int
+	// StartupTimeout is stream.StartupTimeout: how long to wait for
+	// unreachable brokers at start (0: 5 minutes).
+	StartupTimeout time.Duration
+	// BufferRecords is stream.BufferRecords, records buffered per input
+	// partition (0: 1,000).
+	BufferRecords int
 	// InstanceID names this instance among the application's instances
 	// (e.g. a StatefulSet pod name); empty keeps the id stored in the state
 	// directory. StaticMembership makes the instance a static group member
 	// (stream.StaticMembership), which needs a stable InstanceID.
 	InstanceID       string
 	StaticMembership bool
+	// AdvertisedAddress is the host:port other instances and clients reach
+	// this instance's queries at (stream.AdvertisedAddress), told to the
+	// whole group; empty advertises none.
+	AdvertisedAddress string
 
 	TLS         bool   // connect with TLS
 	TLSCAFile   string // PEM file of the CA to trust; empty means the system pool
@@ -146,12 +179,27 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	if c.Parallelism == 0 {
 		c.Parallelism = 1
 	}
-	def("parallelism", &intValue{p: &c.Parallelism, min: 1, max: 1 << 16}, "`number` of processing goroutines, each a consumer group member")
+	def("parallelism", &intValue{p: &c.Parallelism, min: 1, max: 1 << 16}, "`number` of processing goroutines, each a consumer group member (Kafka Streams' num.stream.threads)")
+	def("commit-interval", &durationValue{p: &c.CommitInterval}, "how often to commit progress (commit.interval.ms); 0 for the default: 30s, or 100ms under exactly-once")
+	def("standby-replicas", &intValue{p: &c.StandbyReplicas, min: 0, max: 1 << 10}, "`number` of warm copies of each task's stores on other instances (num.standby.replicas)")
+	if c.CacheRecords == nil {
+		n := 10_000
+		c.CacheRecords = &n
+	}
+	def("cache-records", &intValue{p: c.CacheRecords, min: 0, max: 1 << 30}, "`entries` in each store task's write-back cache; 0 turns it off under at-least-once (statestore.cache.max.bytes, counted in entries)")
+	def("max-task-idle", &durationValue{p: &c.MaxTaskIdle, negative: true}, "how long a task with several inputs waits for an empty one before processing the others out of timestamp order; negative never waits (max.task.idle.ms)")
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	def("replication-factor", &intValue{p: &c.ReplicationFactor, min: -1, max: 32767, not0: true, showAll: true}, "replication `factor` of the changelog and repartition topics the app creates; -1 for the broker's default.replication.factor (replication.factor); checked against the cluster's brokers at start")
+	def("startup-timeout", &durationValue{p: &c.StartupTimeout}, "how long to wait at start for brokers that cannot be reached; 0 for the default, 5m")
+	def("buffer-records", &intValue{p: &c.BufferRecords, min: 1, max: 1 << 24}, "`records` buffered per input partition; 0 for the default, 1000 (buffered.records.per.partition)")
 	if c.Guarantee == "" {
 		c.Guarantee = "at-least-once"
 	}
 	def("guarantee", str(&c.Guarantee, checkGuarantee), "processing `guarantee`: at-least-once or exactly-once")
 	def("instance-id", str(&c.InstanceID, nil), "`name` of this instance, stable across restarts; empty keeps the one stored in the state directory")
+	def("advertised-address", str(&c.AdvertisedAddress, checkAddr), "`host:port` at which other instances and clients reach this instance's store queries, told to the whole group; empty for none")
 	def("static-membership", &boolValue{p: &c.StaticMembership}, "join as a static group member: a restart within the session timeout causes no rebalance")
 	def("tls", &boolValue{p: &c.TLS}, "connect to the brokers with TLS")
 	def("tls-ca", str(&c.TLSCAFile, nil), "PEM `file` of the CA to trust; empty means the system's")
@@ -233,6 +281,28 @@ func (c Config) Validate() error {
 	if c.Parallelism < 0 {
 		bad("%s: %d: want at least 1", setting("parallelism"), c.Parallelism)
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"commit-interval", c.CommitInterval}, {"startup-timeout", c.StartupTimeout}} {
+		if d.v < 0 {
+			bad("%s: %v: want 0 (the default) or more", setting(d.name), d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"standby-replicas", c.StandbyReplicas}, {"buffer-records", c.BufferRecords}} {
+		if n.v < 0 {
+			bad("%s: %d: want 0 (the default) or more", setting(n.name), n.v)
+		}
+	}
+	if c.CacheRecords != nil && *c.CacheRecords < 0 {
+		bad("%s: %d: want 0 (off) or more", setting("cache-records"), *c.CacheRecords)
+	}
+	if c.ReplicationFactor < -1 || c.ReplicationFactor > 32767 {
+		bad("%s: %d: want -1 (the broker's default) or 1 to 32767", setting("replication-factor"), c.ReplicationFactor)
+	}
 	if c.Guarantee != "" {
 		check("guarantee", c.Guarantee, checkGuarantee)
 	}
@@ -278,7 +348,7 @@ func (c Config) Validate() error {
 		name, value string
 		fn          func(string) error
 	}{{"log-level", c.LogLevel, checkLogLevel}, {"log-format", c.LogFormat, checkLogFormat}, {"client-log-level", c.ClientLogLevel, checkClientLogLevel},
-		{"metrics-addr", c.MetricsAddr, checkAddr}, {"schema-registry", c.SchemaRegistry, checkURL}} {
+		{"metrics-addr", c.MetricsAddr, checkAddr}, {"advertised-address", c.AdvertisedAddress, checkAddr}, {"schema-registry", c.SchemaRegistry, checkURL}} {
 		if l.value != "" {
 			check(l.name, l.value, l.fn)
 		}
@@ -304,6 +374,27 @@ func (c Config) Options() ([]stream.Option, error) {
 // Run knows only once the development broker has started.
 func (c Config) runOptions() ([]stream.Option, error) {
 	opts := []stream.Option{stream.Parallelism(max(c.Parallelism, 1))}
+	if c.CommitInterval > 0 {
+		opts = append(opts, stream.CommitInterval(c.CommitInterval))
+	}
+	if c.StandbyReplicas > 0 {
+		opts = append(opts, stream.StandbyReplicas(c.StandbyReplicas))
+	}
+	if c.CacheRecords != nil {
+		opts = append(opts, stream.CacheRecords(*c.CacheRecords))
+	}
+	if c.MaxTaskIdle != 0 {
+		opts = append(opts, stream.MaxTaskIdle(c.MaxTaskIdle))
+	}
+	if c.ReplicationFactor != 0 {
+		opts = append(opts, stream.ReplicationFactor(c.ReplicationFactor))
+	}
+	if c.StartupTimeout > 0 {
+		opts = append(opts, stream.StartupTimeout(c.StartupTimeout))
+	}
+	if c.BufferRecords > 0 {
+		opts = append(opts, stream.BufferRecords(c.BufferRecords))
+	}
 	if c.StateDir != "" {
 		opts = append(opts, stream.StateDir(c.StateDir))
 	}
@@ -312,6 +403,9 @@ func (c Config) runOptions() ([]stream.Option, error) {
 	}
 	if c.StaticMembership {
 		opts = append(opts, stream.StaticMembership())
+	}
+	if c.AdvertisedAddress != "" {
+		opts = append(opts, stream.AdvertisedAddress(c.AdvertisedAddress))
 	}
 	switch c.Guarantee {
 	case "", "at-least-once":
@@ -550,28 +644,40 @@ func (v *stringValue) Set(s string) error {
 type intValue struct {
 	p        *int
 	min, max int
+	not0     bool // 0 is refused (a replication factor)
+	showAll  bool // -h shows a negative default too
 }
 
 func (v *intValue) String() string {
-	if v == nil || v.p == nil || *v.p == 0 {
+	if v == nil || v.p == nil || *v.p == 0 || (*v.p < 0 && !v.showAll) {
 		return "" // so -h shows no default for a zero
 	}
 	return strconv.Itoa(*v.p)
 }
 
+func (v *intValue) want() string {
+	if v.not0 && v.min == -1 {
+		return fmt.Sprintf("-1 or 1 to %d", v.max)
+	}
+	return fmt.Sprintf("%d to %d", v.min, v.max)
+}
+
 func (v *intValue) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return fmt.Errorf("want a whole number from %d to %d", v.min, v.max)
+		return fmt.Errorf("want a whole number, %s", v.want())
 	}
-	if n < v.min || n > v.max {
-		return fmt.Errorf("%d: want %d to %d", n, v.min, v.max)
+	if n < v.min || n > v.max || (v.not0 && n == 0) {
+		return fmt.Errorf("%d: want %s", n, v.want())
 	}
 	*v.p = n
 	return nil
 }
 
-type durationValue struct{ p *time.Duration }
+type durationValue struct {
+	p        *time.Duration
+	negative bool // a negative duration is a value (max-task-idle: never wait)
+}
 
 func (v *durationValue) String() string {
 	if v == nil || v.p == nil || *v.p == 0 {
@@ -582,7 +688,10 @@ func (v *durationValue) String() string {
 
 func (v *durationValue) Set(s string) error {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil || d < 0 {
+	if err != nil || (d < 0 && !v.negative) {
+		if v.negative {
+			return errors.New("want a duration such as 30s or 2m, 0, or a negative one (-1ms)")
+		}
 		return errors.New("want a duration such as 30s or 2m, or 0")
 	}
 	*v.p = d

@@ -59,6 +59,7 @@ func TestMainStatus(t *testing.T) {
 		{"help", nil, []string{"-h"}, 0, []string{"Usage: app [flags]", "-log-format", "-on-produce-error", "dead-letter=TOPIC", "(env KGEN_SASL_PASSWORD_FILE)", "-dev-port", "-client-log-level"}},
 		{"bad variable", map[string]string{"KGEN_TLS": "yes"}, nil, 2, []string{`KGEN_TLS="yes" (flag -tls)`}},
 		{"bad flag", nil, []string{"-guarantee", "exactly_once"}, 2, []string{`invalid value "exactly_once" for flag -guarantee`}},
+		{"unknown flag", nil, []string{"-paralelism", "2"}, 2, []string{"flag provided but not defined: -paralelism"}},
 		{"empty brokers", map[string]string{"KGEN_BROKERS": ""}, nil, 2, []string{`KGEN_BROKERS="" (flag -brokers): empty`}},
 		{"arguments", nil, []string{"-brokers", "dev", "extra"}, 2, []string{"unexpected arguments: extra"}},
 		{"missing file", nil, []string{"-brokers", "k:9092", "-tls-ca", "/nonexistent/ca.pem"}, 2, []string{"tls ca: open /nonexistent/ca.pem"}},
@@ -85,6 +86,39 @@ func TestMainStatus(t *testing.T) {
 				t.Errorf("the app started despite the bad configuration:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestBadFlagIsShort: a bad flag prints its message and one line pointing
+// to -h, not the usage, which would push the message off the screen.
+func TestBadFlagIsShort(t *testing.T) {
+	unsetKGEN(t)
+	for _, args := range [][]string{{"-guarantee", "exactly_once"}, {"-paralelism", "2"}} {
+		var stderr bytes.Buffer
+		if code := mainStatus(context.Background(), "app", args, &stderr, copyApp("short"), nil); code != 2 {
+			t.Errorf("%v: exit status %d, want 2", args, code)
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if len(lines) != 2 || lines[1] != "run app -h for the flags and their variables" {
+			t.Errorf("%v: stderr is not the message and the pointer to -h:\n%s", args, stderr.String())
+		}
+	}
+}
+
+// TestDevBrokerCreatesDeadLetterTopic: with the development broker, the
+// dead-letter topic named by a policy exists, so a record that fails to
+// decode reaches it instead of stopping the app on a missing topic.
+func TestDevBrokerCreatesDeadLetterTopic(t *testing.T) {
+	if got := devTopics(map[string]int32{"in": 4}, Config{OnDeserializeError: "dead-letter=views-dlq", OnProcessError: "dead-letter=views-dlq"}); len(got) != 2 || got["views-dlq"] != DeadLetterPartitions || got["in"] != 4 {
+		t.Fatalf("devTopics = %v", got)
+	}
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{OnDeserializeError: "dead-letter=views-dlq"}
+	if err := run(ctx, cfg, copyApp("dlq-dev"), logger, []stream.Option{stream.ExitWhenCaughtUp()}); err != nil {
+		t.Fatalf("run with a dead-letter topic on the development broker: %v\n%s", err, logs.String())
 	}
 }
 

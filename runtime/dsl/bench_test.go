@@ -84,13 +84,22 @@ func BenchmarkCount(b *testing.B) {
 }
 
 // A windowed count per record, beside the plain count above: 1,000 keys, a
-// record a millisecond, one-minute tumbling windows, every update or final
-// results only (emitted as minutes close).
+// record a millisecond, one-minute tumbling or sliding windows, every
+// update or final results only (emitted as windows close).
 func BenchmarkWindowedCount(b *testing.B) {
 	s := serde.String{}
-	w := dsl.TumblingWindows(time.Minute)
-	for _, emit := range []dsl.Emit{dsl.EmitUpdates, dsl.EmitFinal} {
-		b.Run(emit.String(), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		w    dsl.Windows
+		emit dsl.Emit
+	}{
+		{"tumbling/updates", dsl.TumblingWindows(time.Minute), dsl.EmitUpdates},
+		{"tumbling/final", dsl.TumblingWindows(time.Minute), dsl.EmitFinal},
+		{"sliding/updates", dsl.SlidingWindows(time.Minute, 0), dsl.EmitUpdates},
+		{"sliding/final", dsl.SlidingWindows(time.Minute, 0), dsl.EmitFinal},
+	} {
+		w, emit := c.w, c.emit
+		b.Run(c.name, func(b *testing.B) {
 			t := stream.NewTopology()
 			stream.AddSource(t, "in", "in", s, s)
 			dsl.WindowedCount[string, string](t, "count", "counts", w, s, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}, Emit: emit}, "in")

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"bytes"
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -187,6 +188,14 @@ type windowedBase[K, VA any] struct {
 	// one: the windows themselves are in the store.
 	seen, emitted *stream.ObservedTime
 	idle          idleClock
+	// pending indexes, with EmitFinal and windows that may start anywhere
+	// (sliding), the windows in the store not yet emitted: by start, the
+	// keys (by serialized key) with a window there; starts orders the
+	// starts. Emission then reads those windows alone, as Kafka Streams
+	// reads its time-ordered store, instead of every window of the store's
+	// segments. Filled from the store at Init.
+	pending map[int64]map[string]K
+	starts  endHeap
 }
 
 func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
@@ -200,6 +209,11 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 	b.seen = ctx.ObservedTime("stream")
 	if b.opts.Emit == EmitFinal {
 		b.emitted = ctx.ObservedTime("emitted")
+		if b.anyStart == nil {
+			if err := b.loadPending(); err != nil {
+				return fmt.Errorf("windowed aggregation %q: read the pending windows: %w", ctx.NodeName(), err)
+			}
+		}
 		if b.opts.IdleClose > 0 {
 			b.idle.schedule(ctx, b.opts.IdleClose, b.seen, func() error {
 				return b.emitClosed(ctx, b.seen.Millis()-b.grace, nil)
@@ -207,6 +221,90 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 		}
 	}
 	return nil
+}
+
+// loadPending indexes the windows of the store that are not emitted yet.
+func (b *windowedBase[K, VA]) loadPending() error {
+	b.pending, b.starts = map[int64]map[string]K{}, b.starts[:0]
+	from := int64(0)
+	if last := b.emitted.Millis(); last >= 0 {
+		from = max(0, b.closedThrough(last)+1)
+	}
+	it, err := b.store.All()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if it.Start() >= from {
+			if err := b.track(it.Key(), it.Start()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+	}
+	return errors.Join(it.Err(), it.Close())
+}
+
+// track indexes key's new window at start, when pending windows are
+// indexed.
+func (b *windowedBase[K, VA]) track(key K, start int64) error {
+	if b.pending == nil {
+		return nil
+	}
+	kb, err := b.ks.Serialize(key)
+	if err != nil {
+		return fmt.Errorf("key of a window: %w", err)
+	}
+	keys := b.pending[start]
+	if keys == nil {
+		keys = map[string]K{}
+		b.pending[start] = keys
+		heap.Push(&b.starts, start)
+	}
+	keys[string(kb)] = key
+	return nil
+}
+
+// closedWindows returns the windows starting in [lo, hi], as indexed (and
+// forgets them), or, when windows are not indexed, as FetchAll gives them.
+func (b *windowedBase[K, VA]) closedWindows(lo, hi int64) ([]closedWindow[K, VA], error) {
+	var closed []closedWindow[K, VA]
+	if b.pending != nil {
+		for len(b.starts) > 0 && b.starts[0] <= hi {
+			start := heap.Pop(&b.starts).(int64)
+			keys := b.pending[start]
+			delete(b.pending, start)
+			if start < lo {
+				continue
+			}
+			for kb, key := range keys {
+				v, ok, err := b.store.Fetch(key, start)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					closed = append(closed, closedWindow[K, VA]{[]byte(kb), key, start, v})
+				}
+			}
+		}
+		return closed, nil
+	}
+	if b.anyStart != nil && !b.anyStart(lo, hi) {
+		return nil, nil
+	}
+	it, err := b.store.FetchAll(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	for it.Next() {
+		kb, err := b.ks.Serialize(it.Key())
+		if err != nil {
+			it.Close()
+			return nil, fmt.Errorf("key of a closed window: %w", err)
+		}
+		closed = append(closed, closedWindow[K, VA]{kb, it.Key(), it.Start(), it.Value()})
+	}
+	return closed, errors.Join(it.Err(), it.Close())
 }
 
 // observe moves the stream time to ts and returns the close time: windows
@@ -248,21 +346,9 @@ func (b *windowedBase[K, VA]) emitClosed(ctx *stream.Context[Windowed[K], Change
 		lo = max(0, b.closedThrough(last)+1)
 	}
 	hi := b.closedThrough(closeT)
-	if hi >= lo && (b.anyStart == nil || b.anyStart(lo, hi)) {
-		it, err := b.store.FetchAll(lo, hi)
+	if hi >= lo {
+		closed, err := b.closedWindows(lo, hi)
 		if err != nil {
-			return err
-		}
-		var closed []closedWindow[K, VA]
-		for it.Next() {
-			kb, err := b.ks.Serialize(it.Key())
-			if err != nil {
-				it.Close()
-				return fmt.Errorf("key of a closed window: %w", err)
-			}
-			closed = append(closed, closedWindow[K, VA]{kb, it.Key(), it.Start(), it.Value()})
-		}
-		if err := errors.Join(it.Err(), it.Close()); err != nil {
 			return err
 		}
 		slices.SortStableFunc(closed, func(a, b closedWindow[K, VA]) int {
@@ -304,6 +390,11 @@ func (b *windowedBase[K, VA]) put(ctx *stream.Context[Windowed[K], Change[VA]], 
 			return nil
 		}
 		return err
+	}
+	if old == nil {
+		if err := b.track(key, start); err != nil {
+			return err
+		}
 	}
 	if b.opts.Emit == EmitUpdates {
 		ctx.Forward(stream.Record[Windowed[K], Change[VA]]{

@@ -31,6 +31,9 @@ type Config struct {
 	// Topics maps topic names to partition counts; they exist when Start
 	// returns.
 	Topics map[string]int32
+	// TopicConfigs are configs (cleanup.policy, ...) of some of Topics, by
+	// topic, which they are created with.
+	TopicConfigs map[string]map[string]string
 	// Port to listen on, on 127.0.0.1; 0 picks a free one.
 	Port int
 }
@@ -55,7 +58,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("start embedded broker: %w", err)
 	}
 	b := &Broker{c: c}
-	if err := b.CreateTopics(cfg.Topics); err != nil {
+	if err := b.createTopics(cfg.Topics, cfg.TopicConfigs); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -67,6 +70,10 @@ func (b *Broker) Addrs() []string { return b.c.ListenAddrs() }
 
 // CreateTopics creates topics (name to partition count) that do not exist yet.
 func (b *Broker) CreateTopics(topics map[string]int32) error {
+	return b.createTopics(topics, nil)
+}
+
+func (b *Broker) createTopics(topics map[string]int32, configs map[string]map[string]string) error {
 	if len(topics) == 0 {
 		return nil
 	}
@@ -84,7 +91,14 @@ func (b *Broker) CreateTopics(topics map[string]int32) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, t := range names {
-		resp, err := adm.CreateTopic(ctx, topics[t], 1, nil, t)
+		var cfg map[string]*string
+		for k, v := range configs[t] {
+			if cfg == nil {
+				cfg = map[string]*string{}
+			}
+			cfg[k] = &v
+		}
+		resp, err := adm.CreateTopic(ctx, topics[t], 1, cfg, t)
 		if err == nil {
 			err = resp.Err
 		}

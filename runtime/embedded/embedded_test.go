@@ -44,3 +44,39 @@ func TestStartCreatesTopicsAndServesKafka(t *testing.T) {
 		t.Fatalf("consumed %v, errors %v; want the one record", recs, fetches.Errors())
 	}
 }
+
+// TestStartCreatesTopicsWithConfigs: a topic with configs in
+// Config.TopicConfigs is created with them (kgen.yaml's configs:), as kgen
+// topics creates it on a cluster.
+func TestStartCreatesTopicsWithConfigs(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{
+		Topics:       map[string]int32{"table": 2, "stream": 2},
+		TopicConfigs: map[string]map[string]string{"table": {"cleanup.policy": "compact"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfgs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "table", "stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, rc := range cfgs {
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && c.Value != nil {
+				got[rc.Name] = *c.Value
+			}
+		}
+	}
+	if got["table"] != "compact" || (got["stream"] != "" && got["stream"] != "delete") {
+		t.Errorf("cleanup.policy by topic: %v; want table compact, stream the default", got)
+	}
+}

@@ -65,6 +65,22 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 	return append(make([]byte, 0, len(v)), v...), true, nil
 }
 
+// Peek is Get that leaves the cache as it is: a key read from the backend
+// is not cached. Queries read through it, so that what they read does not
+// push the entries the processing path uses out of the cache.
+func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
+	if e, ok := c.entries[string(key)]; ok {
+		if e.value == nil {
+			return nil, false, nil
+		}
+		return append(make([]byte, 0, len(e.value)), e.value...), true, nil
+	}
+	if len(c.drops) > 0 && inRanges(c.drops, key) {
+		return nil, false, nil
+	}
+	return c.b.Get(key)
+}
+
 // view is Get without the copy: the bytes stay valid, unchanged, but must
 // not be modified. Typed stores whose value serde copies use it.
 func (c *Cache) view(key []byte) ([]byte, bool, error) {

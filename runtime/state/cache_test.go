@@ -411,3 +411,51 @@ func must2[A, B any](a A, b B, err error) (A, B) {
 	}
 	return a, b
 }
+
+// TestCachePeek: a query's read sees the cached writes, the drops and the
+// backend, and caches nothing, so queries cannot push the processing
+// path's entries out.
+func TestCachePeek(t *testing.T) {
+	mem := state.NewMemory()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := mem.Put([]byte(k), []byte("back-"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := state.NewCache(mem, 2, func() { t.Fatal("the cache filled") })
+	if err := c.Put([]byte("a"), []byte("cached")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key, want string
+		ok        bool
+	}{{"a", "cached", true}, {"b", "", false}, {"c", "back-c", true}, {"d", "", false}} {
+		for range 2 {
+			v, ok, err := c.Peek([]byte(tc.key))
+			if err != nil || ok != tc.ok || string(v) != tc.want {
+				t.Fatalf("Peek(%s) = %q, %v, %v; want %q, %v", tc.key, v, ok, err, tc.want, tc.ok)
+			}
+		}
+	}
+	// Had Peek cached c, the cache would still hold its old value.
+	if err := mem.Put([]byte("c"), []byte("new-c")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := c.Get([]byte("c")); string(v) != "new-c" {
+		t.Fatalf("Get(c) = %q: Peek cached what it read", v)
+	}
+	v, _, _ := c.Peek([]byte("a"))
+	v[0] = 'X' // the caller's copy
+	if v, _, _ := c.Get([]byte("a")); string(v) != "cached" {
+		t.Fatalf("Get(a) = %q after modifying a peeked value", v)
+	}
+	if err := c.DeleteRange([]byte("c"), []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.Peek([]byte("c")); ok {
+		t.Fatal("Peek(c) found a key of a dropped range")
+	}
+}

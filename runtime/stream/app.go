@@ -57,7 +57,10 @@ type App struct {
 	adm        *kadm.Client
 	admClient  *kgo.Client
 	partitions map[string]int32 // every topic the app reads or writes
-	topicSub   map[string]int   // source topic -> sub-topology
+	// topicsKnown is set once partitions is complete and no longer
+	// written: queries read it from other goroutines only then.
+	topicsKnown atomic.Bool
+	topicSub    map[string]int // source topic -> sub-topology
 	// maxMessageBytes is the max.message.bytes of each sink and
 	// dead-letter topic, read at start: it bounds the producer's batches
 	// for the topic, and a dead letter larger is sent truncated.
@@ -199,7 +202,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 			a.setState(Stopped)
 		}
 	}()
-	release, err := a.claimStateDir()
+	release, err := a.claimStateDir(false)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
@@ -218,6 +221,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
+	a.topicsKnown.Store(true)
 	var ends kadm.ListedOffsets
 	if a.cfg.exitCaughtUp {
 		if ends, err = a.adm.ListEndOffsets(ctx, a.topo.SourceTopics()...); err != nil {
@@ -322,12 +326,29 @@ func (a *App) userTopics(candidates []string) []string {
 	return slices.Compact(topics)
 }
 
+// missingTopic is the error for a user's topic that does not exist: the
+// app creates only its own topics, so it says who makes this one.
+func (a *App) missingTopic(topic string) error {
+	for _, p := range []struct {
+		policy ErrorPolicy
+		what   string
+	}{{a.cfg.onDeserializeError, "deserialize"}, {a.cfg.onProcessError, "process"}, {a.cfg.onProduceError, "produce"}} {
+		if p.policy.action == actionDeadLetter && p.policy.topic == topic && !slices.Contains(a.topo.SourceTopics(), topic) && !slices.Contains(a.topo.SinkTopics(), topic) {
+			return fmt.Errorf("topic %q does not exist: it is the dead-letter topic of the %s-error policy, which the app does not create; create it first (kgen topics creates it when given the same -on-%s-error setting)", topic, p.what, p.what)
+		}
+	}
+	return fmt.Errorf("topic %q does not exist: the app creates only its changelog and repartition topics; create the others first (kgen topics creates those of kgen.yaml)", topic)
+}
+
 // prepareTopics checks that source and sink topics exist and that the
 // sources of each sub-topology are co-partitioned, and returns the changelog
 // topics with their partition counts, for prepareChangelogs.
 func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, err error) {
 	// The user's topics must exist; the app's own (repartition topics,
 	// changelogs) are created.
+	if err := a.checkReplication(ctx); err != nil {
+		return nil, err
+	}
 	topics := a.userTopics(append(a.topo.SourceTopics(), a.topo.SinkTopics()...))
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
@@ -338,7 +359,7 @@ func (a *App) prepareTopics(ctx context.Context) (changelogs map[string]int32, e
 	for _, topic := range topics {
 		d, ok := details[topic]
 		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			errs = append(errs, fmt.Errorf("topic %q does not exist", topic))
+			errs = append(errs, a.missingTopic(topic))
 			continue
 		}
 		if d.Err != nil {

@@ -331,8 +331,17 @@ func instances(joiners []balJoiner) map[string]string {
 	return m
 }
 
-// The tasks of copart(4, 2), in the order the balancer walks them:
-// 0_0 1_0 0_1 1_1 0_2 0_3.
+// wordCount is the topology of issue 21 on n partitions: sub-topology 0
+// splits sentences (no state), 1 counts the words (a store).
+func wordCount(n int32) balSetup {
+	return balSetup{
+		subs: []*subtopology{
+			{id: 0, topics: []string{"sentences"}},
+			{id: 1, topics: []string{"words"}, stores: []*storeDef{{name: "counts"}}},
+		},
+		counts: map[string]int32{"sentences": n, "words": n},
+	}
+}
 
 func TestBalancerPlan(t *testing.T) {
 	cases := []struct {
@@ -343,15 +352,66 @@ func TestBalancerPlan(t *testing.T) {
 		wantLog string // a substring of the log, if any
 	}{
 		{
-			name:  "fresh group of two: balanced, ties to the first least loaded",
+			name:  "fresh group of two: each sub-topology split evenly, the remainder to the first",
 			setup: copart(4, 2),
+			joiners: []balJoiner{
+				{id: "m2", instance: "i2"},
+				{id: "m1", instance: "i1"},
+			},
+			want: map[string]balGot{
+				"m1": {Active: "0_0 0_1 1_0"},
+				"m2": {Active: "0_2 0_3 1_1"},
+			},
+		},
+		{
+			// Issue 21: each instance got one whole sub-topology, and one
+			// of them all the state.
+			name:  "word count on two instances: half of each sub-topology each",
+			setup: wordCount(8),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1"},
 				{id: "m2", instance: "i2"},
 			},
 			want: map[string]balGot{
-				"m1": {Active: "0_0 0_1 0_2"},
-				"m2": {Active: "0_3 1_0 1_1"},
+				"m1": {Active: "0_0 0_1 0_2 0_3 1_0 1_1 1_2 1_3"},
+				"m2": {Active: "0_4 0_5 0_6 0_7 1_4 1_5 1_6 1_7"},
+			},
+		},
+		{
+			name:  "issue 21's plan, owned: every task moves to balance it, the state first",
+			setup: wordCount(4),
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2 0_3", gen: 3},
+				{id: "m2", instance: "i2", owns: "1_0 1_1 1_2 1_3", gen: 3, state: map[TaskID]int64{{1, 0}: 9, {1, 1}: 9, {1, 2}: 9, {1, 3}: 9}},
+			},
+			// m1 keeps the first two of sub-topology 0 and m2 of 1; the
+			// others are revoked, to move in the next round.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 0_1"},
+				"m2": {Active: "1_0 1_1"},
+			},
+		},
+		{
+			name: "stateful tasks are balanced on their own",
+			setup: balSetup{
+				subs: []*subtopology{
+					{id: 0, topics: []string{"a"}},
+					{id: 1, topics: []string{"b"}, stores: []*storeDef{{name: "x"}}},
+					{id: 2, topics: []string{"c"}},
+					{id: 3, topics: []string{"d"}, stores: []*storeDef{{name: "y"}}},
+				},
+				counts: map[string]int32{"a": 1, "b": 1, "c": 1, "d": 1},
+			},
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1"},
+				{id: "m2", instance: "i2"},
+			},
+			// Shared out in the order 1, 3, 0, 2. In the order of the ids,
+			// the stateless 0_0 and 2_0 would go to m1 and both stateful
+			// tasks to m2.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 1_0"},
+				"m2": {Active: "2_0 3_0"},
 			},
 		},
 		{
@@ -362,10 +422,28 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m2", instance: "i2"},
 				{id: "m3", instance: "i3"},
 			},
+			// Sub-topology 0's remainder goes to m1, so 1's two tasks go
+			// to m2 and m3.
 			want: map[string]balGot{
-				"m1": {Active: "0_0 1_1", Standby: "0_1 1_0"},
+				"m1": {Active: "0_0 0_1", Standby: "1_0 1_1"},
 				"m2": {Active: "0_2 1_0", Standby: "0_0 0_3"},
-				"m3": {Active: "0_1 0_3", Standby: "0_2 1_1"},
+				"m3": {Active: "0_3 1_1", Standby: "0_1 0_2"},
+			},
+		},
+		{
+			name:  "balanced shares other than a fresh group's are kept: nothing moves",
+			setup: copart(4, 2),
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1", owns: "0_0 1_0", gen: 4},
+				{id: "m2", instance: "i2", owns: "0_1 0_2", gen: 4},
+				{id: "m3", instance: "i3", owns: "0_3 1_1", gen: 4},
+			},
+			// A fresh group gives sub-topology 0's remainder to m1 (the
+			// case above), and m1 would trade 1_0 for one of m2's.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 1_0"},
+				"m2": {Active: "0_1 0_2"},
+				"m3": {Active: "0_3 1_1"},
 			},
 		},
 		{
@@ -395,6 +473,21 @@ func TestBalancerPlan(t *testing.T) {
 			},
 		},
 		{
+			name:  "an owner over its share gives up first the tasks a taker holds state for",
+			setup: wordCount(4),
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2 0_3 1_0 1_1 1_2 1_3", gen: 5},
+				// m2 ran 1_0 and 1_1 before it restarted.
+				{id: "m2", instance: "i2", state: map[TaskID]int64{{1, 0}: 70, {1, 1}: 80}},
+			},
+			// m1 keeps two of each sub-topology: 1_2 and 1_3, not the
+			// first two; the rest is revoked, to move next round.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 0_1 1_2 1_3"},
+				"m2": {},
+			},
+		},
+		{
 			name:  "the member with most state is full: the task goes to the next",
 			setup: copart(4, 2),
 			joiners: []balJoiner{
@@ -410,12 +503,12 @@ func TestBalancerPlan(t *testing.T) {
 			name:  "state does not move a task that may stay",
 			setup: copart(4, 2),
 			joiners: []balJoiner{
-				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2", gen: 5},
-				{id: "m2", instance: "i2", owns: "0_3 1_0 1_1", gen: 5, state: map[TaskID]int64{{0, 0}: 1 << 40}},
+				{id: "m1", instance: "i1", owns: "0_0 0_1 1_0", gen: 5},
+				{id: "m2", instance: "i2", owns: "0_2 0_3 1_1", gen: 5, state: map[TaskID]int64{{0, 0}: 1 << 40}},
 			},
 			want: map[string]balGot{
-				"m1": {Active: "0_0 0_1 0_2"},
-				"m2": {Active: "0_3 1_0 1_1"},
+				"m1": {Active: "0_0 0_1 1_0"},
+				"m2": {Active: "0_2 0_3 1_1"},
 			},
 		},
 		{
@@ -423,15 +516,15 @@ func TestBalancerPlan(t *testing.T) {
 			setup: copart(4, 2).withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1", owns: "0_0 0_1", gen: 2},
-				{id: "m2", instance: "i2", owns: "0_2 0_3", gen: 2, state: map[TaskID]int64{{0, 0}: 100}},
-				{id: "m3", instance: "i3", owns: "1_0 1_1", gen: 2, state: map[TaskID]int64{{0, 0}: 300}},
+				{id: "m2", instance: "i2", owns: "0_2 1_0", gen: 2, state: map[TaskID]int64{{0, 0}: 100}},
+				{id: "m3", instance: "i3", owns: "0_3 1_1", gen: 2, state: map[TaskID]int64{{0, 0}: 300}},
 			},
 			// Without state, 0_0's standby would go to m2 (the first of
 			// the least loaded).
 			want: map[string]balGot{
-				"m1": {Active: "0_0 0_1", Standby: "0_3 1_0 1_1"},
-				"m2": {Active: "0_2 0_3", Standby: "0_1"},
-				"m3": {Active: "1_0 1_1", Standby: "0_0 0_2"},
+				"m1": {Active: "0_0 0_1", Standby: "1_0 1_1"},
+				"m2": {Active: "0_2 1_0", Standby: "0_1 0_3"},
+				"m3": {Active: "0_3 1_1", Standby: "0_0 0_2"},
 			},
 		},
 		{
@@ -443,11 +536,12 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "b0", instance: "B"},
 				{id: "b1", instance: "B"},
 			},
+			// Each instance gets two tasks of sub-topology 0 and one of 1.
 			want: map[string]balGot{
-				"a0": {Active: "0_0 0_2", Standby: "0_1"},
-				"a1": {Active: "0_3 1_0", Standby: "1_1"},
-				"b0": {Active: "0_1", Standby: "0_0 0_2"},
-				"b1": {Active: "1_1", Standby: "0_3 1_0"},
+				"a0": {Active: "0_0 1_0", Standby: "0_3 1_1"},
+				"a1": {Active: "0_1", Standby: "0_2"},
+				"b0": {Active: "0_2 1_1", Standby: "0_0 0_1"},
+				"b1": {Active: "0_3", Standby: "1_0"},
 			},
 		},
 		{
@@ -473,11 +567,11 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m2", instance: "i2"},
 				{id: "m3", instance: "i3"},
 			},
-			// Tasks 0_0 1_0 0_1 0_2 over three members.
+			// One task of sub-topology 0 each; the remainder, 1_0, to m1.
 			want: map[string]balGot{
-				"m1": {Active: "0_0 0_2"},
-				"m2": {Active: "1_0"},
-				"m3": {Active: "0_1"},
+				"m1": {Active: "0_0 1_0"},
+				"m2": {Active: "0_1"},
+				"m3": {Active: "0_2"},
 			},
 		},
 		{
@@ -523,12 +617,12 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m1", instance: "i1"},
 				{id: "m2", instance: "i2", topics: []string{"a", "b", "c"}},
 			},
-			// Room for 2 and one extra. The tasks of d, which only m1
-			// can run, choose first (2_0 2_1 to m1), then 0_0 1_0 0_1;
-			// they have no standby.
+			// The tasks of d, which only m1 can run, are shared out first
+			// (2_0 2_1 to m1) and have no standby; then one task of
+			// sub-topology 0 each, and 1_0 to m2, which has fewer.
 			want: map[string]balGot{
-				"m1": {Active: "0_1 2_0 2_1", Standby: "0_0 1_0"},
-				"m2": {Active: "0_0 1_0", Standby: "0_1"},
+				"m1": {Active: "0_0 2_0 2_1", Standby: "0_1 1_0"},
+				"m2": {Active: "0_1 1_0", Standby: "0_0"},
 			},
 		},
 		{
@@ -544,8 +638,8 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m1", instance: "i1", topics: []string{"a", "d"}},
 				{id: "m2", instance: "i2", topics: []string{"a"}},
 			},
-			// Room for 2 each. Only m1 reads d: 1_0 1_1 choose first,
-			// 1_2 puts m1 over its share, 0_0 goes to m2.
+			// Only m1 reads d: its three tasks are shared out first, to
+			// m1, and 0_0 goes to m2, which has fewer.
 			want: map[string]balGot{
 				"m1": {Active: "1_0 1_1 1_2"},
 				"m2": {Active: "0_0"},
@@ -579,11 +673,12 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m1", instance: "i1", owns: "0_0 1_0", gen: 3},
 				{id: "m2", instance: "i2", owns: "0_0 0_1", gen: 4},
 			},
-			// Tasks 0_0 1_0 0_1, base 1, one extra: m2 keeps 0_0 and 0_1,
-			// m1 keeps 1_0.
+			// One task of sub-topology 0 each, 1_0 to m1 (the first): m2
+			// keeps 0_0 and revokes 0_1, which goes to m1 next round; m1
+			// keeps 1_0.
 			want: map[string]balGot{
 				"m1": {Active: "1_0"},
-				"m2": {Active: "0_0 0_1"},
+				"m2": {Active: "0_0"},
 			},
 		},
 		{
@@ -606,11 +701,11 @@ func TestBalancerPlan(t *testing.T) {
 				{id: "m1", instance: "i1", userData: []byte(`{"i":"i1","s":[{"t":7,"p":0,"o":9},{"t":0,"p":-1,"o":9},{"t":0,"p":1,"o":-5}]}`)},
 				{id: "m2", instance: "i2", userData: []byte(`{"i":"i2","s":[{"t":0,"p":1,"o":1},{"t":"x"}]}`)},
 			},
-			// m2's valid state takes 0_1; the rest is a fresh group:
-			// 0_0 m1, 1_0 m2, 0_1 m2 (state) -> base 1 with one extra.
+			// A fresh group: one task of sub-topology 0 each, 1_0 to m1;
+			// m2's valid state takes 0_1.
 			want: map[string]balGot{
-				"m1": {Active: "0_0"},
-				"m2": {Active: "0_1 1_0"},
+				"m1": {Active: "0_0 1_0"},
+				"m2": {Active: "0_1"},
 			},
 			wantLog: "sub-topology 7 (this topology has 2)",
 		},
@@ -661,15 +756,17 @@ func TestBalancerCooperativeRounds(t *testing.T) {
 			name:  "a third member joins a balanced pair: each gives up one",
 			setup: copart(4, 2),
 			joiners: []balJoiner{
-				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2", gen: 7},
-				{id: "m2", instance: "i2", owns: "0_3 1_0 1_1", gen: 7},
+				{id: "m1", instance: "i1", owns: "0_0 0_1 1_0", gen: 7},
+				{id: "m2", instance: "i2", owns: "0_2 0_3 1_1", gen: 7},
 				{id: "m3", instance: "i3"},
 			},
-			// Walking 0_0 1_0 0_1 1_1 0_2 0_3 with room for two each: m1
-			// keeps 0_0 0_1, m2 keeps 1_0 1_1; 0_2 and 0_3 move to m3.
+			// Sub-topology 0: one each and the remainder to m1, which
+			// keeps 0_0 0_1, so m2 gives 0_3 up. Sub-topology 1: one each
+			// to m2 and m3 (fewer tasks than m1), so m1 gives 1_0 up. Only
+			// m3's share moves.
 			want: []map[string]balGot{
-				{"m1": {Active: "0_0 0_1"}, "m2": {Active: "1_0 1_1"}, "m3": {}},
-				{"m1": {Active: "0_0 0_1"}, "m2": {Active: "1_0 1_1"}, "m3": {Active: "0_2 0_3"}},
+				{"m1": {Active: "0_0 0_1"}, "m2": {Active: "0_2 1_1"}, "m3": {}},
+				{"m1": {Active: "0_0 0_1"}, "m2": {Active: "0_2 1_1"}, "m3": {Active: "0_3 1_0"}},
 			},
 		},
 		{

@@ -72,8 +72,12 @@ func validTask(sub int, part int32, nsubs int) string {
 	return ""
 }
 
-// encodeMemberInfo is the join user data of a member.
+// encodeMemberInfo is the join user data of a member, at version
+// groupMetaVersion unless info says another.
 func encodeMemberInfo(info memberInfo) []byte {
+	if info.Version == 0 {
+		info.Version = groupMetaVersion
+	}
 	b, err := json.Marshal(info)
 	if err != nil {
 		// Strings and integers always marshal; keep the join going.
@@ -88,7 +92,10 @@ func encodeMemberInfo(info memberInfo) []byte {
 // usable even when the error is not nil. Garbage yields an empty info (the
 // caller names the member by its member id).
 func decodeMemberInfo(data []byte, nsubs int) (memberInfo, error) {
-	var info memberInfo
+	// No version: a member of a kgen from before versions were written
+	// (or with no user data at all), whose fields are a subset of version
+	// 2's (querymeta.go).
+	info := memberInfo{Version: 1}
 	if len(data) == 0 {
 		return info, nil
 	}
@@ -98,15 +105,24 @@ func decodeMemberInfo(data []byte, nsubs int) (memberInfo, error) {
 	// Entries are decoded one by one so that one bad entry (a newer
 	// member's field of another type) costs only that entry.
 	var raw struct {
+		Version  json.RawMessage   `json:"v"`
 		Instance json.RawMessage   `json:"i"`
+		Addr     json.RawMessage   `json:"a"`
 		State    []json.RawMessage `json:"s"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return info, fmt.Errorf("member metadata: undecodable user data: %w", err)
 	}
 	p := problems{what: "member metadata"}
+	if len(raw.Version) > 0 && (json.Unmarshal(raw.Version, &info.Version) != nil || info.Version < 1) {
+		p.add("version %.40q", raw.Version)
+		info.Version = 1
+	}
 	if len(raw.Instance) > 0 && json.Unmarshal(raw.Instance, &info.Instance) != nil {
 		p.add("instance %.40q", raw.Instance)
+	}
+	if len(raw.Addr) > 0 && json.Unmarshal(raw.Addr, &info.Addr) != nil {
+		p.add("address %.40q", raw.Addr)
 	}
 	seen := make(map[TaskID]bool, len(raw.State))
 	for _, r := range raw.State {
@@ -175,6 +191,13 @@ func decodeStandbys(data []byte, nsubs int) ([]TaskID, error) {
 		return nil, fmt.Errorf("assignment: undecodable standby tasks: %w", err)
 	}
 	p := problems{what: "assignment"}
+	ids := decodeStandbyEntries(raw, nsubs, &p)
+	return ids, p.err()
+}
+
+// decodeStandbyEntries is decodeStandbys of entries already split; what it
+// drops goes to p.
+func decodeStandbyEntries(raw []json.RawMessage, nsubs int, p *problems) []TaskID {
 	seen := make(map[TaskID]bool, len(raw))
 	var ids []TaskID
 	for _, r := range raw {
@@ -195,9 +218,13 @@ func decodeStandbys(data []byte, nsubs int) ([]TaskID, error) {
 		seen[id] = true
 		ids = append(ids, id)
 	}
+	sortTasks(ids)
+	return ids
+}
+
+func sortTasks(ids []TaskID) {
 	sort.Slice(ids, func(i, j int) bool {
 		return ids[i].Subtopology < ids[j].Subtopology ||
 			ids[i].Subtopology == ids[j].Subtopology && ids[i].Partition < ids[j].Partition
 	})
-	return ids, p.err()
 }

@@ -20,42 +20,43 @@ func TestDecodeMemberInfo(t *testing.T) {
 		want    memberInfo
 		wantErr string // substring; "" for no error
 	}{
-		{name: "empty", data: ""},
+		{name: "empty", data: "", want: memberInfo{Version: 1}},
 		{
 			name: "valid, sorted on the way",
 			data: `{"i":"a","s":[{"t":1,"p":0,"o":5},{"t":0,"p":3,"o":7}]}`,
-			want: memberInfo{Instance: "a", State: []taskOffset{{0, 3, 7}, {1, 0, 5}}},
+			want: memberInfo{Version: 1, Instance: "a", State: []taskOffset{{0, 3, 7}, {1, 0, 5}}},
 		},
 		{
 			name:    "a newer topology's sub-topology is dropped, the rest kept",
 			data:    `{"i":"a","s":[{"t":2,"p":0,"o":5},{"t":1,"p":1,"o":1}]}`,
-			want:    memberInfo{Instance: "a", State: []taskOffset{{1, 1, 1}}},
+			want:    memberInfo{Version: 1, Instance: "a", State: []taskOffset{{1, 1, 1}}},
 			wantErr: "member metadata: dropped 1 invalid entry: state of sub-topology 2 (this topology has 2)",
 		},
 		{
 			name:    "negative partition, negative offset, duplicate, wrong type",
 			data:    `{"i":"a","s":[{"t":0,"p":-1,"o":5},{"t":0,"p":1,"o":-1},{"t":0,"p":2,"o":1},{"t":0,"p":2,"o":9},{"t":"0"},7]}`,
-			want:    memberInfo{Instance: "a", State: []taskOffset{{0, 2, 1}}},
+			want:    memberInfo{Version: 1, Instance: "a", State: []taskOffset{{0, 2, 1}}},
 			wantErr: "dropped 5 invalid entries: state of partition -1 of sub-topology 0, state of task 0_1 at offset -1, second state of task 0_2, ...",
 		},
 		{
 			name:    "sub-topology past int",
 			data:    `{"i":"a","s":[{"t":99999999999999999999,"p":0}]}`,
-			want:    memberInfo{Instance: "a"},
+			want:    memberInfo{Version: 1, Instance: "a"},
 			wantErr: "dropped 1 invalid entry: state entry",
 		},
 		{
 			name:    "an instance of another type",
 			data:    `{"i":12,"s":[{"t":0,"p":0,"o":1}]}`,
-			want:    memberInfo{State: []taskOffset{{0, 0, 1}}},
+			want:    memberInfo{Version: 1, State: []taskOffset{{0, 0, 1}}},
 			wantErr: `instance "12"`,
 		},
-		{name: "garbage", data: "\x00\x01\xff", wantErr: "undecodable user data"},
-		{name: "state of another shape", data: `{"i":"a","s":{"t":0}}`, wantErr: "undecodable user data"},
-		{name: "JSON null", data: `null`},
+		{name: "garbage", data: "\x00\x01\xff", want: memberInfo{Version: 1}, wantErr: "undecodable user data"},
+		{name: "state of another shape", data: `{"i":"a","s":{"t":0}}`, want: memberInfo{Version: 1}, wantErr: "undecodable user data"},
+		{name: "JSON null", data: `null`, want: memberInfo{Version: 1}},
 		{
 			name:    "too large",
 			data:    `{"i":"` + strings.Repeat("x", maxGroupUserData) + `"}`,
+			want:    memberInfo{Version: 1},
 			wantErr: "more than the",
 		},
 	}

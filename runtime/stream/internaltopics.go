@@ -96,7 +96,7 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 		for k, v := range needs(name).configs {
 			configs[k] = &v
 		}
-		resp, err := a.adm.CreateTopic(ctx, want[name], -1, configs, name)
+		resp, err := a.adm.CreateTopic(ctx, want[name], int16(a.cfg.replication), configs, name)
 		if err == nil {
 			err = resp.Err
 		}
@@ -133,6 +133,23 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 	// A new topic takes a moment to have leaders everywhere.
 	_, err = a.endOffsetsOf(ctx, want)
 	return err
+}
+
+// checkReplication refuses a replication factor above the cluster's
+// broker count before any internal topic is created, so the error names the
+// setting rather than coming back from the broker per topic.
+func (a *App) checkReplication(ctx context.Context) error {
+	if a.cfg.replication <= 1 {
+		return nil
+	}
+	md, err := a.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return &transientError{fmt.Errorf("describe the cluster: %w", err)}
+	}
+	if n := len(md.Brokers); a.cfg.replication > n {
+		return &ReplicationFactorError{Factor: a.cfg.replication, Brokers: n}
+	}
+	return nil
 }
 
 // minRepartitionRetention is the shortest retention.ms accepted on a

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -27,6 +26,7 @@ type config struct {
 	bufferRecords  int
 	cacheRecords   int
 	standbys       int
+	replication    int // replication factor of internal topics; -1: the broker's default
 	static         bool
 	memoryStores   bool // every store in memory, whatever it asks for (LocalDriver)
 	logger         *slog.Logger
@@ -37,6 +37,9 @@ type config struct {
 	purgeInterval  time.Duration
 	onStateChange  func(from, to State)
 	now            func() time.Time
+	// advertisedAddress is where this instance answers queries, told to
+	// the group (querymeta.go).
+	advertisedAddress string
 
 	onProcessError     ErrorPolicy
 	onDeserializeError ErrorPolicy
@@ -60,7 +63,8 @@ func (c *config) clock() time.Time { return c.now() }
 func defaultConfig() config {
 	return config{
 		stateDir:      filepath.Join(os.TempDir(), "kgen-state"),
-		parallelism:   runtime.NumCPU(),
+		parallelism:   1,
+		replication:   -1,
 		fetchGrace:    500 * time.Millisecond,
 		bufferRecords: 1000,
 		// Long enough to wait out a broker's restart or a rolling one.
@@ -87,6 +91,13 @@ func AppID(id string) Option { return func(c *config) { c.appID = id } }
 // directory, so a restart with the same state directory keeps it.
 func InstanceID(id string) Option { return func(c *config) { c.instanceID = id } }
 
+// AdvertisedAddress is the host:port at which this instance answers queries
+// of its stores (the generated main's ops server), told to every instance
+// of the app through the group, so that any of them can say where a key's
+// store lives (App.KeyOwner). Default: none; the instance's tasks are then
+// listed without an address. It is not checked: it is for the callers.
+func AdvertisedAddress(addr string) Option { return func(c *config) { c.advertisedAddress = addr } }
+
 // StaticMembership makes each unit a static member of the consumer group
 // (KIP-345), named by the instance id and the unit's index. A restart within
 // the session timeout (10 s unless ClientOpts sets kgo.SessionTimeout) takes
@@ -108,7 +119,9 @@ func StateDir(dir string) Option {
 }
 
 // Parallelism is the number of processing units (each a goroutine with its
-// own group member, running a share of the tasks). Default: the CPU count.
+// own group member, running a share of the tasks). Default 1, as Kafka
+// Streams' num.stream.threads (and a generated main's -parallelism): more
+// units share one process's tasks; more instances scale further.
 func Parallelism(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -186,6 +199,33 @@ func StandbyReplicas(n int) Option {
 		}
 		c.standbys = n
 	}
+}
+
+// ReplicationFactor is the replication factor of the topics the app
+// creates itself: changelogs and repartition topics (Kafka Streams'
+// replication.factor). Default -1: the broker's default.replication.factor,
+// as Kafka Streams since 3.0. Run refuses, before creating any topic, a
+// factor above the number of brokers in the cluster (a
+// *ReplicationFactorError); existing topics keep the factor they have.
+func ReplicationFactor(n int) Option {
+	return func(c *config) {
+		if n == 0 || n < -1 || n > 32767 {
+			c.invalid("ReplicationFactor(%d): want -1 (the broker's default) or 1 to 32767", n)
+		}
+		c.replication = n
+	}
+}
+
+// ReplicationFactorError is Run's refusal of a ReplicationFactor larger
+// than the cluster's broker count: the internal topics could not be
+// created.
+type ReplicationFactorError struct {
+	Factor  int // the configured factor
+	Brokers int // brokers in the cluster
+}
+
+func (e *ReplicationFactorError) Error() string {
+	return fmt.Sprintf("replication factor %d (ReplicationFactor, Kafka Streams' replication.factor) is more than the cluster's %d broker(s): the app's changelog and repartition topics cannot be created; lower it, or -1 for the broker's default", e.Factor, e.Brokers)
 }
 
 // ChangelogRetentionMargin is how much longer than its store the changelog

@@ -314,3 +314,142 @@ func TestRepartitionTopicRetentionIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// Issue 21: two instances of the repartitioned word count on 8 partitions
+// each end up with 4 tasks of the splitting sub-topology and 4 of the
+// counting one (the state), not one whole sub-topology each: started
+// together or one after the other, with one or two units each, or the two
+// left of three that joined one by one (where the balancer before issue 21
+// left one with 6 of the counting tasks and the other with 2).
+func TestWordCountTasksSpreadOverInstances(t *testing.T) {
+	cases := []struct {
+		name        string
+		parallelism int
+		// run starts and stops instances, and returns the two that must
+		// end balanced.
+		run func(h *spreadHarness) (string, string)
+	}{
+		{"together", 1, func(h *spreadHarness) (string, string) {
+			h.start("a")
+			h.start("b")
+			return "a", "b"
+		}},
+		{"one by one", 1, func(h *spreadHarness) (string, string) {
+			h.start("a")
+			h.waitSpread("a")
+			h.start("b")
+			return "a", "b"
+		}},
+		{"one by one, two units each", 2, func(h *spreadHarness) (string, string) {
+			h.start("a")
+			h.waitSpread("a")
+			h.start("b")
+			return "a", "b"
+		}},
+		{"three one by one, then the first leaves", 1, func(h *spreadHarness) (string, string) {
+			h.start("a")
+			h.waitSpread("a")
+			h.start("b")
+			h.waitSpread("a", "b")
+			h.start("c")
+			h.waitSpread("a", "b", "c")
+			h.stop("a")
+			return "b", "c"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.New(t)
+			in, out := c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil)
+			recs, _ := sentences(in, 200)
+			produceAll(t, c.Client(t), recs)
+			h := &spreadHarness{t: t, c: c, in: in, out: out, parallelism: tc.parallelism, apps: map[string]*stream.App{}, stops: map[string]func(){}}
+			x, y := tc.run(h)
+			h.waitSpread(x, y)
+			for sub, n := range h.perSub(x) {
+				if n != 4 {
+					t.Errorf("instance %s runs %d tasks of sub-topology %d, want 4", x, n, sub)
+				}
+			}
+		})
+	}
+}
+
+// spreadHarness runs instances of the word count of one application.
+type spreadHarness struct {
+	t           *testing.T
+	c           *kafkatest.Cluster
+	in, out     string
+	parallelism int
+	apps        map[string]*stream.App
+	stops       map[string]func()
+}
+
+func (h *spreadHarness) start(name string) {
+	t := h.t
+	app, err := stream.New(wordCountTopology(h.in, h.out, onDisk), stream.Brokers(h.c.Seeds()...), stream.AppID("spread-"+h.in),
+		stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(h.parallelism),
+		stream.CommitInterval(200*time.Millisecond), stream.Logger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	var once sync.Once
+	h.stops[name] = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("instance %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(h.stops[name])
+	h.apps[name] = app
+}
+
+func (h *spreadHarness) stop(name string) {
+	h.stops[name]()
+	delete(h.apps, name)
+}
+
+// perSub counts an instance's active tasks by sub-topology.
+func (h *spreadHarness) perSub(name string) map[int]int {
+	n := map[int]int{}
+	for id := range h.apps[name].Stats().Tasks {
+		n[id.Subtopology]++
+	}
+	return n
+}
+
+// waitSpread waits until the named instances, the only ones running, run
+// every task once between them, each as many of each sub-topology as
+// another, within one.
+func (h *spreadHarness) waitSpread(names ...string) {
+	h.t.Helper()
+	waitFor(h.t, fmt.Sprintf("the tasks spread over %v", names), func() bool {
+		owners := map[stream.TaskID]int{}
+		lo, hi := map[int]int{0: 16, 1: 16}, map[int]int{}
+		for _, name := range names {
+			n := h.perSub(name)
+			for sub := range 2 {
+				lo[sub], hi[sub] = min(lo[sub], n[sub]), max(hi[sub], n[sub])
+			}
+			for id := range h.apps[name].Stats().Tasks {
+				owners[id]++
+			}
+		}
+		for sub := range 2 {
+			if hi[sub]-lo[sub] > 1 {
+				return false
+			}
+			for p := range int32(8) {
+				if owners[stream.TaskID{Subtopology: sub, Partition: p}] != 1 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}

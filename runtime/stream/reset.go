@@ -45,7 +45,7 @@ func (a *App) Reset(ctx context.Context, ro ResetOptions) error {
 	if a.State() != Created {
 		return errors.New("reset: the App has run; reset with a new one")
 	}
-	release, err := a.claimStateDir()
+	release, err := a.claimStateDir(true)
 	if err != nil {
 		return fmt.Errorf("reset %s: %w", a.cfg.appID, err)
 	}

@@ -141,7 +141,6 @@ func TestResetFromOneInstance(t *testing.T) {
 			in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 			appID := "reset-one-" + in
 			recs, truth := sentences(in, 2000) // 10,000 words
-			produceAll(t, c.Client(t), recs)
 			dirs := map[string]string{"a": t.TempDir(), "b": t.TempDir()}
 			newApp := func(name string) *stream.App {
 				app, err := stream.New(wordCountTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
@@ -152,7 +151,7 @@ func TestResetFromOneInstance(t *testing.T) {
 				}
 				return app
 			}
-			start := func(name string) func() {
+			startApp := func(name string) (*stream.App, func()) {
 				app := newApp(name)
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)
@@ -167,6 +166,10 @@ func TestResetFromOneInstance(t *testing.T) {
 					})
 				}
 				t.Cleanup(stop)
+				return app, stop
+			}
+			start := func(name string) func() {
+				_, stop := startApp(name)
 				return stop
 			}
 			// counts reads the output from offsets on: the largest count of
@@ -205,7 +208,16 @@ func TestResetFromOneInstance(t *testing.T) {
 				return ends
 			}
 
-			stopA, stopB := start("a"), start("b")
+			// The input goes in once both instances hold tasks: on a fast
+			// machine one instance counted all of it before the other
+			// joined, and b then held no state for the test to be about.
+			a, stopA := startApp("a")
+			b, stopB := startApp("b")
+			waitFor(t, "both instances to hold tasks", func() bool {
+				return a.State() == stream.Running && b.State() == stream.Running &&
+					len(a.Stats().Tasks) > 0 && len(b.Stats().Tasks) > 0
+			})
+			produceAll(t, c.Client(t), recs)
 			firstEnds := reached("the first run to count every word", nil, truth)
 			stopA()
 			stopB()

@@ -143,6 +143,19 @@ func TestSecondInstanceOnOneStateDirIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want+" is in use") || !strings.Contains(err.Error(), "StateDir") {
 		t.Fatalf("second instance: error %v, want one naming %s as in use and saying how to give each its own", err, want)
 	}
+
+	// A reset on the running instance's directory would wipe it under that
+	// instance: the way out is to stop it, not another directory.
+	resetter, err := stream.New(countTopology(in, out, nil), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = resetter.Reset(context.Background(), stream.ResetOptions{})
+	wantReset := fmt.Sprintf("reset lock-%s: state directory %s is in use by a running instance of application %q, "+
+		"in this process or another: stop it first (a reset wipes this directory and refuses while any instance runs)", in, want, "lock-"+in)
+	if err == nil || err.Error() != wantReset {
+		t.Fatalf("Reset beside a running instance on its directory:\n got %v\nwant %s", err, wantReset)
+	}
 }
 
 func TestOptionsAreValidated(t *testing.T) {

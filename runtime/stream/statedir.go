@@ -18,13 +18,19 @@ import (
 // id and one group.instance.id, and fence each other (PRODUCER_FENCED,
 // FENCED_INSTANCE_ID) or share task directories; the second one is refused
 // here instead, with the way out. An App that neither keeps its instance id
-// there nor has stores on disk does not touch the directory.
-func (a *App) claimStateDir() (release func(), err error) {
+// there nor has stores on disk does not touch the directory. forReset says
+// the claim is a reset's: the way out is then to stop the instance holding
+// the directory, since a reset wipes that directory and must not run beside it.
+func (a *App) claimStateDir(forReset bool) (release func(), err error) {
 	if a.cfg.instanceID != "" && !a.topo.anyPersistent(a.cfg.memoryStores) {
 		return func() {}, nil
 	}
 	dir := filepath.Join(a.cfg.stateDir, a.cfg.appID)
 	unlock, err := state.LockDir(dir)
+	if errors.Is(err, state.ErrDirLocked) && forReset {
+		return nil, fmt.Errorf("state directory %s is in use by a running instance of application %q, in this process or another: "+
+			"stop it first (a reset wipes this directory and refuses while any instance runs)", dir, a.cfg.appID)
+	}
 	if errors.Is(err, state.ErrDirLocked) {
 		return nil, fmt.Errorf("state directory %s is in use by another instance of application %q, in this process or another: "+
 			"give each instance its own state directory (stream.StateDir; -state-dir or KGEN_STATE_DIR in a generated main)", dir, a.cfg.appID)

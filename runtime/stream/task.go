@@ -141,12 +141,19 @@ type RecordError struct {
 	Err         error
 }
 
+// deserializeFailHint follows a deserialization error that stopped the app:
+// a bad record on an input is rarely the app's fault, so the message names
+// the setting that lets the app go on, and its choices.
+const deserializeFailHint = "; the deserialize-error policy is fail: set -on-deserialize-error " +
+	"(KGEN_ON_DESERIALIZE_ERROR; stream.OnDeserializeError by hand) to continue to log and skip such records, " +
+	"or to dead-letter=TOPIC to send them to TOPIC"
+
 func (e *RecordError) Error() string {
-	what := "process"
 	if e.Deserialize {
-		what = "deserialize"
+		// Only the fail policy returns a RecordError.
+		return fmt.Sprintf("deserialize record %s/%d@%d at node %q: %v%s", e.Topic, e.Partition, e.Offset, e.Node, e.Err, deserializeFailHint)
 	}
-	return fmt.Sprintf("%s record %s/%d@%d at node %q: %v", what, e.Topic, e.Partition, e.Offset, e.Node, e.Err)
+	return fmt.Sprintf("process record %s/%d@%d at node %q: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }

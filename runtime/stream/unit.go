@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -45,6 +47,15 @@ type unit struct {
 	cm  *committer
 	st  *unitStats
 	pg  *purger
+
+	// qmu is the query lock (query.go): the unit holds it while it works
+	// (from a poll's return to AllowRebalance, and in the rebalance
+	// callbacks), so a query that holds it may read the tasks' stores.
+	qmu sync.Mutex
+	// queriesWaiting counts queries waiting for qmu: the unit lets them
+	// in between tasks (yieldToQueries) instead of at the end of its
+	// window, 50 ms away.
+	queriesWaiting atomic.Int32
 
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
@@ -98,9 +109,9 @@ func newUnit(a *App, idx int) (*unit, error) {
 		// franz-go's 45 s default would leave them idle that long.
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.HeartbeatInterval(time.Second),
-		kgo.OnPartitionsAssigned(u.tm.onAssigned),
-		kgo.OnPartitionsRevoked(u.tm.onRevoked),
-		kgo.OnPartitionsLost(u.tm.onLost),
+		kgo.OnPartitionsAssigned(u.queryLocked(u.tm.onAssigned)),
+		kgo.OnPartitionsRevoked(u.queryLocked(u.tm.onRevoked)),
+		kgo.OnPartitionsLost(u.queryLocked(u.tm.onLost)),
 		// The committed offsets' metadata carries the stream times.
 		kgo.OnOffsetsFetched(u.tm.onFetched),
 	}...)
@@ -134,6 +145,28 @@ func newUnit(a *App, idx int) (*unit, error) {
 	}
 	u.rc.use(u.cl, u.tx)
 	return u, nil
+}
+
+// queryLocked runs a rebalance callback under the query lock: it creates
+// and closes tasks, which a query must not see half done.
+func (u *unit) queryLocked(fn func(context.Context, *kgo.Client, map[string][]int32)) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(ctx context.Context, cl *kgo.Client, parts map[string][]int32) {
+		u.qmu.Lock()
+		defer u.qmu.Unlock()
+		fn(ctx, cl, parts)
+	}
+}
+
+// yieldToQueries lets the queries waiting for the query lock read, at a
+// point where every task's stores hold whole records' writes. A query
+// that has waited over a millisecond puts the mutex in starvation mode,
+// where Unlock hands it over to the waiter; one that has not may wait for
+// the next task.
+func (u *unit) yieldToQueries() {
+	if u.queriesWaiting.Load() > 0 {
+		u.qmu.Unlock()
+		u.qmu.Lock()
+	}
 }
 
 // phase tells the App whether this unit is running: in the group, outside
@@ -189,9 +222,13 @@ func (u *unit) run(ctx context.Context) (err error) {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := u.cl.PollRecords(pctx, budget)
 		cancel()
+		// Queries wait while the unit works, and read while it waits in
+		// the poll above.
+		u.qmu.Lock()
 		start := time.Now()
 		for {
 			if err := u.step(fetches); err != nil {
+				u.qmu.Unlock()
 				u.cl.AllowRebalance()
 				return err
 			}
@@ -203,6 +240,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 		u.st.publish(u, false)
 		// Decided here: after AllowRebalance the callbacks may change the tasks.
 		wait, budget = u.pollWait(), u.pollBudget()
+		u.qmu.Unlock()
 		u.cl.AllowRebalance()
 	}
 	return nil
@@ -290,6 +328,7 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		if err := t.punctuate(WallClock, now.UnixMilli()); err != nil {
 			return err
 		}
+		u.yieldToQueries()
 	}
 	if processed > 0 {
 		u.cm.uncommitted = true
@@ -372,7 +411,7 @@ func (u *unit) pollBudget() int {
 // reportState tells the balancer which tasks this unit holds state for:
 // its active and standby tasks and, for unit 0, task directories on disk.
 func (u *unit) reportState() {
-	info := memberInfo{Instance: u.cfg.instanceID}
+	info := memberInfo{Instance: u.cfg.instanceID, Addr: u.cfg.advertisedAddress}
 	seen := map[TaskID]bool{}
 	add := func(id TaskID, off int64) {
 		if off > 0 && !seen[id] {
@@ -421,6 +460,9 @@ func (u *unit) shutdown(clean bool) error {
 	// Polling with a done context returns at once and blocks rebalances
 	// while the tasks close.
 	u.cl.PollRecords(done, 1)
+	// Released before the client closes: leaving the group runs the
+	// revocation callback, which takes it.
+	u.qmu.Lock()
 	var err error
 	if clean {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -442,6 +484,7 @@ func (u *unit) shutdown(clean bool) error {
 	u.tm.drop(u.tm.order, clean)
 	u.sb.closeAll()
 	u.closed = true
+	u.qmu.Unlock()
 	u.cl.AllowRebalance()
 	u.cl.Close()
 	u.cr.close()
@@ -455,9 +498,11 @@ func (u *unit) abandon() {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	u.cl.PollRecords(done, 1)
+	u.qmu.Lock()
 	u.tm.drop(u.tm.order, false)
 	u.sb.closeAll()
 	u.closed = true
+	u.qmu.Unlock()
 	u.cl.AllowRebalance()
 	cl, cr := u.cl, u.cr
 	go func() {

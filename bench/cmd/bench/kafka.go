@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -169,18 +170,56 @@ func (c *cluster) cleanup(ctx context.Context, prefix string, known ...string) e
 	return errors.Join(errs...)
 }
 
+// sourceSpan is the event time the source's records span: record i of n
+// has timestamp first + i·span/n (ms), so that the windowed counts' one
+// minute windows close one after the other, the same number of them at any
+// size. The first is a whole minute, an hour and a minute before the load
+// (in the past: brokers refuse timestamps much ahead of their clock).
+const sourceSpan = time.Hour
+
 // source describes the loaded input topic.
 type source struct {
-	Topic      string           `json:"topic"`
-	Records    int64            `json:"records"`
-	Partitions int32            `json:"partitions"`
-	Keys       int              `json:"keys"`
-	ZipfS      float64          `json:"zipf_s"`
-	ValueSize  int              `json:"value_size"`
-	Bytes      int64            `json:"bytes"` // keys and values
-	LoadSec    float64          `json:"load_sec"`
-	truth      map[string]int64 // records per key
-	groups     map[string]int64 // records per protocol.Group of the value
+	Topic      string  `json:"topic"`
+	Records    int64   `json:"records"`
+	Partitions int32   `json:"partitions"`
+	Keys       int     `json:"keys"`
+	ZipfS      float64 `json:"zipf_s"`
+	ValueSize  int     `json:"value_size"`
+	Bytes      int64   `json:"bytes"` // keys and values
+	LoadSec    float64 `json:"load_sec"`
+	// FirstTimestampMs and SpanMs: record i of n is stamped
+	// FirstTimestampMs + i·SpanMs/n.
+	FirstTimestampMs int64 `json:"first_timestamp_ms"`
+	SpanMs           int64 `json:"span_ms"`
+	// Windows is the number of (key, window) pairs the windowed counts
+	// fill; ClosedWindows how many of them close (windowed-count-final's
+	// outputs).
+	Windows       int64            `json:"windows"`
+	ClosedWindows int64            `json:"closed_windows"`
+	truth         map[string]int64 // records per key
+	groups        map[string]int64 // records per protocol.Group of the value
+	windows       map[window]int64 // records per key and window
+	closed        map[window]bool  // the windows that close
+}
+
+// window is a key's window, by its start (ms).
+type window struct {
+	key   string
+	start int64
+}
+
+// windowsOf computes, from where every key went and the largest timestamp
+// of every partition, which windows close: a window closes once the stream
+// time of its partition's task reaches its end plus the grace.
+func (src *source) windowsOf(partOf map[string]int32, maxTs map[int32]int64) {
+	size, grace := protocol.WindowSize.Milliseconds(), protocol.WindowGrace.Milliseconds()
+	src.closed = map[window]bool{}
+	for w := range src.windows {
+		if w.start+size <= maxTs[partOf[w.key]]-grace {
+			src.closed[w] = true
+		}
+	}
+	src.Windows, src.ClosedWindows = int64(len(src.windows)), int64(len(src.closed))
 }
 
 func keyName(i uint64) string { return fmt.Sprintf("key-%05d", i) }
@@ -210,19 +249,35 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 	}
 	src.truth = map[string]int64{}
 	src.groups = map[string]int64{}
+	src.windows = map[window]int64{}
+	size := protocol.WindowSize.Milliseconds()
+	src.SpanMs = sourceSpan.Milliseconds()
+	src.FirstTimestampMs = time.Now().Add(-sourceSpan - time.Minute).Truncate(time.Minute).UnixMilli()
+	// Where each key went and each partition's largest timestamp, from the
+	// produce callbacks, for which windows close.
+	var mu sync.Mutex
+	partOf := map[string]int32{}
+	maxTs := map[int32]int64{}
 	var failed atomic.Pointer[error]
 	start := time.Now()
-	for range src.Records {
+	for i := range src.Records {
 		k := names[zipf.Uint64()]
 		src.truth[k]++
 		v := make([]byte, src.ValueSize)
 		_, _ = valRNG.Read(v)
 		src.groups[protocol.Group(v)]++
 		src.Bytes += int64(len(k) + len(v))
-		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v}, func(_ *kgo.Record, err error) {
+		ts := src.FirstTimestampMs + int64(float64(i)*float64(src.SpanMs)/float64(src.Records))
+		src.windows[window{k, ts - ts%size}]++
+		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v, Timestamp: time.UnixMilli(ts)}, func(r *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
+				return
 			}
+			mu.Lock()
+			partOf[string(r.Key)] = r.Partition
+			maxTs[r.Partition] = max(maxTs[r.Partition], r.Timestamp.UnixMilli())
+			mu.Unlock()
 		})
 		if failed.Load() != nil {
 			break
@@ -235,6 +290,7 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 		return fmt.Errorf("load %q: %w", src.Topic, *p)
 	}
 	src.LoadSec = time.Since(start).Seconds()
+	src.windowsOf(partOf, maxTs)
 	got, _, err := c.endOffsets(ctx, src.Topic)
 	if err != nil {
 		return fmt.Errorf("load %q: %w", src.Topic, err)
@@ -352,4 +408,134 @@ func (c *cluster) checkCounts(ctx context.Context, topic string, committed bool,
 		return fmt.Errorf("counts in %q differ from the input: %s", topic, strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// checkWindowCounts reads a windowed count's output topic (keys: the key
+// and the window start, 8 bytes big-endian, as Kafka Streams' time-windowed
+// serde; values: 8-byte counts) and checks it against the source. Emitting
+// updates (final false), every window of the source must be there and its
+// last count be its number of records; emitting final results, exactly the
+// windows that close must be there, once each, with that count.
+func (c *cluster) checkWindowCounts(ctx context.Context, topic string, committed, final bool, truth map[window]int64, closed map[window]bool) error {
+	last := map[window]int64{}
+	seen := map[window]int{}
+	var bad []string
+	note := func(format string, args ...any) {
+		if len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	err := c.readTopic(ctx, topic, committed, func(r *kgo.Record) {
+		if len(r.Key) < 8 || len(r.Value) != 8 {
+			note("%d/%d: key of %d bytes, value of %d bytes, want a windowed key and 8", r.Partition, r.Offset, len(r.Key), len(r.Value))
+			return
+		}
+		w := window{string(r.Key[:len(r.Key)-8]), int64(binary.BigEndian.Uint64(r.Key[len(r.Key)-8:]))}
+		last[w] = max(last[w], int64(binary.BigEndian.Uint64(r.Value)))
+		seen[w]++
+	})
+	if err != nil {
+		return err
+	}
+	bad = append(bad, compareWindows(last, seen, final, truth, closed)...)
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return fmt.Errorf("windowed counts in %q differ from the input: %s", topic, strings.Join(bad[:min(len(bad), 5)], "; "))
+	}
+	return nil
+}
+
+// compareWindows compares a windowed count's output, the largest count
+// and the number of records seen per window, with the source: emitting
+// updates, every window with its count; final, exactly the windows that
+// close, once each. It returns up to five differences.
+func compareWindows(last map[window]int64, seen map[window]int, final bool, truth map[window]int64, closed map[window]bool) []string {
+	var bad []string
+	note := func(format string, args ...any) {
+		if len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	want := truth
+	if final {
+		want = map[window]int64{}
+		for w := range closed {
+			want[w] = truth[w]
+		}
+	}
+	for w, n := range want {
+		if got := last[w]; got != n {
+			note("key %q window %d: last count %d, want %d", w.key, w.start, got, n)
+		}
+		if final && seen[w] > 1 {
+			note("key %q window %d: emitted %d times, want once", w.key, w.start, seen[w])
+		}
+	}
+	for w := range last {
+		if _, ok := want[w]; !ok {
+			if final {
+				note("key %q window %d: emitted, but not a window of the source that closes", w.key, w.start)
+			} else {
+				note("key %q window %d: emitted, but not a window of the source", w.key, w.start)
+			}
+		}
+	}
+	return bad
+}
+
+// restoreWindowKeys is how many keys the window store RestoreWindow
+// restores has: its entries are spread over them, a window each per minute.
+const restoreWindowKeys = 10_000
+
+// writeChangelog fills a store's changelog topic, for the restore
+// workloads, with entries distinct entries in the format the store logs
+// (protocol.KVStore: key "rkey-<n>", valueSize random bytes;
+// protocol.WindowStore: restoreWindowKeys keys × one-minute windows, key ‖
+// start ‖ sequence number 0, an 8-byte count), and returns their bytes
+// (keys and values).
+func (c *cluster) writeChangelog(ctx context.Context, topic, store string, entries int64, valueSize int, seed uint64) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	valRNG := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), 'r', 'e', 's', 't'})
+	first := time.Now().Add(-time.Duration(entries/restoreWindowKeys+1) * time.Minute).Truncate(time.Minute).UnixMilli()
+	var failed atomic.Pointer[error]
+	var n int64
+	for i := range entries {
+		var r *kgo.Record
+		switch store {
+		case protocol.KVStore:
+			v := make([]byte, valueSize)
+			_, _ = valRNG.Read(v)
+			r = &kgo.Record{Key: fmt.Appendf(nil, "rkey-%08d", i), Value: v}
+		default:
+			start := first + (i/restoreWindowKeys)*protocol.WindowSize.Milliseconds()
+			k := fmt.Appendf(make([]byte, 0, 24), "key-%05d", i%restoreWindowKeys)
+			k = binary.BigEndian.AppendUint64(k, uint64(start))
+			k = binary.BigEndian.AppendUint32(k, 0)
+			r = &kgo.Record{Key: k, Value: binary.BigEndian.AppendUint64(nil, uint64(i+1)), Timestamp: time.UnixMilli(start)}
+		}
+		n += int64(len(r.Key) + len(r.Value))
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+		if failed.Load() != nil {
+			break
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("fill %q: flush: %w", topic, err)
+	}
+	if p := failed.Load(); p != nil {
+		return 0, fmt.Errorf("fill %q: %w", topic, *p)
+	}
+	return n, nil
 }

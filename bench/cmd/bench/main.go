@@ -29,6 +29,7 @@ import (
 
 type options struct {
 	records           int64
+	restoreEntries    int64
 	valueSize         int
 	full              bool
 	runs              int
@@ -84,6 +85,7 @@ func parseFlags() (*options, error) {
 		defRecords = n
 	}
 	flag.Int64Var(&o.records, "records", defRecords, "records in the source topic (10,000,000 with -full; env BENCH_RECORDS sets the default)")
+	flag.Int64Var(&o.restoreEntries, "restore-entries", 1_000_000, "changelog entries the restore workloads restore (distinct keys; window store: key × window); default 1,000,000, or -records if fewer")
 	flag.IntVar(&o.valueSize, "value-size", 100, "value bytes per record (1024 with -full)")
 	flag.BoolVar(&o.full, "full", false, "the long run: 10,000,000 records of 1,024 bytes unless -records/-value-size/BENCH_RECORDS say otherwise")
 	flag.IntVar(&o.runs, "runs", 3, "runs of each workload and contender")
@@ -118,6 +120,10 @@ func parseFlags() (*options, error) {
 			o.runTimeout = time.Hour
 		}
 	}
+	if !set["restore-entries"] {
+		// A smoke-sized run restores a smoke-sized store too.
+		o.restoreEntries = min(o.restoreEntries, o.records)
+	}
 	var errs []error
 	o.workloads = splitList(workloads)
 	for _, w := range o.workloads {
@@ -142,8 +148,8 @@ func parseFlags() (*options, error) {
 	if o.store != "persistent" && o.store != "memory" {
 		errs = append(errs, fmt.Errorf("-store %q: want persistent or memory", o.store))
 	}
-	if o.records <= 0 || o.valueSize < 0 || o.runs <= 0 || o.parallelism <= 0 || o.partitions <= 0 || o.keys <= 1 {
-		errs = append(errs, errors.New("-records, -runs, -parallelism, -partitions must be positive, -keys above 1, -value-size not negative"))
+	if o.records <= 0 || o.restoreEntries <= 0 || o.valueSize < 0 || o.runs <= 0 || o.parallelism <= 0 || o.partitions <= 0 || o.keys <= 1 {
+		errs = append(errs, errors.New("-records, -restore-entries, -runs, -parallelism, -partitions must be positive, -keys above 1, -value-size not negative"))
 	}
 	if o.zipfS <= 1 {
 		errs = append(errs, errors.New("-zipf-s must be above 1"))
@@ -227,7 +233,7 @@ func run(ctx context.Context, o *options) error {
 			GoVersion: runtime.Version(), Java: javaVersion(),
 		},
 		Settings: settings{
-			Records: o.records, ValueSize: o.valueSize, Runs: o.runs, Parallelism: o.parallelism,
+			Records: o.records, RestoreEntries: o.restoreEntries, ValueSize: o.valueSize, Runs: o.runs, Parallelism: o.parallelism,
 			Partitions: o.partitions, Keys: o.keys, ZipfS: o.zipfS, CommitIntervalMs: o.commitInterval.Milliseconds(), EOSCommitIntervalMs: o.eosCommitInterval.Milliseconds(),
 			Store: o.store, JavaOpts: o.javaOpts, Workloads: o.workloads, Contenders: o.contenders,
 			Guarantees: o.guarantees, Compression: "none (every producer)",

@@ -57,7 +57,7 @@ type runRecord struct {
 }
 
 func (r runRecord) line() string {
-	s := fmt.Sprintf("%-11s %-8s %-13s run %d: ", r.Workload, r.Contender, r.Guarantee, r.Run)
+	s := fmt.Sprintf("%-21s %-8s %-13s run %d: ", r.Workload, r.Contender, r.Guarantee, r.Run)
 	switch r.Status {
 	case "ok":
 		return s + fmt.Sprintf("%.0f records/s, %.1f MB/s, %.2f CPU s/M, peak RSS %s, first output %.0f ms",
@@ -78,7 +78,14 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	short := map[string]string{protocol.AtLeastOnce: "alo", protocol.ExactlyOnce: "eos"}[g]
 	app := fmt.Sprintf("%s-%s-%s-%s-%d", b.runID, short, w, ct, i)
 	sink := app + "-sink"
-	exp, err := protocol.Expected(w, b.src.Records)
+	restore := protocol.IsRestore(w)
+	// A restore restores b.o.restoreEntries changelog entries; a workload
+	// processes the source.
+	inputs, input := b.src.Records, b.src.Topic
+	if restore {
+		inputs, input = b.o.restoreEntries, app+"-input"
+	}
+	exp, err := protocol.Expected(w, inputs, b.src.ClosedWindows)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -99,13 +106,33 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 
 	setup, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if exp.Sink > 0 {
+	if exp.Sink > 0 || w == protocol.WindowedCountFinal {
 		if err := b.c.createTopic(setup, sink, b.src.Partitions, nil); err != nil {
 			r.Error = err.Error()
 			return r
 		}
 	}
-	if ct == raw && changelog != "" {
+	var restoreBytes int64
+	if restore {
+		// The store's changelog, filled before the contender starts (not
+		// timed), and an empty input topic whose partitions make the tasks.
+		if err := b.c.createTopic(setup, input, b.src.Partitions, nil); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		compact := "compact"
+		if err := b.c.createTopic(setup, changelog, b.src.Partitions, map[string]*string{"cleanup.policy": &compact}); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		fctx, fcancel := context.WithTimeout(ctx, 10*time.Minute)
+		restoreBytes, err = b.c.writeChangelog(fctx, changelog, exp.Store, inputs, b.src.ValueSize, uint64(i))
+		fcancel()
+		if err != nil {
+			r.Error = err.Error()
+			return r
+		}
+	} else if ct == raw && changelog != "" {
 		compact := "compact"
 		if err := b.c.createTopic(setup, changelog, b.src.Partitions, map[string]*string{"cleanup.policy": &compact}); err != nil {
 			r.Error = err.Error()
@@ -120,10 +147,11 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	args := []string{
 		"-brokers", b.o.brokers,
 		"-workload", w,
-		"-source", b.src.Topic,
+		"-source", input,
 		"-sink", sink,
 		"-app", app,
-		"-expect", strconv.FormatInt(b.src.Records, 10),
+		"-expect", strconv.FormatInt(inputs, 10),
+		"-closed-windows", strconv.FormatInt(b.src.ClosedWindows, 10),
 		"-parallelism", strconv.Itoa(b.o.parallelism),
 		"-state-dir", stateDir,
 		"-guarantee", g,
@@ -158,6 +186,9 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	defer vcancel()
 	var problems []error
 	switch {
+	case restore && res.Consumed != inputs:
+		problems = append(problems, fmt.Errorf("restored %d changelog records, want %d", res.Consumed, inputs))
+	case restore:
 	case !eos && res.Consumed != b.src.Records:
 		problems = append(problems, fmt.Errorf("processed %d input records, want %d", res.Consumed, b.src.Records))
 	case eos && res.Consumed < b.src.Records:
@@ -171,7 +202,7 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 		}
 		return b.c.endOffsets(vctx, topic)
 	}
-	if exp.Sink > 0 {
+	if exp.Sink > 0 || w == protocol.WindowedCountFinal {
 		n, _, err := count(sink)
 		r.SinkRecords = n
 		if err != nil {
@@ -185,9 +216,15 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 		r.ChangelogRecords = n
 		// Exactly-once, kgen keeps writes in its store cache until the
 		// commit, so a key written twice in a transaction is logged once:
-		// at least one record per key, at most one per input.
+		// at least one record per key, at most one per input. A window
+		// that expired before the commit need not be logged at all, but
+		// every window still open at the end must be, or a restore would
+		// lose it.
 		low := exp.Changelog
-		if eos {
+		switch {
+		case eos && protocol.IsWindowed(w):
+			low = b.src.Windows - b.src.ClosedWindows
+		case eos:
 			low = int64(len(b.src.truth))
 		}
 		switch {
@@ -199,11 +236,11 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 			if low == exp.Changelog {
 				problems = append(problems, fmt.Errorf("changelog topic holds %d records, want %d", n, exp.Changelog))
 			} else {
-				problems = append(problems, fmt.Errorf("changelog topic holds %d committed records, want between %d (keys) and %d (inputs)", n, low, exp.Changelog))
+				problems = append(problems, fmt.Errorf("changelog topic holds %d committed records, want between %d (keys, or windows still open) and %d (inputs)", n, low, exp.Changelog))
 			}
 		}
 	}
-	if err := b.c.committedMatchesEnds(vctx, app, b.src.Topic); err != nil {
+	if err := b.c.committedMatchesEnds(vctx, app, input); err != nil {
 		problems = append(problems, fmt.Errorf("group %q did not commit the whole source: %w", app, err))
 	}
 	if form := protocol.ProcessorForm(w); (form == protocol.Count || form == protocol.RepartitionCount) && b.o.verifyCounts && len(problems) == 0 {
@@ -215,12 +252,22 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 			problems = append(problems, err)
 		}
 	}
+	if protocol.IsWindowed(w) && b.o.verifyCounts && len(problems) == 0 {
+		if err := b.c.checkWindowCounts(vctx, sink, eos, w == protocol.WindowedCountFinal, b.src.windows, b.src.closed); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	// A restore's first and last records are the first and last changelog
+	// records restored, its first output the moment it was ready.
 	end := res.LastOutputNs
-	if exp.Sink == 0 && exp.Changelog == 0 && !eos {
+	if exp.Sink == 0 && exp.Changelog == 0 && (!eos || restore) {
 		end = res.LastRecordNs
 	}
 	first := res.FirstOutputNs
-	if exp.Sink == 0 && exp.Changelog == 0 {
+	switch {
+	case restore:
+		first = res.LastRecordNs
+	case exp.Sink == 0 && exp.Changelog == 0:
 		first = res.FirstRecordNs
 	}
 	if res.FirstRecordNs == 0 || end <= res.FirstRecordNs || first == 0 {
@@ -231,13 +278,17 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 		return r
 	}
 	r.Status = "ok"
+	bytes := b.src.Bytes
+	if restore {
+		bytes = restoreBytes
+	}
 	r.ProcessingSec = float64(end-res.FirstRecordNs) / 1e9
-	r.RecordsPerSec = float64(b.src.Records) / r.ProcessingSec
-	r.MBPerSec = float64(b.src.Bytes) / 1e6 / r.ProcessingSec
-	r.CPUSecPerMillion = (ex.UserSec + ex.SysSec) / (float64(b.src.Records) / 1e6)
+	r.RecordsPerSec = float64(inputs) / r.ProcessingSec
+	r.MBPerSec = float64(bytes) / 1e6 / r.ProcessingSec
+	r.CPUSecPerMillion = (ex.UserSec + ex.SysSec) / (float64(inputs) / 1e6)
 	r.FirstOutputMs = float64(first-ex.StartNs) / 1e6
 	if res.CPUAtFirstRecordNs > 0 && res.CPUAtDoneNs > res.CPUAtFirstRecordNs {
-		r.ProcessingCPUSecPerMillion = float64(res.CPUAtDoneNs-res.CPUAtFirstRecordNs) / 1e9 / (float64(b.src.Records) / 1e6)
+		r.ProcessingCPUSecPerMillion = float64(res.CPUAtDoneNs-res.CPUAtFirstRecordNs) / 1e9 / (float64(inputs) / 1e6)
 	}
 	return r
 }

@@ -32,6 +32,7 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -96,7 +97,7 @@ func (h *acks) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
 
 func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee}
-	exp, _ := protocol.Expected(a.Workload, a.Expect)
+	exp, _ := a.Expected()
 	store := stream.StoreOptions{Changelog: true}
 	desc := ""
 	switch backend {
@@ -111,11 +112,15 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if exp.Store != "" {
 		res.Store = desc
 	}
+	// A restore is done when its entries are restored, whatever the
+	// guarantee: it commits nothing to wait for.
+	restoring := protocol.IsRestore(a.Workload)
 	tr := track.New(a.Expect, exp)
-	if a.Guarantee == protocol.ExactlyOnce {
+	if a.Guarantee == protocol.ExactlyOnce && !restoring {
 		tr = track.NewTransactional()
 	}
-	topo, err := topology(a, tr, store)
+	held := &atomic.Int64{} // entries the restored stores hold
+	topo, err := topology(a, tr, store, held)
 	if err != nil {
 		return res, err
 	}
@@ -130,6 +135,10 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	level := slog.LevelWarn
 	if os.Getenv("KGENBENCH_LOG") == "debug" {
 		level = slog.LevelDebug
+	}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	if protocol.IsRestore(a.Workload) {
+		handler = &restoreWatch{next: handler, w: &restoreCount{tr: tr}}
 	}
 	clientOpts := []kgo.Opt{kgo.WithHooks(hook), kgo.ProducerBatchCompression(kgo.NoCompression())}
 	if os.Getenv("KGENBENCH_KGO_LOG") == "debug" {
@@ -154,7 +163,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 		// with its record cache off (the harness checks the count).
 		stream.CacheRecords(0),
 		stream.Guarantee(guarantee),
-		stream.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		stream.Logger(slog.New(handler)),
 		stream.ClientOpts(clientOpts...),
 	}, extra...)...)
 	if err != nil {
@@ -173,7 +182,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- app.Run(ctx) }()
-	if guarantee == stream.ExactlyOnce {
+	if guarantee == stream.ExactlyOnce && !restoring {
 		go func() {
 			if err := track.WatchCommitted(ctx, strings.Split(a.Brokers, ","), a.App, a.Source, tr); err != nil {
 				fmt.Fprintf(os.Stderr, "kgen: watch commits: %v\n", err)
@@ -184,6 +193,15 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	defer timeout.Stop()
 	select {
 	case <-tr.Done():
+		if restoring {
+			// The restore is timed; now let every task's Init count its
+			// store. Init may run a little after its task's restore (once
+			// the task's committed stream times are read), so wait for it,
+			// not for long: a store short of entries never gets there.
+			for wait := time.Now().Add(30 * time.Second); held.Load() < a.Expect && time.Now().Before(wait); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
 		cancel() // a clean stop: commit, flush, close the stores, leave the group
 		err = <-runErr
 	case err = <-runErr:
@@ -203,8 +221,14 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if protocol.ProcessorForm(a.Workload) == protocol.RepartitionCount {
 		want *= 2 // each record is processed once per hop
 	}
+	restore := protocol.IsRestore(a.Workload)
 	switch {
 	case err != nil:
+	case restore && st.Restored != want:
+		err = fmt.Errorf("runtime counted %d changelog records restored, want %d", st.Restored, want)
+	case restore && held.Load() != int64(want):
+		err = fmt.Errorf("the restored stores hold %d entries, want %d", held.Load(), want)
+	case restore:
 	case guarantee == stream.AtLeastOnce && st.Processed != want:
 		err = fmt.Errorf("runtime counted %d records processed, want %d", st.Processed, want)
 	case guarantee == stream.ExactlyOnce && st.Processed < want:
@@ -214,7 +238,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	return res, err
 }
 
-func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*stream.Topology, error) {
+func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, held *atomic.Int64) (*stream.Topology, error) {
 	t := stream.NewTopology()
 	switch a.Workload {
 	case protocol.SourceOnly:
@@ -277,10 +301,126 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions) (*
 		dsl.Count[string, []byte](t, "count", protocol.CountStore, serde.String{}, store, protocol.RepartitionName)
 		dsl.ToStream[string, int64](t, "updates", "count")
 		stream.AddSink(t, "out", a.Sink, serde.String{}, dsl.Nullable[int64](serde.Int64{}), "updates")
+	case protocol.WindowedCount, protocol.WindowedCountFinal:
+		// groupByKey().windowedBy(tumbling 1 min, grace).count().toStream(),
+		// as kgen generate wires it; inputs are counted by a peek.
+		opts := dsl.WindowOptions{Store: store}
+		if a.Workload == protocol.WindowedCountFinal {
+			opts.Emit = dsl.EmitFinal
+		}
+		w := dsl.TumblingWindows(protocol.WindowSize).Grace(protocol.WindowGrace)
+		stream.AddSource(t, "in", a.Source, serde.String{}, serde.Bytes{})
+		dsl.Peek(t, "inputs", func(string, []byte) { tr.Input() }, "in")
+		dsl.WindowedCount[string, []byte](t, "count", protocol.WindowStore, w, serde.String{}, opts, "inputs")
+		dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
+		stream.AddSink(t, "out", a.Sink, dsl.WindowedKey(serde.String{}, w), dsl.Nullable[int64](serde.Int64{}), "updates")
+	case protocol.RestoreKV, protocol.RestoreWindow:
+		// Only the store matters: it is restored before the (empty) input
+		// is read. The processor's Init, which runs once its task's stores
+		// are restored (after the restore was timed), counts what the store
+		// holds, so that a restore that dropped entries fails the run.
+		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
+		stream.AddProcessor(t, "held", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &holdCounter{held: held} }, "in")
+		if a.Workload == protocol.RestoreKV {
+			stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "held")
+			break
+		}
+		// A retention long enough for every entry: none is dropped as
+		// expired, so all are written.
+		stream.AddWindowStore(t, protocol.WindowStore, serde.String{}, serde.Int64{}, state.WindowStoreOptions{
+			Retention: 7 * 24 * time.Hour, WindowSize: protocol.WindowSize,
+		}, store, "held")
 	default:
 		return nil, fmt.Errorf("unknown workload %q", a.Workload)
 	}
 	return t, nil
+}
+
+// restoreWatch passes the runtime's log on to next and learns from it when
+// restoring began (the first "restoring store") and how many changelog
+// records each task restored ("restored task"): the runtime has no restore
+// listener, and its log marks exactly the moments Kafka Streams' listener
+// reports. Info records reach it whatever next's level.
+type restoreWatch struct {
+	next slog.Handler
+	w    *restoreCount // shared by the handlers WithAttrs and WithGroup derive
+}
+
+type restoreCount struct{ tr *track.Tracker }
+
+func (h *restoreWatch) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.next.Enabled(ctx, l)
+}
+
+func (h *restoreWatch) Handle(ctx context.Context, r slog.Record) error {
+	switch r.Message {
+	case "restoring store":
+		h.w.tr.Begin()
+	case "restored task":
+		r.Attrs(func(at slog.Attr) bool {
+			if at.Key != "records" {
+				return true
+			}
+			switch v := at.Value; v.Kind() {
+			case slog.KindUint64:
+				h.w.tr.Add(int64(v.Uint64()))
+			case slog.KindInt64:
+				h.w.tr.Add(v.Int64())
+			}
+			return false
+		})
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *restoreWatch) WithAttrs(as []slog.Attr) slog.Handler {
+	return &restoreWatch{next: h.next.WithAttrs(as), w: h.w}
+}
+
+func (h *restoreWatch) WithGroup(name string) slog.Handler {
+	return &restoreWatch{next: h.next.WithGroup(name), w: h.w}
+}
+
+// holdCounter adds the number of entries its task's store holds to held
+// when it starts, which is after the store is restored.
+type holdCounter struct {
+	held *atomic.Int64
+}
+
+func (h *holdCounter) Init(ctx *stream.Context[[]byte, []byte]) error {
+	var n int64
+	var err error
+	switch s := ctx.Store(protocol.KVStore).(type) {
+	case state.KeyValueStore[[]byte, []byte]:
+		var it state.KeyValueIterator[[]byte, []byte]
+		if it, err = s.All(); err == nil {
+			for it.Next() {
+				n++
+			}
+			err = errors.Join(it.Err(), it.Close())
+		}
+	default:
+		ws, ok := ctx.Store(protocol.WindowStore).(state.WindowStore[string, int64])
+		if !ok {
+			return fmt.Errorf("no %s or %s store", protocol.KVStore, protocol.WindowStore)
+		}
+		var it state.WindowIterator[string, int64]
+		if it, err = ws.All(); err == nil {
+			for it.Next() {
+				n++
+			}
+			err = errors.Join(it.Err(), it.Close())
+		}
+	}
+	h.held.Add(n)
+	return err
+}
+
+func (h *holdCounter) Process(*stream.Context[[]byte, []byte], stream.Record[[]byte, []byte]) error {
+	return nil
 }
 
 // putter writes every record into the kv store.

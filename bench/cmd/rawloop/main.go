@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,17 @@ type partState struct {
 	mu     sync.Mutex
 	kv     map[string][]byte
 	counts map[string]int64
+	win    windows
+}
+
+// windows are one partition's open windows of the windowed counts: counts
+// per window start and key, the starts in ascending order, and the
+// partition's stream time (-1: nothing seen). A window is forgotten once
+// it closes, which is all the retention a correct count needs.
+type windows struct {
+	streamTime int64
+	starts     []int64
+	counts     map[int64]map[string]int64
 }
 
 type loop struct {
@@ -99,7 +111,7 @@ func (l *loop) part(p int32) *partState {
 	defer l.mu.Unlock()
 	s := l.parts[p]
 	if s == nil {
-		s = &partState{kv: map[string][]byte{}, counts: map[string]int64{}}
+		s = &partState{kv: map[string][]byte{}, counts: map[string]int64{}, win: windows{streamTime: -1, counts: map[int64]map[string]int64{}}}
 		l.parts[p] = s
 	}
 	return s
@@ -111,9 +123,12 @@ func run(a *protocol.Args) (protocol.Result, error) {
 		res.Unsupported, res.Error = true, a.Workload+": operators are kgen's and Kafka Streams' (the raw loop's figures are under "+protocol.ProcessorForm(a.Workload)+")"
 		return res, nil
 	}
-	exp, _ := protocol.Expected(a.Workload, a.Expect)
+	if protocol.IsRestore(a.Workload) {
+		return restoreRead(a)
+	}
+	exp, _ := a.Expected()
 	switch a.Workload {
-	case protocol.KVPut, protocol.Count, protocol.RepartitionCount:
+	case protocol.KVPut, protocol.Count, protocol.RepartitionCount, protocol.WindowedCount, protocol.WindowedCountFinal:
 		res.Store = "Go map per partition, changelogged by a plain produce"
 	}
 	eos := a.Guarantee == protocol.ExactlyOnce
@@ -123,6 +138,10 @@ func run(a *protocol.Args) (protocol.Result, error) {
 	}
 	if exp.Store != "" {
 		l.changelog = protocol.Changelog(a.App, exp.Store)
+	}
+	if eos && protocol.IsWindowed(a.Workload) {
+		res.Unsupported, res.Error = true, a.Workload+": the raw loop has no exactly-once form of the windowed counts"
+		return res, nil
 	}
 	if a.Workload == protocol.RepartitionCount {
 		if eos {
@@ -321,6 +340,23 @@ func (l *loop) work(ctx context.Context, cl *kgo.Client) error {
 				count(fp, false)
 			case protocol.Count:
 				count(fp, true)
+			case protocol.WindowedCount, protocol.WindowedCountFinal:
+				s := l.part(fp.Partition)
+				s.mu.Lock()
+				for _, r := range fp.Records {
+					l.tr.Input()
+					s.win.add(r, l.a.Workload == protocol.WindowedCountFinal, func(key []byte, start, n int64, sink bool) {
+						wk := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(key)+12), key...), uint64(start))
+						v := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n))
+						if sink {
+							cl.Produce(ctx, &kgo.Record{Topic: l.a.Sink, Partition: r.Partition, Key: wk, Value: v}, onSink)
+							return
+						}
+						// The changelog key of a window store: key ‖ start ‖ sequence number.
+						cl.Produce(ctx, &kgo.Record{Topic: l.changelog, Partition: r.Partition, Key: binary.BigEndian.AppendUint32(wk, 0), Value: v}, onChangelog)
+					})
+				}
+				s.mu.Unlock()
 			}
 		})
 		if time.Since(lastCommit) >= l.a.CommitInterval {
@@ -381,5 +417,137 @@ func (l *loop) createRepartition() error {
 		return fmt.Errorf("create %s: %w", l.repart, err)
 	}
 	l.partitioner = kgo.StickyKeyPartitioner(nil).ForTopic(l.repart)
-	return nil
+	// Wait until every partition has a leader that answers: a member whose
+	// first metadata lacks the topic would not consume it until its next
+	// metadata refresh, seconds later (kgen and Kafka Streams create their
+	// repartition topics before they join the group too).
+	for {
+		ends, err := adm.ListEndOffsets(ctx, l.repart)
+		ready := 0
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					ready++
+				}
+			})
+		}
+		if ready == int(l.repartParts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: partitions not ready: %w", l.repart, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// add counts r in its tumbling window and calls out with the window's new
+// count for the changelog (sink false) and, emitting updates, for the sink;
+// emitting final results, it first calls out for the sink with every window
+// the record's time closes. A record too late for its window is dropped
+// (none is: the source's timestamps never go back within a partition).
+func (w *windows) add(r *kgo.Record, final bool, out func(key []byte, start, n int64, sink bool)) {
+	size, grace := protocol.WindowSize.Milliseconds(), protocol.WindowGrace.Milliseconds()
+	ts := r.Timestamp.UnixMilli()
+	w.streamTime = max(w.streamTime, ts)
+	closeT := w.streamTime - grace
+	for len(w.starts) > 0 && w.starts[0]+size <= closeT {
+		start := w.starts[0]
+		if final {
+			for k, n := range w.counts[start] {
+				out([]byte(k), start, n, true)
+			}
+		}
+		delete(w.counts, start)
+		w.starts = w.starts[1:]
+	}
+	start := ts - ts%size
+	if start+size <= closeT {
+		return
+	}
+	byKey := w.counts[start]
+	if byKey == nil {
+		byKey = map[string]int64{}
+		w.counts[start] = byKey
+		i, _ := slices.BinarySearch(w.starts, start)
+		w.starts = slices.Insert(w.starts, i, start)
+	}
+	n := byKey[string(r.Key)] + 1
+	byKey[string(r.Key)] = n
+	out(r.Key, start, n, false)
+	if !final {
+		out(r.Key, start, n, true)
+	}
+}
+
+// restoreRead is the raw form of the restore workloads: one franz-go
+// client reads the store's changelog from its start to the end offsets it
+// had when the read began, touching every record's key and value.
+func restoreRead(a *protocol.Args) (protocol.Result, error) {
+	res := protocol.Result{Contender: name, Workload: a.Workload, Guarantee: a.Guarantee, Store: "franz-go read of the changelog"}
+	exp, _ := a.Expected()
+	topic := protocol.Changelog(a.App, exp.Store)
+	tr := track.New(a.Expect, protocol.Expect{})
+	brokers := strings.Split(a.Brokers, ",")
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.Timeout)
+	defer cancel()
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
+	adm.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return res, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	remaining := map[int32]int64{}
+	offsets := map[string]map[int32]kgo.Offset{topic: {}}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			remaining[o.Partition] = o.Offset
+			offsets[topic][o.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	tr.Begin()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets))
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	var touched int
+	for len(remaining) > 0 {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			tr.Fill(&res)
+			return res, fmt.Errorf("read %s: %w (%d partitions not read to the end)", topic, err, len(remaining))
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("read %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			tr.Fill(&res)
+			return res, ferr
+		}
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				touched += len(r.Key) + len(r.Value)
+				tr.Input()
+				if r.Offset+1 >= remaining[p.Partition] {
+					delete(remaining, p.Partition)
+				}
+			}
+		})
+	}
+	tr.Fill(&res)
+	if touched == 0 && res.Consumed > 0 {
+		return res, errors.New("read only empty records")
+	}
+	return res, nil
 }

@@ -33,10 +33,43 @@ const (
 	// OpsRepartitionCount is RepartitionCount written with typed
 	// operators: groupBy(...).count().toStream().
 	OpsRepartitionCount = "ops-repartition-count"
+	// WindowedCount counts per key in tumbling windows of WindowSize over
+	// the records' event time (grace WindowGrace) and forwards every update
+	// of a window: Kafka Streams' groupByKey().windowedBy(...).count() with
+	// its record cache off.
+	WindowedCount = "windowed-count"
+	// WindowedCountFinal is WindowedCount emitting each window once, when
+	// it closes (Kafka Streams' EmitStrategy.onWindowClose()).
+	WindowedCountFinal = "windowed-count-final"
+	// RestoreKV times a fresh instance restoring a key-value store from a
+	// changelog the harness wrote (-expect entries); the raw loop reads the
+	// same changelog to its end.
+	RestoreKV = "restore-kv"
+	// RestoreWindow is RestoreKV for a window store.
+	RestoreWindow = "restore-window"
 )
 
 // Workloads lists every workload, in the order they are reported.
-var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount, OpsPassthrough, OpsRepartitionCount}
+var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount, OpsPassthrough, OpsRepartitionCount,
+	WindowedCount, WindowedCountFinal, RestoreKV, RestoreWindow}
+
+// The windows of WindowedCount and WindowedCountFinal, the same for every
+// contender (the Kafka Streams contender spells them out too). The grace
+// only delays closing: the source's timestamps never go back within a
+// partition, so no record is late.
+const (
+	WindowSize  = time.Minute
+	WindowGrace = 10 * time.Second
+)
+
+// IsRestore says whether workload measures a restore rather than
+// processing.
+func IsRestore(workload string) bool { return workload == RestoreKV || workload == RestoreWindow }
+
+// IsWindowed says whether workload is a windowed count.
+func IsWindowed(workload string) bool {
+	return workload == WindowedCount || workload == WindowedCountFinal
+}
 
 // ProcessorForm is the workload an operator workload is the operator form
 // of (what it writes, and what a contender without operators runs), or
@@ -71,6 +104,11 @@ func Group(value []byte) string {
 const (
 	KVStore    = "kv"
 	CountStore = "counts"
+	// WindowStore holds the windows of the windowed counts and the entries
+	// of RestoreWindow: changelog keys are the key, the window start (8
+	// bytes) and a sequence number (4 bytes, 0), values the count (8
+	// bytes), as Kafka Streams' window stores log them.
+	WindowStore = "windows"
 )
 
 // Guarantees.
@@ -83,13 +121,16 @@ const (
 type Expect struct {
 	Sink      int64  // records in the sink topic
 	Changelog int64  // records in the store's changelog topic
-	Store     string // the store whose changelog is written, or ""
+	Store     string // the store whose changelog is written (restores: read), or ""
 }
 
 // Expected returns what workload must write for n input records: one sink
-// record per input for passthrough and count, one changelog record per input
-// for kv-put and count.
-func Expected(workload string, n int64) (Expect, error) {
+// record per input for passthrough, count and windowed-count, one changelog
+// record per input for kv-put, count and both windowed counts, and for
+// windowed-count-final one sink record per window closed (closed, which
+// depends on the data: the harness computes it and passes -closed-windows).
+// Restores write nothing: n is the number of changelog entries to restore.
+func Expected(workload string, n, closed int64) (Expect, error) {
 	switch ProcessorForm(workload) {
 	case SourceOnly:
 		return Expect{}, nil
@@ -99,6 +140,14 @@ func Expected(workload string, n int64) (Expect, error) {
 		return Expect{Changelog: n, Store: KVStore}, nil
 	case Count, RepartitionCount:
 		return Expect{Sink: n, Changelog: n, Store: CountStore}, nil
+	case WindowedCount:
+		return Expect{Sink: n, Changelog: n, Store: WindowStore}, nil
+	case WindowedCountFinal:
+		return Expect{Sink: closed, Changelog: n, Store: WindowStore}, nil
+	case RestoreKV:
+		return Expect{Store: KVStore}, nil
+	case RestoreWindow:
+		return Expect{Store: WindowStore}, nil
 	}
 	return Expect{}, fmt.Errorf("unknown workload %q (want one of %v)", workload, Workloads)
 }
@@ -113,7 +162,8 @@ type Args struct {
 	Source         string
 	Sink           string
 	App            string // application id and consumer group
-	Expect         int64  // records in the source topic
+	Expect         int64  // records in the source topic (restores: changelog entries)
+	ClosedWindows  int64  // windowed-count-final: windows that close, one sink record each
 	Parallelism    int
 	StateDir       string
 	Guarantee      string
@@ -125,11 +175,12 @@ type Args struct {
 // Register defines the flags on fs.
 func (a *Args) Register(fs *flag.FlagSet) {
 	fs.StringVar(&a.Brokers, "brokers", "127.0.0.1:9092", "seed brokers, comma separated")
-	fs.StringVar(&a.Workload, "workload", "", "workload: source-only, passthrough, kv-put or count")
+	fs.StringVar(&a.Workload, "workload", "", "workload, one of protocol.Workloads")
 	fs.StringVar(&a.Source, "source", "", "source topic")
 	fs.StringVar(&a.Sink, "sink", "", "sink topic (passthrough and count)")
 	fs.StringVar(&a.App, "app", "", "application id and consumer group")
-	fs.Int64Var(&a.Expect, "expect", 0, "records in the source topic")
+	fs.Int64Var(&a.Expect, "expect", 0, "records in the source topic (restore workloads: changelog entries to restore)")
+	fs.Int64Var(&a.ClosedWindows, "closed-windows", 0, "windowed-count-final: windows that close (one sink record each)")
 	fs.IntVar(&a.Parallelism, "parallelism", 2, "processing threads (group members)")
 	fs.StringVar(&a.StateDir, "state-dir", "", "state directory")
 	fs.StringVar(&a.Guarantee, "guarantee", AtLeastOnce, "at-least-once or exactly-once")
@@ -141,14 +192,14 @@ func (a *Args) Register(fs *flag.FlagSet) {
 // Check validates the flags of a real run.
 func (a *Args) Check() error {
 	var errs []error
-	exp, err := Expected(a.Workload, a.Expect)
+	exp, err := a.Expected()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if a.Source == "" {
 		errs = append(errs, errors.New("-source is required"))
 	}
-	if exp.Sink > 0 && a.Sink == "" {
+	if (exp.Sink > 0 || a.Workload == WindowedCountFinal) && a.Sink == "" {
 		errs = append(errs, fmt.Errorf("-sink is required for %s", a.Workload))
 	}
 	if a.App == "" {
@@ -157,11 +208,17 @@ func (a *Args) Check() error {
 	if a.Expect <= 0 {
 		errs = append(errs, errors.New("-expect must be positive"))
 	}
+	if a.ClosedWindows < 0 {
+		errs = append(errs, errors.New("-closed-windows must not be negative"))
+	}
 	if a.Guarantee != AtLeastOnce && a.Guarantee != ExactlyOnce {
 		errs = append(errs, fmt.Errorf("-guarantee %q: want %s or %s", a.Guarantee, AtLeastOnce, ExactlyOnce))
 	}
 	return errors.Join(errs...)
 }
+
+// Expected is Expected for the run's workload, records and closed windows.
+func (a *Args) Expected() (Expect, error) { return Expected(a.Workload, a.Expect, a.ClosedWindows) }
 
 // Result is what a contender reports, as the last line of its stdout. Times
 // are Unix nanoseconds from the contender's clock (the same machine as the

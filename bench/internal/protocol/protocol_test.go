@@ -37,8 +37,12 @@ func TestExpected(t *testing.T) {
 		{Passthrough, Expect{Sink: 7}},
 		{KVPut, Expect{Changelog: 7, Store: KVStore}},
 		{Count, Expect{Sink: 7, Changelog: 7, Store: CountStore}},
+		{WindowedCount, Expect{Sink: 7, Changelog: 7, Store: WindowStore}},
+		{WindowedCountFinal, Expect{Sink: 3, Changelog: 7, Store: WindowStore}},
+		{RestoreKV, Expect{Store: KVStore}},
+		{RestoreWindow, Expect{Store: WindowStore}},
 	} {
-		got, err := Expected(tc.workload, 7)
+		got, err := Expected(tc.workload, 7, 3)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.workload, err)
 		}
@@ -46,7 +50,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.workload, diff)
 		}
 	}
-	if _, err := Expected("windowed-count", 7); err == nil {
+	if _, err := Expected("session-count", 7, 0); err == nil {
 		t.Error("unknown workload: no error")
 	}
 }

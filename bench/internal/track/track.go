@@ -81,6 +81,30 @@ func (t *Tracker) Input() {
 	}
 }
 
+// Begin stamps the start of the work where it begins before the first
+// input is counted (a restore: when it starts, not when its first batch is
+// counted). Input and Add stamp it otherwise.
+func (t *Tracker) Begin() {
+	if t.firstRecord.CompareAndSwap(0, now()) {
+		t.cpuFirst.Store(cpuNow())
+	}
+}
+
+// Add counts n inputs at once (a restore's batch of changelog records).
+func (t *Tracker) Add(n int64) {
+	if n <= 0 {
+		return
+	}
+	was := t.consumed.Add(n) - n
+	if was == 0 {
+		t.Begin()
+	}
+	if was < t.inputs && was+n >= t.inputs {
+		t.lastRecord.Store(now())
+		t.met()
+	}
+}
+
 // SinkAck counts one sink record acknowledged by the broker.
 func (t *Tracker) SinkAck() { t.ack(&t.sink, t.exp.Sink) }
 

@@ -22,10 +22,17 @@ var Topics = map[string]int32{
 	TopicOrders:    4,
 }
 
+// TopicConfigs are the configs kgen.yaml gives topics (configs:), which the embedded
+// broker creates them with, as kgen topics does on a cluster.
+var TopicConfigs = map[string]map[string]string{TopicCustomers: {"cleanup.policy": "compact"}}
+
 // StartDevBroker starts the in-process development broker with every topic of
 // the application. Close it when done.
 func StartDevBroker() (*embedded.Broker, error) {
-	return embedded.Start(embedded.Config{Topics: Topics})
+	return embedded.Start(embedded.Config{
+		TopicConfigs: TopicConfigs,
+		Topics:       Topics,
+	})
 }
 
 // Application describes the application to appmain, with p building its
@@ -33,8 +40,9 @@ func StartDevBroker() (*embedded.Broker, error) {
 func Application(p Processors) appmain.App {
 	s := DefaultSerdes()
 	return appmain.App{
-		ID:     AppID,
-		Topics: Topics,
+		ID:           AppID,
+		TopicConfigs: TopicConfigs,
+		Topics:       Topics,
 		Topology: func() (*stream.Topology, error) {
 			return NewTopology(p, s)
 		},

@@ -35,15 +35,22 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * The Kafka Streams contender of kgen's benchmark (bench/). It takes the same
@@ -52,8 +59,11 @@ import org.apache.kafka.streams.state.Stores;
  * cleanly and prints the result line the harness parses.
  *
  * <p>source-only, passthrough and kv-put use the Processor API; count uses the
- * DSL (groupByKey().count()). Acknowledgements are observed by a producer
- * interceptor; input records by the first processor (a peek for count).
+ * DSL (groupByKey().count()), the windowed counts
+ * groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1 min, 10 s)).count().
+ * Acknowledgements are observed by a producer interceptor; input records by
+ * the first processor (a peek for the DSL). The restore workloads restore a
+ * store from the changelog the harness wrote; a restore listener stamps them.
  */
 public final class KStreamsBench {
     static final String NAME = "kstreams";
@@ -142,6 +152,31 @@ public final class KStreamsBench {
         public void configure(Map<String, ?> configs) {}
     }
 
+    /**
+     * Stamps the restore workloads: the start of the first changelog
+     * partition's restoration, and the end once every entry is restored.
+     */
+    static final class RestoreStamps implements StateRestoreListener {
+        @Override
+        public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+            if (firstRecordNs.compareAndSet(0, nowNs())) {
+                cpuAtFirstRecordNs.set(cpuNs());
+            }
+        }
+
+        @Override
+        public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {}
+
+        @Override
+        public void onRestoreEnd(TopicPartition tp, String store, long total) {
+            long before = consumed.getAndAdd(total);
+            if (before < inputs && before + total >= inputs) {
+                lastRecordNs.set(nowNs());
+                done.countDown();
+            }
+        }
+    }
+
     /** Counts records; forwards nothing. */
     static final class CountRecords implements Processor<byte[], byte[], Void, Void> {
         @Override
@@ -225,6 +260,52 @@ public final class KStreamsBench {
                         .toStream()
                         .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
                 return b.build();
+            }
+            case "windowed-count":
+            case "windowed-count-final": {
+                // The same windows as bench/internal/protocol (WindowSize, WindowGrace).
+                TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10));
+                StreamsBuilder b = new StreamsBuilder();
+                TimeWindowedKStream<String, byte[]> windowed = b.stream(source, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                        .peek((k, v) -> input())
+                        .groupByKey()
+                        .windowedBy(windows);
+                if (workload.equals("windowed-count-final")) {
+                    windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
+                }
+                windowed.count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("windows")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.Long())
+                                .withStoreType(persistent
+                                        ? new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers()
+                                        : new BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers()))
+                        .toStream()
+                        .to(sink, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, windows.size()), Serdes.Long()));
+                return b.build();
+            }
+            case "restore-kv": {
+                // Only the store matters: it is restored before the (empty)
+                // input is read. Not timestamped: the harness wrote plain values.
+                Topology t = new Topology();
+                t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), source);
+                t.addProcessor("put", Put::new, "in");
+                KeyValueBytesStoreSupplier supplier = persistent
+                        ? Stores.persistentKeyValueStore("kv")
+                        : Stores.inMemoryKeyValueStore("kv");
+                t.addStateStore(Stores.keyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray()), "put");
+                return t;
+            }
+            case "restore-window": {
+                // A retention long enough that no entry is dropped as expired.
+                Duration retention = Duration.ofDays(7);
+                Topology t = new Topology();
+                t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), source);
+                t.addProcessor("none", CountRecords::new, "in");
+                t.addStateStore(Stores.windowStoreBuilder(persistent
+                                ? Stores.persistentWindowStore("windows", retention, Duration.ofMinutes(1), false)
+                                : Stores.inMemoryWindowStore("windows", retention, Duration.ofMinutes(1), false),
+                        Serdes.String(), Serdes.Long()), "none");
+                return t;
             }
             case "ops-passthrough": {
                 // passthrough in the DSL: filter (every record passes),
@@ -466,6 +547,19 @@ public final class KStreamsBench {
                 store = persistent ? "rocksdb, changelogged" : "in-memory, changelogged";
                 conditions = 2;
                 break;
+            case "restore-kv":
+            case "restore-window":
+                store = persistent ? "rocksdb, changelogged" : "in-memory, changelogged";
+                break;
+            case "windowed-count":
+            case "windowed-count-final":
+                expectSink = workload.equals("windowed-count") ? inputs : Long.parseLong(a.getOrDefault("closed-windows", "0"));
+                expectChangelog = inputs;
+                sinkTopic = a.get("sink");
+                changelogTopic = app + "-windows-changelog";
+                store = persistent ? "rocksdb (timestamped window), changelogged" : "in-memory window, changelogged";
+                conditions = expectSink > 0 ? 3 : 2;
+                break;
             case "count":
             case "repartition-count":
             case "ops-repartition-count":
@@ -479,7 +573,7 @@ public final class KStreamsBench {
             default:
                 break;
         }
-        boolean eos = guarantee.equals("exactly-once");
+        boolean eos = guarantee.equals("exactly-once") && !workload.startsWith("restore-");
         if (eos) {
             // Done once the group has committed the whole source: outputs are
             // committed in the same transactions. Acks and inputs are still
@@ -503,6 +597,11 @@ public final class KStreamsBench {
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         p.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), AckInterceptor.class.getName());
         p.put(StreamsConfig.producerPrefix(ProducerConfig.COMPRESSION_TYPE_CONFIG), "none");
+        // Emitting final results, check for closed windows on every record,
+        // as kgen does, not at most once a wall-clock second (the default):
+        // with the default, the windows that close in the last second of
+        // the input are never emitted, since no record comes after them.
+        p.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
 
         Topology topo;
         try {
@@ -521,6 +620,9 @@ public final class KStreamsBench {
             }
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
+        if (workload.startsWith("restore-")) {
+            streams.setGlobalStateRestoreListener(new RestoreStamps());
+        }
         streams.start();
         if (eos) {
             Thread watcher = new Thread(() -> watchCommitted(a.get("brokers"), app, a.get("source")), "commit-watcher");
