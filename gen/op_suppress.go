@@ -82,6 +82,7 @@ func init() {
 		},
 		Against: func(c *againstCtx, old, new *schema.Operator) {
 			if new != nil && new.Op.Value == old.Op.Value {
+				suppressAgainst(c, old, new)
 				return
 			}
 			pos := c.AppPos
@@ -91,4 +92,25 @@ func init() {
 			c.Breaking(pos, "suppress %q is gone: the updates its buffer %s-buffer holds back are lost (%s-%s-buffer-changelog is left behind)", old.Name.Value, old.Name.Value, c.App, old.Name.Value)
 		},
 	})
+}
+
+// suppressAgainst: each update held in the buffer keeps the time it is due
+// by, counted the way its until: counted it (a window's end, or the time
+// of the key's first update held), so another until: would release what
+// is held by the wrong time; another limit or other bounds apply to it as
+// they are.
+func suppressAgainst(c *againstCtx, old, new *schema.Operator) {
+	if old.Suppress == nil || new.Suppress == nil {
+		return
+	}
+	o, n := old.Suppress, new.Suppress
+	switch {
+	case o.Until.Value != n.Until.Value:
+		c.Breaking(n.Until.Pos, "suppress %q waits until %s, was %s: the updates its buffer %s-buffer holds were timed for the old rule and would be released by the new one at the wrong time (use a new name)", new.Name.Value, n.Until.Value, o.Until.Value, new.Name.Value)
+	case o.Limit.Value != n.Limit.Value:
+		c.Safe(n.Limit.Pos, "suppress %q: time limit changed from %s to %s: the updates held are released by the new limit", new.Name.Value, durationText(o.Limit.Value), durationText(n.Limit.Value))
+	}
+	if o.MaxRecords != n.MaxRecords || o.MaxBytes != n.MaxBytes || o.WhenFull.Value != n.WhenFull.Value {
+		c.Safe(posOr(n.BufferPos, new.Name.Pos), "suppress %q: buffer bounds changed: they apply to what is held from the next update on", new.Name.Value)
+	}
 }
