@@ -120,11 +120,3 @@ func init() {
 		delete(pendingWindowTopologies, name)
 	}
 }
-
-// The windowed topologies are hand-built only: the generator has no window
-// operators yet (README.md, section 4).
-func init() {
-	notGenerated = append(notGenerated, "tumbling-count", "tumbling-grace-count", "hopping-count", "sliding-count",
-		"session-count", "tumbling-reduce", "tumbling-aggregate", "session-reduce", "session-aggregate",
-		"tumbling-emit-final", "session-emit-final", "tumbling-suppress", "emit-final-vs-suppress")
-}
