@@ -117,6 +117,5 @@ func init() {
 	}
 	for name, build := range twins {
 		topologies[name] = build
-		delete(pendingWindowTopologies, name)
 	}
 }
