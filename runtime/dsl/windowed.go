@@ -59,10 +59,12 @@ type WindowOptions struct {
 	// IdleClose of wall-clock time, the stream time follows the wall
 	// clock from where the last record left it, closing and emitting
 	// windows as if records kept arriving (checked every IdleClose/2 of
-	// wall-clock time). Records that arrive afterwards with older
-	// timestamps are late for the windows it closed and are dropped. Zero
-	// (the default) waits for records, as Kafka Streams does: an idle input
-	// emits nothing.
+	// wall-clock time; idleness starts at the first check after the last
+	// record, so a test driver must advance its wall clock in steps of at
+	// most IdleClose/2, as a real clock does). Records that arrive
+	// afterwards with older timestamps are late for the windows it closed
+	// and are dropped. Zero (the default) waits for records, as Kafka
+	// Streams does: an idle input emits nothing.
 	IdleClose time.Duration
 }
 
