@@ -13,6 +13,7 @@ import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -254,6 +255,44 @@ final class Topologies {
                         .groupBy((k, v) -> KeyValue.pair(parity(v), v), Grouped.with(S, L))
                         .reduce((agg, v) -> agg + v, (agg, v) -> agg - v == 0 ? null : agg - v)
                         .toStream().to("out", Produced.with(S, L));
+                break;
+            // Joins with tables: "in" is the stream (or the left table), "in2"
+            // the table (the right table). A joiner writes "left/right", "null"
+            // for a side with no row.
+            case "join-table-stream-inner":
+            case "join-table-stream-inner-nullable":
+                b.stream("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            case "join-table-stream-left":
+            case "join-table-stream-left-nullable":
+                b.stream("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-inner":
+                b.table("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-left":
+                b.table("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-outer":
+                b.table("in", Consumed.with(S, S))
+                        .outerJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-left-count":
+                // The join's old values reach an aggregation: the count of
+                // joined rows per right value.
+                b.table("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .groupBy((k, v) -> KeyValue.pair(v.substring(v.indexOf('/') + 1), k), Grouped.with(S, S))
+                        .count().toStream().to("out", Produced.with(S, L));
                 break;
             case "table":
             case "table-nullable":
