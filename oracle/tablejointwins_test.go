@@ -98,6 +98,18 @@ func init() {
 			toLongs(t, "count")
 			return t
 		},
+		"join-table-table-materialized": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.TableJoin[string](t, "join", left, right, func(l, r string) string { return l + "/" + r })
+			joined := dsl.MaterializeTable(t, "joined", "joined-store", S, S, opts, "join")
+			dsl.ToStream[string, string](t, "to-stream", joined.Node)
+			stream.AddSink(t, "out-joined", "out-joined", S, NS, "to-stream")
+			stream.AddSource(t, "in3", "in3", S, S)
+			dsl.StreamTableJoin[string](t, "enrich", joined.Store, func(v, row string) string { return v + "/" + row }, "in3")
+			stream.AddSink(t, "out", "out", S, S, "enrich")
+			return t
+		},
 	}
 	for name, build := range twins {
 		topologies[name] = build

@@ -3,6 +3,7 @@ package dsl
 import (
 	"time"
 
+	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
@@ -223,4 +224,42 @@ func (s *tableJoinSide[K, VT, VO, VR]) result(v *VT, other *VO) *VR {
 		return nil
 	}
 	return &res
+}
+
+// MaterializeTable keeps the rows of a table that has no store of its own,
+// such as a table join's result, in store (Timestamped values), so that a
+// join can read it: each update's New is written with the update's
+// timestamp (a nil New deletes the row) and the update is forwarded as it
+// came, as Kafka Streams does for a join given Materialized. It adds the
+// node name and returns the table it makes.
+func MaterializeTable[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], vs serde.Serde[V], opts stream.StoreOptions, parent string) TableRef {
+	stream.AddProcessor(t, name, func() stream.Processor[K, Change[V], K, Change[V]] {
+		return &materialize[K, V]{storeName: store}
+	}, parent)
+	stream.AddKeyValueStore(t, store, ks, Timestamped(vs), opts, name)
+	return TableRef{Node: name, Store: store}
+}
+
+type materialize[K, V any] struct {
+	storeName string
+	store     state.KeyValueStore[K, ValueAndTimestamp[V]]
+}
+
+func (m *materialize[K, V]) Init(ctx *stream.Context[K, Change[V]]) (err error) {
+	m.store, err = stream.GetKeyValueStore[K, ValueAndTimestamp[V]](ctx, m.storeName)
+	return err
+}
+
+func (m *materialize[K, V]) Process(ctx *stream.Context[K, Change[V]], r stream.Record[K, Change[V]]) error {
+	var err error
+	if r.Value.New == nil {
+		err = m.store.Delete(r.Key)
+	} else {
+		err = m.store.Put(r.Key, ValueAndTimestamp[V]{Value: *r.Value.New, Timestamp: r.Timestamp})
+	}
+	if err != nil {
+		return err
+	}
+	ctx.Forward(r)
+	return nil
 }

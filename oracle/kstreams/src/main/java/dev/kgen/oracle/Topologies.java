@@ -16,6 +16,7 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
@@ -294,6 +295,16 @@ final class Topologies {
                         .groupBy((k, v) -> KeyValue.pair(v.substring(v.indexOf('/') + 1), k), Grouped.with(S, S))
                         .count().toStream().to("out", Produced.with(S, L));
                 break;
+            case "join-table-table-materialized": {
+                // A table join's result, materialized, enriches the stream "in3".
+                KTable<String, String> joined = b.table("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r, Materialized.with(S, S));
+                joined.toStream().to("out-joined", Produced.with(S, S));
+                b.stream("in3", Consumed.with(S, S))
+                        .join(joined, (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            }
             case "table":
             case "table-nullable":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
