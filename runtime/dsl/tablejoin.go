@@ -125,9 +125,11 @@ func (j *streamTableJoin[K, V, VT, VR]) Process(ctx *stream.Context[K, VR], r st
 // before the update (nil if there was none), so an aggregation can follow.
 //
 // It adds the nodes name+"-left" and name+"-right" (each reads the other
-// side's store) and name, which forwards the result's updates; the result
-// is not stored (TableRef{Node: name} has no Store), as Kafka Streams does
-// not materialize a join unless asked.
+// side's store) and name, which forwards the result's updates. The result
+// is not stored, as Kafka Streams does not materialize a join unless asked:
+// MaterializeTable stores it, for a join to read (Kafka Streams can join a
+// stream with an unmaterialized join by computing the row from both
+// sides' stores; kgen asks for the store).
 func TableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(V1, V2) VR) {
 	addTableJoin[K, V1, V2, VR](t, name, left, right, false, false, func(a *V1, b *V2) VR { return joiner(*a, *b) })
 }

@@ -172,3 +172,38 @@ func TestTableJoinNeedsCoPartitioning(t *testing.T) {
 		t.Fatalf("got %v, want an error about co-partitioned topics", err)
 	}
 }
+
+// A table join whose joiner gives nil has no result for the key: a
+// tombstone, never a row holding nil, and MaterializeTable deletes the row.
+func TestTableJoinNilResult(t *testing.T) {
+	s := serde.String{}
+	ns := dsl.Nullable[string](s)
+	opts := stream.StoreOptions{}
+	topo := stream.NewTopology()
+	dsl.Table(topo, "left", "left", s, s, "left-store", opts)
+	dsl.Table(topo, "right", "right", s, s, "right-store", opts)
+	dsl.TableJoin[string](topo, "join", dsl.TableRef{Node: "left", Store: "left-store"}, dsl.TableRef{Node: "right", Store: "right-store"},
+		func(a, b string) *string {
+			if b == "none" {
+				return nil
+			}
+			return str(a + "+" + b)
+		})
+	joined := dsl.MaterializeTable(topo, "joined", "joined-store", s, ns, opts, "join")
+	dsl.ToStream[string, *string](topo, "updates", joined.Node)
+	stream.AddSink(topo, "out", "out", s, dsl.Nullable[*string](ns), "updates")
+	d, _ := nullDriver(t, topo, 1)
+	pipeBytes(t, d, "left", []byte("k"), []byte("L"))
+	pipeBytes(t, d, "right", []byte("k"), []byte("R"))
+	store := d.Store("joined-store").(interface {
+		Get(string) (dsl.ValueAndTimestamp[*string], bool, error)
+	})
+	if v, ok, err := store.Get("k"); err != nil || !ok || v.Value == nil || *v.Value != "L+R" {
+		t.Fatalf("joined row of k: %v %v %v, want L+R", v, ok, err)
+	}
+	pipeBytes(t, d, "right", []byte("k"), []byte("none"))
+	same(t, "join output", render(d.Output("out"), text), []string{"k=L+R@0", "k=-@0"})
+	if _, ok, err := store.Get("k"); err != nil || ok {
+		t.Fatalf("joined row of k after a nil result: found %v (%v), want none", ok, err)
+	}
+}
