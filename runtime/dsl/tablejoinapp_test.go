@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,25 @@ func TestStreamTableJoinInAnApp(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// An App refuses to join a stream with a table whose topics have different
+// partition counts: the join makes them one sub-topology, whose topics must
+// be co-partitioned, and a key's row would be in another task than its
+// records.
+func TestStreamTableJoinAppNeedsCoPartitioning(t *testing.T) {
+	c := kafkatest.New(t)
+	clicks, users, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 2, nil), c.CreateTopic(t, 4, nil)
+	app, err := stream.New(enrichApp(clicks, users, out, false), stream.Brokers(c.Seeds()...),
+		stream.AppID("enrich-copart-"+clicks), stream.StateDir(t.TempDir()), stream.Logger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = app.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "co-partitioned topics with different partition counts") {
+		t.Fatalf("Run error = %v, want one about co-partitioned topics", err)
 	}
 }
