@@ -1,6 +1,7 @@
 package oracle_test
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/kgen-dev/kgen/runtime/dsl"
@@ -108,6 +109,15 @@ func init() {
 			stream.AddSource(t, "in3", "in3", S, S)
 			dsl.StreamTableJoin[string](t, "enrich", joined.Store, func(v, row string) string { return v + "/" + row }, "in3")
 			stream.AddSink(t, "out", "out", S, S, "enrich")
+			return t
+		},
+		"join-table-stream-count": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			in(t)
+			stream.AddSource(t, "in2", "in2", S, S)
+			dsl.Count[string, string](t, "count", "count-store", S, opts, "in2")
+			dsl.StreamTableJoin[string](t, "join", "count-store", func(v string, n int64) string { return v + "/" + strconv.FormatInt(n, 10) }, "in")
+			stream.AddSink(t, "out", "out", S, S, "join")
 			return t
 		},
 	}

@@ -305,6 +305,14 @@ final class Topologies {
                         .to("out", Produced.with(S, S));
                 break;
             }
+            case "join-table-stream-count": {
+                // The table is an aggregation: the count of "in2" per key.
+                KTable<String, Long> counts = b.stream("in2", Consumed.with(S, S)).groupByKey(Grouped.with(S, S)).count();
+                b.stream("in", Consumed.with(S, S))
+                        .join(counts, (v, n) -> v + "/" + n, Joined.with(S, S, L))
+                        .to("out", Produced.with(S, S));
+                break;
+            }
             case "table":
             case "table-nullable":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
