@@ -36,7 +36,13 @@ type TableRef struct {
 // dropped and counted (stream.DropNullKey, stream.DropNullValue), as Kafka
 // Streams drops it. tableStore is the table's store (TableRef.Store).
 func StreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(value V, row VT) VR, parent string) {
-	addStreamTableJoin[K, V, VT, VR](t, name, tableStore, false, func(v V, row *VT) VR { return joiner(v, *row) }, parent)
+	addStreamTableJoin(t, name, tableStore, false, func(_ K, v V, row *VT) VR { return joiner(v, *row) }, parent)
+}
+
+// StreamTableJoinWithKey is StreamTableJoin whose joiner also takes the
+// record's key (Kafka Streams' ValueJoinerWithKey).
+func StreamTableJoinWithKey[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(key K, value V, row VT) VR, parent string) {
+	addStreamTableJoin(t, name, tableStore, false, func(k K, v V, row *VT) VR { return joiner(k, v, *row) }, parent)
 }
 
 // StreamTableLeftJoin is StreamTableJoin that keeps every stream record:
@@ -45,10 +51,16 @@ func StreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore stri
 // (Kafka Streams since KIP-962: a null key cannot match a row, but a left
 // join keeps the record).
 func StreamTableLeftJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(value V, row *VT) VR, parent string) {
-	addStreamTableJoin[K, V, VT, VR](t, name, tableStore, true, joiner, parent)
+	addStreamTableJoin(t, name, tableStore, true, func(_ K, v V, row *VT) VR { return joiner(v, row) }, parent)
 }
 
-func addStreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, left bool, joiner func(V, *VT) VR, parent string) {
+// StreamTableLeftJoinWithKey is StreamTableLeftJoin whose joiner also takes
+// the record's key (nil for a record without one, of a type that can be nil).
+func StreamTableLeftJoinWithKey[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(key K, value V, row *VT) VR, parent string) {
+	addStreamTableJoin(t, name, tableStore, true, joiner, parent)
+}
+
+func addStreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, left bool, joiner func(K, V, *VT) VR, parent string) {
 	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, VR] {
 		return &streamTableJoin[K, V, VT, VR]{storeName: tableStore, left: left, joiner: joiner, keyNil: nilTest[K](), valNil: nilTest[V]()}
 	}, parent)
@@ -74,7 +86,7 @@ func (l latestRow[K, VT]) row(key K, _ time.Time) (ValueAndTimestamp[VT], bool, 
 type streamTableJoin[K, V, VT, VR any] struct {
 	storeName string
 	left      bool
-	joiner    func(V, *VT) VR
+	joiner    func(K, V, *VT) VR
 	keyNil    func(K) bool // nil for a type that cannot be nil
 	valNil    func(V) bool
 	lookup    rowLookup[K, VT]
@@ -112,7 +124,7 @@ func (j *streamTableJoin[K, V, VT, VR]) Process(ctx *stream.Context[K, VR], r st
 	if row == nil && !j.left {
 		return nil
 	}
-	ctx.Forward(stream.Record[K, VR]{Key: r.Key, Value: j.joiner(r.Value, row), Timestamp: r.Timestamp, Headers: r.Headers})
+	ctx.Forward(stream.Record[K, VR]{Key: r.Key, Value: j.joiner(r.Key, r.Value, row), Timestamp: r.Timestamp, Headers: r.Headers})
 	return nil
 }
 
@@ -131,7 +143,12 @@ func (j *streamTableJoin[K, V, VT, VR]) Process(ctx *stream.Context[K, VR], r st
 // stream with an unmaterialized join by computing the row from both
 // sides' stores; kgen asks for the store).
 func TableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(V1, V2) VR) {
-	addTableJoin[K, V1, V2, VR](t, name, left, right, false, false, func(a *V1, b *V2) VR { return joiner(*a, *b) })
+	addTableJoin(t, name, left, right, false, false, func(_ K, a *V1, b *V2) VR { return joiner(*a, *b) })
+}
+
+// TableJoinWithKey is TableJoin whose joiner also takes the key.
+func TableJoinWithKey[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(K, V1, V2) VR) {
+	addTableJoin(t, name, left, right, false, false, func(k K, a *V1, b *V2) VR { return joiner(k, *a, *b) })
 }
 
 // TableLeftJoin is TableJoin that keeps every left row: joiner gets nil for
@@ -139,20 +156,30 @@ func TableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right T
 // holds; a right update emits only for a key the left side has; deleting a
 // left row emits a tombstone for its result.
 func TableLeftJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(V1, *V2) VR) {
-	addTableJoin[K, V1, V2, VR](t, name, left, right, false, true, func(a *V1, b *V2) VR { return joiner(*a, b) })
+	addTableJoin(t, name, left, right, false, true, func(_ K, a *V1, b *V2) VR { return joiner(*a, b) })
+}
+
+// TableLeftJoinWithKey is TableLeftJoin whose joiner also takes the key.
+func TableLeftJoinWithKey[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(K, V1, *V2) VR) {
+	addTableJoin(t, name, left, right, false, true, func(k K, a *V1, b *V2) VR { return joiner(k, *a, b) })
 }
 
 // TableOuterJoin is TableJoin that keeps the rows of both sides: joiner
 // gets nil for the side with no row (never both). A key's result is deleted
 // (a tombstone) when its last row on either side is.
 func TableOuterJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(*V1, *V2) VR) {
-	addTableJoin[K, V1, V2, VR](t, name, left, right, true, true, joiner)
+	addTableJoin(t, name, left, right, true, true, func(_ K, a *V1, b *V2) VR { return joiner(a, b) })
+}
+
+// TableOuterJoinWithKey is TableOuterJoin whose joiner also takes the key.
+func TableOuterJoinWithKey[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, joiner func(K, *V1, *V2) VR) {
+	addTableJoin(t, name, left, right, true, true, joiner)
 }
 
 // addTableJoin adds the two sides and the node name they forward through.
 // leftOuter says the left row may be absent from a result, rightOuter the
 // right row.
-func addTableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, leftOuter, rightOuter bool, joiner func(*V1, *V2) VR) {
+func addTableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, right TableRef, leftOuter, rightOuter bool, joiner func(K, *V1, *V2) VR) {
 	ln, rn := name+"-left", name+"-right"
 	resNil := nilTest[VR]()
 	stream.AddProcessor(t, ln, func() stream.Processor[K, Change[V1], K, Change[VR]] {
@@ -162,7 +189,7 @@ func addTableJoin[K, V1, V2, VR any](t *stream.Topology, name string, left, righ
 	t.ConnectStore(right.Store, ln)
 	stream.AddProcessor(t, rn, func() stream.Processor[K, Change[V2], K, Change[VR]] {
 		return &tableJoinSide[K, V2, V1, VR]{otherStore: left.Store, thisOuter: rightOuter, otherOuter: leftOuter,
-			join: func(b *V2, a *V1) VR { return joiner(a, b) }, keyNil: nilTest[K](), resNil: resNil}
+			join: func(k K, b *V2, a *V1) VR { return joiner(k, a, b) }, keyNil: nilTest[K](), resNil: resNil}
 	}, right.Node)
 	t.ConnectStore(left.Store, rn)
 	// The merge of both sides' results (Kafka Streams' join merger): one
@@ -182,7 +209,7 @@ type tableJoinSide[K, VT, VO, VR any] struct {
 	other      state.KeyValueStore[K, ValueAndTimestamp[VO]]
 	// thisOuter: a result may lack this side's row; otherOuter: the other's.
 	thisOuter, otherOuter bool
-	join                  func(*VT, *VO) VR
+	join                  func(K, *VT, *VO) VR
 	keyNil                func(K) bool  // nil for a type that cannot be nil
 	resNil                func(VR) bool // a nil result is no result, as Kafka Streams' null
 }
@@ -210,18 +237,18 @@ func (s *tableJoinSide[K, VT, VO, VR]) Process(ctx *stream.Context[K, Change[VR]
 		// Kafka Streams emits nothing here: no result before or after.
 		return nil
 	}
-	ch := Change[VR]{New: s.result(r.Value.New, other), Old: s.result(r.Value.Old, other)}
+	ch := Change[VR]{New: s.result(r.Key, r.Value.New, other), Old: s.result(r.Key, r.Value.Old, other)}
 	ctx.Forward(stream.Record[K, Change[VR]]{Key: r.Key, Value: ch, Timestamp: ts, Headers: r.Headers})
 	return nil
 }
 
 // result is the join of this side's row v with the other's, nil when the
 // join has no result for them.
-func (s *tableJoinSide[K, VT, VO, VR]) result(v *VT, other *VO) *VR {
+func (s *tableJoinSide[K, VT, VO, VR]) result(k K, v *VT, other *VO) *VR {
 	if (v == nil && !s.thisOuter) || (other == nil && !s.otherOuter) || (v == nil && other == nil) {
 		return nil
 	}
-	res := s.join(v, other)
+	res := s.join(k, v, other)
 	if s.resNil != nil && s.resNil(res) {
 		return nil
 	}

@@ -207,3 +207,40 @@ func TestTableJoinNilResult(t *testing.T) {
 		t.Fatalf("joined row of k after a nil result: found %v (%v), want none", ok, err)
 	}
 }
+
+// The WithKey joiners take the key too: the same joins, each result
+// prefixed by its key.
+func TestJoinsWithKey(t *testing.T) {
+	s := serde.String{}
+	ns := dsl.Nullable[string](s)
+	opts := stream.StoreOptions{}
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "clicks", "clicks", s, s)
+	dsl.Table(topo, "left", "left", s, s, "left-store", opts)
+	dsl.Table(topo, "right", "right", s, s, "right-store", opts)
+	l, r := dsl.TableRef{Node: "left", Store: "left-store"}, dsl.TableRef{Node: "right", Store: "right-store"}
+	dsl.StreamTableJoinWithKey(topo, "st-inner", "left-store", func(k, v, row string) string { return k + ":" + v + "+" + row }, "clicks")
+	dsl.StreamTableLeftJoinWithKey(topo, "st-left", "right-store", func(k, v string, row *string) string { return k + ":" + v + "+" + orNull(row) }, "clicks")
+	dsl.TableJoinWithKey(topo, "tt-inner", l, r, func(k, a, b string) string { return k + ":" + a + "+" + b })
+	dsl.TableLeftJoinWithKey(topo, "tt-left", l, r, func(k, a string, b *string) string { return k + ":" + a + "+" + orNull(b) })
+	dsl.TableOuterJoinWithKey(topo, "tt-outer", l, r, func(k string, a, b *string) string { return k + ":" + orNull(a) + "+" + orNull(b) })
+	stream.AddSink(topo, "st-inner-out", "st-inner", s, s, "st-inner")
+	stream.AddSink(topo, "st-left-out", "st-left", s, s, "st-left")
+	for _, n := range []string{"tt-inner", "tt-left", "tt-outer"} {
+		dsl.ToStream[string, string](topo, n+"-updates", n)
+		stream.AddSink(topo, n+"-out", n, s, ns, n+"-updates")
+	}
+	d, _ := nullDriver(t, topo, 1)
+	pipeBytes(t, d, "left", []byte("k"), []byte("L"))
+	pipeBytes(t, d, "clicks", []byte("k"), []byte("c"))
+	pipeBytes(t, d, "right", []byte("k"), []byte("R"))
+	for topic, want := range map[string][]string{
+		"st-inner": {"k=k:c+L@0"},
+		"st-left":  {"k=k:c+null@0"},
+		"tt-inner": {"k=k:L+R@0"},
+		"tt-left":  {"k=k:L+null@0", "k=k:L+R@0"},
+		"tt-outer": {"k=k:L+null@0", "k=k:L+R@0"},
+	} {
+		same(t, topic, render(d.Output(topic), text), want)
+	}
+}
