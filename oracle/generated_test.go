@@ -46,6 +46,10 @@ var notGenerated = []string{
 	"count-groupBy-nullable", "aggregate-groupBy-nullable",
 	"table-groupBy-nullable", "table-groupBy-nullable-reduce", "table-groupBy-nullable-aggregate",
 	"reduce-delete", "table-reduce-delete", "repartition-chain",
+	"join-table-stream-inner", "join-table-stream-left", "join-table-stream-inner-nullable",
+	"join-table-stream-left-nullable", "join-table-table-inner", "join-table-table-left",
+	"join-table-table-outer", "join-table-table-left-count", "join-table-table-materialized",
+	"join-table-stream-count",
 }
 
 // Every topology is either written in kgen.yaml or in the README's list of
