@@ -110,3 +110,99 @@ func TestStreamJoinBounds(t *testing.T) {
 		})
 	}
 }
+
+// Nulls reaching a join (keys and values read with dsl.Nullable): a record
+// with a nil key and a value that could go without a partner (left: a left
+// record; outer: either) is the joiner's at once, with the nil key; every
+// other nil key or value is dropped and counted by reason.
+func TestStreamJoinNulls(t *testing.T) {
+	ns := dsl.Nullable[string](serde.String{})
+	str := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return *p
+	}
+	for _, tc := range []struct {
+		kind    string
+		want    []string
+		dropped map[stream.DropReason]uint64
+	}{
+		{"inner", nil, map[stream.DropReason]uint64{stream.DropNullKey: 2, stream.DropNullValue: 2}},
+		{"left", []string{"=N1|null@1"}, map[stream.DropReason]uint64{stream.DropNullKey: 1, stream.DropNullValue: 2}},
+		{"outer", []string{"=N1|null@1", "=null|n1@2"}, map[stream.DropReason]uint64{stream.DropNullValue: 2}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			topo := stream.NewTopology()
+			stream.AddSource(topo, "l", "left", ns, ns)
+			stream.AddSource(topo, "r", "right", ns, ns)
+			w := dsl.JoinWindowsOf(10 * ms)
+			switch tc.kind {
+			case "inner":
+				dsl.JoinStreams(topo, "join", w, ns, ns, ns, dsl.StreamJoinOptions{}, func(_ *string, l, r *string) string { return str(l) + "|" + str(r) }, "l", "r")
+			case "left":
+				dsl.LeftJoinStreams(topo, "join", w, ns, ns, ns, dsl.StreamJoinOptions{}, func(_ *string, l *string, r **string) string {
+					if r != nil {
+						return str(l) + "|" + str(*r)
+					}
+					return str(l) + "|null"
+				}, "l", "r")
+			case "outer":
+				dsl.OuterJoinStreams(topo, "join", w, ns, ns, ns, dsl.StreamJoinOptions{}, func(_ *string, l, r **string) string {
+					s := "null"
+					if l != nil {
+						s = str(*l)
+					}
+					if r != nil {
+						return s + "|" + str(*r)
+					}
+					return s + "|null"
+				}, "l", "r")
+			}
+			stream.AddSink(topo, "out", "out", ns, serde.Serde[string](serde.String{}), "join")
+			d := driver(t, topo, 1)
+			for _, r := range []struct {
+				topic      string
+				key, value []byte
+				at         time.Duration
+			}{
+				{"left", nil, []byte("N1"), 1},
+				{"right", nil, []byte("n1"), 2},
+				{"left", []byte("a"), nil, 3},
+				{"right", []byte("a"), nil, 4},
+			} {
+				if err := d.Pipe(r.topic, r.key, r.value, nil, t0.Add(r.at*ms)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			same(t, "out", render(d.Output("out"), text), tc.want)
+			got := d.Dropped()
+			for reason, n := range tc.dropped {
+				if got[reason] != n {
+					t.Errorf("dropped %s: %d, want %d (all: %v)", reason, got[reason], n, got)
+				}
+			}
+			if got[stream.DropNullKey]+got[stream.DropNullValue] != tc.dropped[stream.DropNullKey]+tc.dropped[stream.DropNullValue] {
+				t.Errorf("dropped %v, want %v", got, tc.dropped)
+			}
+		})
+	}
+}
+
+// Windows Kafka Streams refuses stop the task at Init.
+func TestStreamJoinBadWindows(t *testing.T) {
+	for _, w := range []dsl.JoinWindows{
+		dsl.JoinWindowsOf(0).Before(-5 * ms).After(2 * ms),
+		dsl.JoinWindowsOf(5 * ms).Grace(-1 * ms),
+	} {
+		topo := joinTopo("inner", w)
+		d, err := stream.NewLocalDriver(topo, stream.LocalConfig{AppID: "dsl"})
+		if err == nil {
+			err = d.Pipe("left", []byte("a"), []byte("x"), nil, t0)
+			d.Close()
+		}
+		if err == nil {
+			t.Errorf("%+v: no error", w)
+		}
+	}
+}
