@@ -24,7 +24,8 @@ import (
 // side whose key was changed.
 //
 // Each side's records are kept in a window store (duplicates retained) for
-// before+after+grace of the join's stream time. A left (outer) join emits a
+// before+after+grace, measured in that side's own records' times (a record
+// older than that is not stored, but still joins the other side's). A left (outer) join emits a
 // left (either) record that found no partner only once its window has
 // closed, never a spurious early result: until then it waits in a third,
 // key-value store of unmatched records, from which a later partner removes
