@@ -68,6 +68,7 @@ func init() {
 		"join-ss-left":           joinSSTwin("left", joinSS),
 		"join-ss-outer":          joinSSTwin("outer", joinSS),
 		"join-ss-outer-asym":     joinSSTwin("outer", joinSSAsym),
+		"join-ss-inner-zero":     joinSSTwin("inner", dsl.JoinWindowsOf(0)),
 		"join-ss-left-nullable":  joinSSNullable("left"),
 		"join-ss-outer-nullable": joinSSNullable("outer"),
 	} {
@@ -75,5 +76,5 @@ func init() {
 	}
 	// The spec has no join operator yet.
 	notGenerated = append(notGenerated, "join-ss-inner", "join-ss-left", "join-ss-outer", "join-ss-outer-asym",
-		"join-ss-left-nullable", "join-ss-outer-nullable")
+		"join-ss-inner-zero", "join-ss-left-nullable", "join-ss-outer-nullable")
 }

@@ -150,6 +150,9 @@ func addStreamJoin[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWin
 	}, name+"-left", name+"-right")
 	// Kafka Streams' join window stores: size before+after, kept for
 	// before+after+grace, every record kept even under one key and time.
+	// At least 1ms: Kafka Streams' stores kept 0ms (no difference, no
+	// grace) return nothing, and its join joins nothing (the oracle's
+	// join-ss-inner-zero); kgen joins records of the same time.
 	size := max(w.before+w.after, 1)
 	opt := state.WindowStoreOptions{
 		Retention:        time.Duration(max(w.before+w.after+w.grace, size)) * time.Millisecond,

@@ -380,6 +380,9 @@ final class Topologies {
             case "join-ss-outer-nullable":
                 joinSS(b, "outer", JOIN_SS);
                 break;
+            case "join-ss-inner-zero":
+                joinSS(b, "inner", JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ZERO));
+                break;
             case "join-ss-outer-asym":
                 joinSS(b, "outer", JOIN_SS_ASYM);
                 break;
