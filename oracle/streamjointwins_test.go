@@ -17,7 +17,7 @@ var (
 	joinSSOpts = dsl.StreamJoinOptions{Store: opts}
 )
 
-func orNull[T any](p *T, show func(T) string) string {
+func ssOrNull[T any](p *T, show func(T) string) string {
 	if p == nil {
 		return "null"
 	}
@@ -34,9 +34,9 @@ func joinSSTwin(kind string, w dsl.JoinWindows) func(*env) *stream.Topology {
 		case "inner":
 			dsl.JoinStreams(t, "join", w, S, S, S, joinSSOpts, func(_ string, l, r string) string { return l + "|" + r }, "left", "right")
 		case "left":
-			dsl.LeftJoinStreams(t, "join", w, S, S, S, joinSSOpts, func(_ string, l string, r *string) string { return l + "|" + orNull(r, id) }, "left", "right")
+			dsl.LeftJoinStreams(t, "join", w, S, S, S, joinSSOpts, func(_ string, l string, r *string) string { return l + "|" + ssOrNull(r, id) }, "left", "right")
 		case "outer":
-			dsl.OuterJoinStreams(t, "join", w, S, S, S, joinSSOpts, func(_ string, l, r *string) string { return orNull(l, id) + "|" + orNull(r, id) }, "left", "right")
+			dsl.OuterJoinStreams(t, "join", w, S, S, S, joinSSOpts, func(_ string, l, r *string) string { return ssOrNull(l, id) + "|" + ssOrNull(r, id) }, "left", "right")
 		}
 		stream.AddSink(t, "out", "out", S, S, "join")
 		return t
@@ -50,12 +50,12 @@ func joinSSNullable(kind string) func(*env) *stream.Topology {
 		t := stream.NewTopology()
 		stream.AddSource(t, "left", "left", NS, NS)
 		stream.AddSource(t, "right", "right", NS, NS)
-		str := func(s *string) string { return orNull(s, func(s string) string { return s }) }
+		str := func(s *string) string { return ssOrNull(s, func(s string) string { return s }) }
 		switch kind {
 		case "left":
-			dsl.LeftJoinStreams(t, "join", joinSS, NS, NS, NS, joinSSOpts, func(_ *string, l *string, r **string) string { return str(l) + "|" + orNull(r, str) }, "left", "right")
+			dsl.LeftJoinStreams(t, "join", joinSS, NS, NS, NS, joinSSOpts, func(_ *string, l *string, r **string) string { return str(l) + "|" + ssOrNull(r, str) }, "left", "right")
 		case "outer":
-			dsl.OuterJoinStreams(t, "join", joinSS, NS, NS, NS, joinSSOpts, func(_ *string, l, r **string) string { return orNull(l, str) + "|" + orNull(r, str) }, "left", "right")
+			dsl.OuterJoinStreams(t, "join", joinSS, NS, NS, NS, joinSSOpts, func(_ *string, l, r **string) string { return ssOrNull(l, str) + "|" + ssOrNull(r, str) }, "left", "right")
 		}
 		stream.AddSink(t, "out", "out", NS, serde.Serde[string](S), "join")
 		return t

@@ -13,8 +13,8 @@ import (
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
-// Stream–stream joins: Kafka Streams 4.4's KStream#join, #leftJoin and
-// #outerJoin of two KStreams in JoinWindows, by hand. A record of the left
+// Stream–stream joins: Kafka Streams 4.4's KStream#join, #ssLeft and
+// #ssOuter of two KStreams in JoinWindows, by hand. A record of the left
 // stream at time t joins each record of the right stream with the same key
 // and a time in [t-before, t+after] (a right record at time t joins the left
 // records in [t-after, t+before]), whichever arrives second making the
@@ -79,13 +79,13 @@ type StreamJoinOptions struct {
 	Store stream.StoreOptions
 }
 
-// joinKind is inner, left or outer.
-type joinKind int
+// ssJoinKind is inner, left or outer.
+type ssJoinKind int
 
 const (
-	innerJoin joinKind = iota
-	leftJoin
-	outerJoin
+	ssInner ssJoinKind = iota
+	ssLeft
+	ssOuter
 )
 
 // JoinStreams is the inner join of the streams left and right in w: for
@@ -94,7 +94,7 @@ const (
 // dropped (stream.DropNullKey, stream.DropNullValue). Children read the node
 // name; the nodes name-left and name-right are added too.
 func JoinStreams[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindows, ks serde.Serde[K], v1 serde.Serde[V1], v2 serde.Serde[V2], opts StreamJoinOptions, joiner func(key K, left V1, right V2) VR, left, right string) {
-	addStreamJoin(t, name, w, ks, v1, v2, opts, innerJoin, func(k K, l *V1, r *V2) VR { return joiner(k, *l, *r) }, left, right)
+	addStreamJoin(t, name, w, ks, v1, v2, opts, ssInner, func(k K, l *V1, r *V2) VR { return joiner(k, *l, *r) }, left, right)
 }
 
 // LeftJoinStreams is the left join of left and right in w: the inner join's
@@ -104,7 +104,7 @@ func JoinStreams[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindo
 // joiner as it is (nil key, nil right side), at once, as Kafka Streams 4.4
 // does; other nil keys and values are dropped as by JoinStreams.
 func LeftJoinStreams[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindows, ks serde.Serde[K], v1 serde.Serde[V1], v2 serde.Serde[V2], opts StreamJoinOptions, joiner func(key K, left V1, right *V2) VR, left, right string) {
-	addStreamJoin(t, name, w, ks, v1, v2, opts, leftJoin, func(k K, l *V1, r *V2) VR { return joiner(k, *l, r) }, left, right)
+	addStreamJoin(t, name, w, ks, v1, v2, opts, ssLeft, func(k K, l *V1, r *V2) VR { return joiner(k, *l, r) }, left, right)
 }
 
 // OuterJoinStreams is the outer join of left and right in w: the left
@@ -112,20 +112,20 @@ func LeftJoinStreams[K, V1, V2, VR any](t *stream.Topology, name string, w JoinW
 // record, with a nil left side. A record of either side with a nil key and a
 // value is passed to joiner at once.
 func OuterJoinStreams[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindows, ks serde.Serde[K], v1 serde.Serde[V1], v2 serde.Serde[V2], opts StreamJoinOptions, joiner func(key K, left *V1, right *V2) VR, left, right string) {
-	addStreamJoin(t, name, w, ks, v1, v2, opts, outerJoin, joiner, left, right)
+	addStreamJoin(t, name, w, ks, v1, v2, opts, ssOuter, joiner, left, right)
 }
 
-// joinInput is a record of either side, as the join node receives it: the
+// ssJoinInput is a record of either side, as the join node receives it: the
 // two sides reach one processor, so that the stream time, the stores and
 // the pending records have one owner.
-type joinInput[V1, V2 any] struct {
+type ssJoinInput[V1, V2 any] struct {
 	left bool
 	v1   V1
 	v2   V2
 }
 
-func addStreamJoin[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindows, ks serde.Serde[K], v1 serde.Serde[V1], v2 serde.Serde[V2], opts StreamJoinOptions, kind joinKind, joiner func(K, *V1, *V2) VR, left, right string) {
-	type in = joinInput[V1, V2]
+func addStreamJoin[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWindows, ks serde.Serde[K], v1 serde.Serde[V1], v2 serde.Serde[V2], opts StreamJoinOptions, kind ssJoinKind, joiner func(K, *V1, *V2) VR, left, right string) {
+	type in = ssJoinInput[V1, V2]
 	stream.AddProcessor(t, name+"-left", func() stream.Processor[K, V1, K, in] {
 		return stream.ProcessorFunc[K, V1, K, in](func(ctx *stream.Context[K, in], r stream.Record[K, V1]) error {
 			ctx.Forward(stream.Record[K, in]{Key: r.Key, Value: in{left: true, v1: r.Value}, Timestamp: r.Timestamp, Headers: r.Headers})
@@ -139,7 +139,7 @@ func addStreamJoin[K, V1, V2, VR any](t *stream.Topology, name string, w JoinWin
 		})
 	}, right)
 	names := streamJoinStores{left: name + "-left-store", right: name + "-right-store"}
-	if kind != innerJoin {
+	if kind != ssInner {
 		names.outer = name + "-outer-store"
 	}
 	stream.AddProcessor(t, name, func() stream.Processor[K, in, K, VR] {
@@ -172,7 +172,7 @@ type streamJoinStores struct{ left, right, outer string }
 // KStreamJoinWindow nodes.
 type streamJoin[K, V1, V2, VR any] struct {
 	w      JoinWindows
-	kind   joinKind
+	kind   ssJoinKind
 	joiner func(K, *V1, *V2) VR
 	stores streamJoinStores
 	ks     serde.Serde[K]
@@ -224,12 +224,12 @@ func (p *streamJoin[K, V1, V2, VR]) Init(ctx *stream.Context[K, VR]) error {
 // finds no partner.
 func (p *streamJoin[K, V1, V2, VR]) side(left bool) (before, after int64, outer bool) {
 	if left {
-		return p.w.before, p.w.after, p.kind != innerJoin
+		return p.w.before, p.w.after, p.kind != ssInner
 	}
-	return p.w.after, p.w.before, p.kind == outerJoin
+	return p.w.after, p.w.before, p.kind == ssOuter
 }
 
-func (p *streamJoin[K, V1, V2, VR]) Process(ctx *stream.Context[K, VR], r stream.Record[K, joinInput[V1, V2]]) error {
+func (p *streamJoin[K, V1, V2, VR]) Process(ctx *stream.Context[K, VR], r stream.Record[K, ssJoinInput[V1, V2]]) error {
 	ts := r.Timestamp.UnixMilli()
 	p.seen.ObserveMillis(ts) // every record moves it, even one dropped below, as in Kafka Streams
 	in := r.Value
@@ -258,9 +258,9 @@ func (p *streamJoin[K, V1, V2, VR]) Process(ctx *stream.Context[K, VR], r stream
 	matched := false
 	var err error
 	if in.left {
-		matched, err = joinWith(ctx, p, r, p.right, from, to, false, func(v2 *V2) VR { return p.joiner(r.Key, &in.v1, v2) })
+		matched, err = ssJoinWith(ctx, p, r, p.right, from, to, false, func(v2 *V2) VR { return p.joiner(r.Key, &in.v1, v2) })
 	} else {
-		matched, err = joinWith(ctx, p, r, p.left, from, to, true, func(v1 *V1) VR { return p.joiner(r.Key, v1, &in.v2) })
+		matched, err = ssJoinWith(ctx, p, r, p.left, from, to, true, func(v1 *V1) VR { return p.joiner(r.Key, v1, &in.v2) })
 	}
 	if err != nil {
 		return err
@@ -288,17 +288,17 @@ func (p *streamJoin[K, V1, V2, VR]) Process(ctx *stream.Context[K, VR], r stream
 }
 
 // alone is the joiner's result for a record without a partner.
-func (p *streamJoin[K, V1, V2, VR]) alone(key K, in joinInput[V1, V2]) VR {
+func (p *streamJoin[K, V1, V2, VR]) alone(key K, in ssJoinInput[V1, V2]) VR {
 	if in.left {
 		return p.joiner(key, &in.v1, nil)
 	}
 	return p.joiner(key, nil, &in.v2)
 }
 
-// joinWith joins r with the other side's records of r's key in [from, to],
+// ssJoinWith joins r with the other side's records of r's key in [from, to],
 // forwarding each result stamped with the later of the two times, and
 // removes the partners from the pending records.
-func joinWith[K, V1, V2, VR, VO any](ctx *stream.Context[K, VR], p *streamJoin[K, V1, V2, VR], r stream.Record[K, joinInput[V1, V2]], other state.WindowStore[K, VO], from, to int64, otherLeft bool, join func(*VO) VR) (bool, error) {
+func ssJoinWith[K, V1, V2, VR, VO any](ctx *stream.Context[K, VR], p *streamJoin[K, V1, V2, VR], r stream.Record[K, ssJoinInput[V1, V2]], other state.WindowStore[K, VO], from, to int64, otherLeft bool, join func(*VO) VR) (bool, error) {
 	it, err := other.FetchRange(r.Key, from, to)
 	if err != nil {
 		return false, err
@@ -353,7 +353,7 @@ func (p *streamJoin[K, V1, V2, VR]) unpend(key K, ts int64, left bool) error {
 
 // addPending keeps a record without a partner until its window closes,
 // after the key's other records of that time and side.
-func (p *streamJoin[K, V1, V2, VR]) addPending(key K, ts int64, in joinInput[V1, V2]) error {
+func (p *streamJoin[K, V1, V2, VR]) addPending(key K, ts int64, in ssJoinInput[V1, V2]) error {
 	p.minTime = min(p.minTime, ts)
 	kb, err := p.pendingKey(key, ts, in.left)
 	if err != nil {

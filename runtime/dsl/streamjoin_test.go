@@ -10,9 +10,9 @@ import (
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
-// joinTopo joins the topics "left" and "right" (string keys and values)
+// ssJoinTopo joins the topics "left" and "right" (string keys and values)
 // in w, writing "l|r" ("null" for a missing side) to "out".
-func joinTopo(kind string, w dsl.JoinWindows) *stream.Topology {
+func ssJoinTopo(kind string, w dsl.JoinWindows) *stream.Topology {
 	s := serde.String{}
 	topo := stream.NewTopology()
 	stream.AddSource(topo, "l", "left", s, s)
@@ -36,7 +36,7 @@ func joinTopo(kind string, w dsl.JoinWindows) *stream.Topology {
 	return topo
 }
 
-type joinIn struct {
+type ssJoinIn struct {
 	topic, key, value string
 	at                time.Duration // ms after t0
 }
@@ -49,7 +49,7 @@ type joinIn struct {
 // at once when it arrives after that; a partner removes a pending record.
 // The timestamps are relative to t0, so the windows never reach below 0.
 func TestStreamJoinKinds(t *testing.T) {
-	recs := []joinIn{
+	recs := []ssJoinIn{
 		{"left", "a", "A1", 0},
 		{"right", "a", "a1", 5},  // joins A1
 		{"right", "b", "b1", 6},  // alone: outer waits until 21
@@ -69,7 +69,7 @@ func TestStreamJoinKinds(t *testing.T) {
 		{"outer", []string{"a=A1|a1@5", "b=null|b1@6", "c=C1|c1@20", "d=null|d1@3", "a=A2|null@22"}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			d := driver(t, joinTopo(tc.kind, w), 1)
+			d := driver(t, ssJoinTopo(tc.kind, w), 1)
 			for _, r := range recs {
 				pipe(t, d, r.topic, r.key, r.value, r.at)
 			}
@@ -90,8 +90,8 @@ func TestStreamJoinBounds(t *testing.T) {
 	for _, partitions := range []int32{1, 4} {
 		t.Run(fmt.Sprint(partitions), func(t *testing.T) {
 			w := dsl.JoinWindowsOf(0).Before(5 * ms).After(10 * ms).Grace(2 * ms)
-			d := driver(t, joinTopo("outer", w), partitions)
-			for _, r := range []joinIn{
+			d := driver(t, ssJoinTopo("outer", w), partitions)
+			for _, r := range []ssJoinIn{
 				{"left", "k", "L100", 100},
 				{"right", "k", "r95", 95},   // 100-5: joins
 				{"right", "k", "r94", 94},   // 100-6: alone, window closed (94+5 < 100)
@@ -195,7 +195,7 @@ func TestStreamJoinBadWindows(t *testing.T) {
 		dsl.JoinWindowsOf(0).Before(-5 * ms).After(2 * ms),
 		dsl.JoinWindowsOf(5 * ms).Grace(-1 * ms),
 	} {
-		topo := joinTopo("inner", w)
+		topo := ssJoinTopo("inner", w)
 		d, err := stream.NewLocalDriver(topo, stream.LocalConfig{AppID: "dsl"})
 		if err == nil {
 			err = d.Pipe("left", []byte("a"), []byte("x"), nil, t0)

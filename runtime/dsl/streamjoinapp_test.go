@@ -25,21 +25,21 @@ import (
 // in memory, exactly-once with stores in Pebble).
 func TestStreamJoinSurvivesRestart(t *testing.T) {
 	for _, g := range []stream.GuaranteeKind{stream.AtLeastOnce, stream.ExactlyOnce} {
-		t.Run(g.String(), func(t *testing.T) { joinAcrossInstances(t, g, false) })
+		t.Run(g.String(), func(t *testing.T) { ssJoinAcrossInstances(t, g, false) })
 	}
 }
 
 // The same while the tasks move between running instances (exactly-once):
 // b joins while a runs, then a stops.
 func TestStreamJoinAcrossRebalances(t *testing.T) {
-	joinAcrossInstances(t, stream.ExactlyOnce, true)
+	ssJoinAcrossInstances(t, stream.ExactlyOnce, true)
 }
 
-// joinAcrossInstances runs the scenario of TestStreamJoinSurvivesRestart,
+// ssJoinAcrossInstances runs the scenario of TestStreamJoinSurvivesRestart,
 // the second instance starting after the first stopped or, with rebalance,
 // while it runs. Each step writes to one topic and waits for its results,
 // so the order the join sees the records in does not depend on fetching.
-func joinAcrossInstances(t *testing.T, g stream.GuaranteeKind, rebalance bool) {
+func ssJoinAcrossInstances(t *testing.T, g stream.GuaranteeKind, rebalance bool) {
 	c := kafkatest.New(t)
 	left, right, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 	cl := c.Client(t)
