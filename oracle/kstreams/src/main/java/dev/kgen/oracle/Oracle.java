@@ -244,6 +244,10 @@ public final class Oracle {
         // default); off, so that a window is emitted by the record whose
         // stream time closes it, whatever the clock: kgen has no such throttle.
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        // Likewise the left/outer stream-stream join's throttle on emitting
+        // records without a partner (1 s by default): off, so that they are
+        // emitted by the record whose stream time closes their window.
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "oracle");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
