@@ -12,12 +12,13 @@ import (
 // KIP-889/KIP-914): each record is stored as its key's version at the
 // record's time in a versioned store (stream.AddVersionedKeyValueStore of
 // *V values, nil a tombstone) keeping history for historyRetention, so a
-// join can ask the value a key had at a time. A record that is the key's
-// latest version is forwarded as a Change from the previous latest value,
-// as Table forwards; an out-of-order record (older than the latest
-// version) only goes into the history and is not forwarded, since the
-// table's current value did not change; a record older than the history
-// retention is neither stored nor forwarded, and is counted as
+// join can ask the value a key had at a time. Every stored update is
+// forwarded as a Change from the key's latest value before it, as Kafka
+// Streams' table source does: one older than the key's latest version
+// (out of order) went into the history only, and is forwarded with
+// OutOfOrder set (Old is then the latest value, still current), for a
+// table-table join to drop. A record older than the history retention is
+// neither stored nor forwarded, and is counted as
 // stream.DropExpiredVersion; a null key is dropped as stream.DropNullKey.
 // It adds a source node name+"-source" and the table node name.
 func VersionedTable[K, V any](t *stream.Topology, name, topic string, ks serde.Serde[K], vs serde.Serde[V], store string, historyRetention time.Duration, opts stream.StoreOptions) {
@@ -53,15 +54,11 @@ func (s *versionedTableSource[K, V]) Process(ctx *stream.Context[K, Change[V]], 
 	if err != nil {
 		return err
 	}
-	switch validTo {
-	case state.PutNotPut:
+	if validTo == state.PutNotPut {
 		ctx.RecordDropped(stream.DropExpiredVersion)
 		return nil
-	case state.PutValidToUndefined:
-	default:
-		return nil // into the history: the table's current value is unchanged
 	}
-	ch := Change[V]{New: r.Value}
+	ch := Change[V]{New: r.Value, OutOfOrder: validTo != state.PutValidToUndefined}
 	if found {
 		ch.Old = old.Value
 	}

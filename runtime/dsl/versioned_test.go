@@ -12,16 +12,22 @@ import (
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
-// TestVersionedTable checks a versioned table source: an update that is
-// the key's latest version is forwarded (a tombstone too); an out-of-order
-// one goes into the history only, where the store answers it as of its
-// time; one older than the history retention is neither stored nor
-// forwarded, and is counted; a null key is dropped and counted.
+// TestVersionedTable checks a versioned table source: every stored update
+// is forwarded (a tombstone too), an out-of-order one (into the history,
+// where the store answers it as of its time) marked OutOfOrder with the
+// still-current latest value as Old, as Kafka Streams forwards it with
+// isLatest false (oracle case versioned-table); one older than the
+// history retention is neither stored nor forwarded, and is counted; a
+// null key is dropped and counted.
 func TestVersionedTable(t *testing.T) {
 	ns := dsl.Nullable[string](serde.String{})
 	topo := stream.NewTopology()
 	dsl.VersionedTable(topo, "table", "in", ns, serde.String{}, "vt", 100*time.Millisecond, stream.StoreOptions{Changelog: true})
 	dsl.ToStream[*string, string](topo, "updates", "table")
+	var changes []string
+	stream.AddProcessor(topo, "changes", func() stream.Processor[*string, dsl.Change[string], *string, string] {
+		return changeRecorder{&changes}
+	}, "table")
 	stream.AddSink(topo, "out", "out", ns, ns, "updates")
 	d, _ := nullDriver(t, topo, 1)
 	at := func(k, v []byte, ms int64) {
@@ -36,7 +42,8 @@ func TestVersionedTable(t *testing.T) {
 	at([]byte("a"), []byte("x"), 50)  // older than 200 - 100: dropped
 	at(nil, []byte("n"), 210)         // null key: dropped
 	at([]byte("a"), nil, 220)         // tombstone: forwarded
-	same(t, "updates", render(d.Output("out"), text), []string{"a=1@100", "a=2@200", "a=-@220"})
+	same(t, "updates", render(d.Output("out"), text), []string{"a=1@100", "a=2@200", "a=0@150", "a=-@220"})
+	same(t, "changes", changes, []string{"nil→1", "1→2", "2→0 out of order", "2→nil"})
 	if diff := cmp.Diff(map[stream.DropReason]uint64{stream.DropNullKey: 1, stream.DropExpiredVersion: 1}, d.Dropped()); diff != "" {
 		t.Errorf("dropped (-want +got):\n%s", diff)
 	}
@@ -65,4 +72,24 @@ func TestVersionedTable(t *testing.T) {
 			t.Errorf("GetAsOf(a, %d) = %v, %v; want %q", c.asOf-base, got, ok, c.want)
 		}
 	}
+}
+
+// changeRecorder writes each Change it is given as old→new.
+type changeRecorder struct{ out *[]string }
+
+func (changeRecorder) Init(*stream.Context[*string, string]) error { return nil }
+
+func (c changeRecorder) Process(_ *stream.Context[*string, string], r stream.Record[*string, dsl.Change[string]]) error {
+	s := func(v *string) string {
+		if v == nil {
+			return "nil"
+		}
+		return *v
+	}
+	line := s(r.Value.Old) + "→" + s(r.Value.New)
+	if r.Value.OutOfOrder {
+		line += " out of order"
+	}
+	*c.out = append(*c.out, line)
+	return nil
 }
