@@ -93,8 +93,11 @@ type VersionedKeyValueStore[K, V any] interface {
 //
 // History expires per key: a write to a key first deletes its versions
 // that ended at or before observed time - history retention (and the
-// whole key when its latest version is such an old tombstone). A key
-// never written again keeps its expired history on disk, unseen by reads.
+// whole key when its latest version is such an old tombstone), and a
+// sweep (one more key, 0xff "vsweep", its cursor) looks at a few more
+// versions of any key at each write, so keys not written again lose
+// their expired versions too. Expired versions are never read: a read
+// of a time that old sees only the latest version.
 
 const (
 	versionPrefix  = 0x00
@@ -104,7 +107,17 @@ const (
 	versionLiveVal = 1
 )
 
-var versionedObservedKey = []byte{versionMeta, 'v', 'o', 'b', 's', 'e', 'r', 'v', 'e', 'd'}
+var (
+	versionedObservedKey = []byte{versionMeta, 'v', 'o', 'b', 's', 'e', 'r', 'v', 'e', 'd'}
+	// versionedSweepKey holds the backend key the expiry sweep goes on
+	// from.
+	versionedSweepKey = []byte{versionMeta, 'v', 's', 'w', 'e', 'e', 'p'}
+)
+
+// sweepBudget is how many stored versions each put looks at for the
+// expiry sweep, beyond its own key's: enough to pass over the whole store
+// while it is written, little enough to keep a put's cost flat.
+const sweepBudget = 4
 
 // VersionedKind returns the kind of versioned stores keeping history for
 // historyRetention: a compacted changelog whose records are the puts, in
@@ -280,6 +293,9 @@ func (v *versioned) put(kb, value []byte, ts int64) (int64, error) {
 	if err := v.expire(prefix, v.minLive(observed)); err != nil {
 		return 0, err
 	}
+	if err := v.sweep(v.minLive(observed)); err != nil {
+		return 0, err
+	}
 	e, ok, err := v.first(prefix, ts)
 	if err != nil {
 		return 0, err
@@ -342,6 +358,52 @@ func (v *versioned) expire(prefix []byte, minLive int64) error {
 		}
 	}
 	return nil
+}
+
+// sweep looks at the next sweepBudget stored versions after the sweep's
+// cursor, of any key, and deletes those that ended at or before minLive,
+// and latest tombstones from then: as expire, for keys not written again.
+// The cursor wraps around at the end of the versions.
+func (v *versioned) sweep(minLive int64) error {
+	if minLive == math.MinInt64 {
+		return nil
+	}
+	from, _, err := v.b.Get(versionedSweepKey)
+	if err != nil {
+		return err
+	}
+	if len(from) == 0 {
+		from = []byte{versionPrefix}
+	}
+	it, err := v.b.Range(from, []byte{versionPrefix + 1})
+	if err != nil {
+		return err
+	}
+	var dead [][]byte
+	next := []byte{versionPrefix} // wraps around unless the budget ends first
+	for n := 0; it.Next(); n++ {
+		if n == sweepBudget {
+			next = bytes.Clone(it.Key())
+			break
+		}
+		ver, err := decodeVersion(it.Key(), it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if ver.validTo <= minLive || (ver.validTo == math.MaxInt64 && ver.value == nil && ver.validFrom <= minLive) {
+			dead = append(dead, ver.key)
+		}
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := v.b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return v.b.Put(versionedSweepKey, next)
 }
 
 // NewVersionedKeyValueStore types a backend as a versioned key-value store

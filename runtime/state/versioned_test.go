@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,8 +98,43 @@ func TestVersionedStoreByExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(statetest.DrainRaw(t, it)); n != 4 {
-		t.Errorf("backend holds %d entries, want 4 (three versions and the observed time)", n)
+	if n := len(statetest.DrainRaw(t, it)); n != 5 {
+		t.Errorf("backend holds %d entries, want 5 (three versions, the observed time and the sweep's cursor)", n)
+	}
+	// Keys not written again lose their expired versions to the sweep
+	// as other keys are written: z's old versions, y's tombstone.
+	for i, k := range []string{"z", "z", "y", "y"} {
+		v := str("z")
+		if k == "y" && i == 3 {
+			v = nil
+		}
+		if _, err := s.Put(k, v, int64(1810+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := s.Put("k", str("w"), int64(2000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Time jumps: k's history expires, and the sweep finds it while
+	// other keys are written.
+	for i := range 15 {
+		if _, err := s.Put(fmt.Sprintf("n%d", i), str("n"), 2500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err = b.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Left: k's version of 2019 (the latest), z's of 1811, the n keys',
+	// the observed time, the sweep's cursor.
+	if raw := statetest.DrainRaw(t, it); len(raw) != 19 {
+		t.Errorf("after the sweep the backend holds %d entries, want 19: %v", len(raw), raw)
+	}
+	if got, ok, err := s.Get("z"); err != nil || !ok || got.Timestamp != 1811 {
+		t.Errorf("Get(z) after the sweep = %+v, %v, %v; want the version of 1811", got, ok, err)
 	}
 	nullKeys := state.NewVersionedKeyValueStore("n", state.NewMemory(), serde.Bytes{}, serde.Bytes{}, time.Hour, nil)
 	if _, err := nullKeys.Put(nil, []byte("x"), 1); err == nil {
