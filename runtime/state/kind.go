@@ -106,7 +106,8 @@ func (c ChangelogTopic) Configs() map[string]string {
 // nil if it keeps them: it must be compacted, and a topic that also deletes
 // must keep records at least Retention (forever when Retention is zero), by
 // time and by size; a kind that restores record times needs them kept as
-// the producer set them.
+// the producer set them; one with a MinCompactionLag needs at least that
+// min.compaction.lag.ms.
 func (c ChangelogTopic) Check(topic string, configs map[string]string) error {
 	var errs []error
 	if t, ok := configs["message.timestamp.type"]; ok && c.RecordTimes && t != "CreateTime" {
