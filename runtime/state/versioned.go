@@ -91,13 +91,12 @@ type VersionedKeyValueStore[K, V any] interface {
 // Get, GetAsOf and Put cost O(log n) in both backends, which iterate
 // forward only. One more key, 0xff "vobserved", keeps the observed time.
 //
-// History expires per key: a write to a key first deletes its versions
-// that ended at or before observed time - history retention (and the
-// whole key when its latest version is such an old tombstone), and a
-// sweep (one more key, 0xff "vsweep", its cursor) looks at a few more
-// versions of any key at each write, so keys not written again lose
-// their expired versions too. Expired versions are never read: a read
-// of a time that old sees only the latest version.
+// History expires by a sweep (one more key, 0xff "vsweep", its cursor):
+// every few puts, it looks at the next versions of any key and deletes
+// those that ended at or before observed time - history retention, and
+// latest tombstones from then. Expired versions are never read anyway: a
+// read of a time that old sees only the latest version, and a put that
+// old is refused.
 
 const (
 	versionPrefix  = 0x00
@@ -114,10 +113,15 @@ var (
 	versionedSweepKey = []byte{versionMeta, 'v', 's', 'w', 'e', 'e', 'p'}
 )
 
-// sweepBudget is how many stored versions each put looks at for the
-// expiry sweep, beyond its own key's: enough to pass over the whole store
-// while it is written, little enough to keep a put's cost flat.
-const sweepBudget = 4
+// The expiry sweep runs every sweepEvery puts and looks at sweepEvery *
+// sweepPerPut stored versions: it passes over the whole store faster than
+// puts can add expired versions (at most one per put), so those stay a
+// bounded share of it, and a put pays for a range iterator (a snapshot,
+// for the in-memory backend) only now and then.
+const (
+	sweepEvery  = 16
+	sweepPerPut = 4
+)
 
 // VersionedKind returns the kind of versioned stores keeping history for
 // historyRetention: a compacted changelog whose records are the puts, in
@@ -143,7 +147,7 @@ func VersionedKind(historyRetention time.Duration) *StoreKind {
 					return err
 				}
 			}
-			return nil
+			return v.sweep(len(changes) * sweepPerPut)
 		},
 		ToChangelog: func(Change) (Change, bool) { return Change{}, false },
 		LogsItself:  true,
@@ -290,12 +294,6 @@ func (v *versioned) put(kb, value []byte, ts int64) (int64, error) {
 		}
 	}
 	prefix := versionKeyPrefix(kb)
-	if err := v.expire(prefix, v.minLive(observed)); err != nil {
-		return 0, err
-	}
-	if err := v.sweep(v.minLive(observed)); err != nil {
-		return 0, err
-	}
 	e, ok, err := v.first(prefix, ts)
 	if err != nil {
 		return 0, err
@@ -325,46 +323,17 @@ func (v *versioned) put(kb, value []byte, ts int64) (int64, error) {
 	return validTo, nil
 }
 
-// expire deletes the key's versions that ended at or before minLive, and
-// the whole key when its latest version is a tombstone from then: no read
-// may see them any more.
-func (v *versioned) expire(prefix []byte, minLive int64) error {
-	if minLive == math.MinInt64 {
-		return nil
-	}
-	latest, ok, err := v.first(prefix, math.MaxInt64)
+// sweep looks at the next budget stored versions after the sweep's
+// cursor, of any key, and deletes those that ended at or before the
+// observed time minus the history retention, and latest tombstones from
+// then: no read can see them. The cursor wraps around at the end of the
+// versions.
+func (v *versioned) sweep(budget int) error {
+	observed, err := v.observed()
 	if err != nil {
 		return err
 	}
-	to := versionKey(prefix, minLive+1)
-	if ok && latest.value == nil && latest.validFrom <= minLive {
-		to = versionKey(prefix, math.MaxInt64)
-		to = append(to, 0)
-	}
-	it, err := v.b.Range(versionKey(prefix, math.MinInt64), to)
-	if err != nil {
-		return err
-	}
-	var keys [][]byte
-	for it.Next() {
-		keys = append(keys, bytes.Clone(it.Key()))
-	}
-	if err := errors.Join(it.Err(), it.Close()); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := v.b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sweep looks at the next sweepBudget stored versions after the sweep's
-// cursor, of any key, and deletes those that ended at or before minLive,
-// and latest tombstones from then: as expire, for keys not written again.
-// The cursor wraps around at the end of the versions.
-func (v *versioned) sweep(minLive int64) error {
+	minLive := v.minLive(observed)
 	if minLive == math.MinInt64 {
 		return nil
 	}
@@ -382,7 +351,7 @@ func (v *versioned) sweep(minLive int64) error {
 	var dead [][]byte
 	next := []byte{versionPrefix} // wraps around unless the budget ends first
 	for n := 0; it.Next(); n++ {
-		if n == sweepBudget {
+		if n == budget {
 			next = bytes.Clone(it.Key())
 			break
 		}
@@ -426,6 +395,7 @@ type versionedStore[K, V any] struct {
 	ks     serde.Serde[K]
 	vs     serde.Serde[V]
 	logger ChangeLogger
+	puts   int // since the last sweep
 }
 
 func (s *versionedStore[K, V]) Name() string                    { return s.name }
@@ -473,6 +443,12 @@ func (s *versionedStore[K, V]) put(kb, vb []byte, timestamp int64) (int64, error
 	validTo, err := s.v.put(kb, vb, timestamp)
 	if err != nil {
 		return 0, s.errorf("put", err)
+	}
+	if s.puts++; s.puts == sweepEvery {
+		s.puts = 0
+		if err := s.v.sweep(sweepEvery * sweepPerPut); err != nil {
+			return 0, s.errorf("expire", err)
+		}
 	}
 	if validTo != PutNotPut && s.logger != nil {
 		s.logger.LogChange(kb, vb, timestamp)
