@@ -73,6 +73,12 @@ type KeyValue[K, V any] struct {
 // New is a deletion (a tombstone); a nil Old is a new row.
 type Change[V any] struct {
 	Old, New *V
+	// OutOfOrder marks an update of a versioned table (VersionedTable)
+	// older than the key's latest version: it went into the table's
+	// history, and Old is the latest value, which it did not replace.
+	// Kafka Streams forwards it (its Change.isLatest false) and its
+	// table-table joins drop it; false for every other update.
+	OutOfOrder bool
 }
 
 // ValueAndTimestamp is what a table's store keeps per key: the value and

@@ -33,6 +33,12 @@ type StoreKind struct {
 	// timestamp) converts it here, and ok false logs nothing (a kind's own
 	// bookkeeping key). Nil logs writes as they are.
 	ToChangelog func(c Change) (logged Change, ok bool)
+	// LogsItself says the kind's typed store logs its own changelog
+	// records, one per operation, even over a record cache, and the
+	// runtime must log none of the backend's writes: a versioned store's
+	// put makes several backend writes, and its changelog holds the puts
+	// in the order they were made, which a cache's writes cannot tell.
+	LogsItself bool
 }
 
 // KeyValue is the kind of key-value stores (NewKeyValueStore): a compacted
@@ -69,6 +75,10 @@ type ChangelogTopic struct {
 	// producer's: message.timestamp.type=CreateTime, never the broker's
 	// LogAppendTime. Key-value stores do not need it.
 	RecordTimes bool
+	// MinCompactionLag, if more than zero, is how long compaction must
+	// leave every record of a key in place (min.compaction.lag.ms): a
+	// versioned store's history is the key's older records.
+	MinCompactionLag time.Duration
 }
 
 // kafkaDefaultRetention is Kafka's retention.ms default (seven days), for a
@@ -85,6 +95,9 @@ func (c ChangelogTopic) Configs() map[string]string {
 	if c.RecordTimes {
 		configs["message.timestamp.type"] = "CreateTime"
 	}
+	if c.MinCompactionLag > 0 {
+		configs["min.compaction.lag.ms"] = strconv.FormatInt(c.MinCompactionLag.Milliseconds(), 10)
+	}
 	return configs
 }
 
@@ -93,11 +106,17 @@ func (c ChangelogTopic) Configs() map[string]string {
 // nil if it keeps them: it must be compacted, and a topic that also deletes
 // must keep records at least Retention (forever when Retention is zero), by
 // time and by size; a kind that restores record times needs them kept as
-// the producer set them.
+// the producer set them; one with a MinCompactionLag needs at least that
+// min.compaction.lag.ms.
 func (c ChangelogTopic) Check(topic string, configs map[string]string) error {
 	var errs []error
 	if t, ok := configs["message.timestamp.type"]; ok && c.RecordTimes && t != "CreateTime" {
 		errs = append(errs, fmt.Errorf("changelog topic %q has message.timestamp.type=%s, it needs CreateTime: its store restores the times its records carry", topic, t))
+	}
+	if v, ok := configs["min.compaction.lag.ms"]; ok && c.MinCompactionLag > 0 {
+		if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms < c.MinCompactionLag.Milliseconds() {
+			errs = append(errs, fmt.Errorf("changelog topic %q has min.compaction.lag.ms=%s, it needs at least %d: compaction would drop the history its store keeps", topic, v, c.MinCompactionLag.Milliseconds()))
+		}
 	}
 	return errors.Join(append(errs, c.checkRetention(topic, configs))...)
 }

@@ -30,12 +30,19 @@ func TestChangelogConfigs(t *testing.T) {
 	if diff := cmp.Diff(want, timed.Configs()); diff != "" {
 		t.Errorf("changelog configs of a kind that restores record times (-want +got):\n%s", diff)
 	}
+	// Kafka Streams' versioned changelog: compacted, never before the
+	// history retention plus a day.
+	want = map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "CreateTime", "min.compaction.lag.ms": "90000000"}
+	if diff := cmp.Diff(want, state.VersionedKind(time.Hour).Changelog(0, time.Minute).Configs()); diff != "" {
+		t.Errorf("versioned changelog configs (-want +got):\n%s", diff)
+	}
 }
 
 // TestChangelogCheck checks which existing changelogs fit a kind: those
 // that keep every record it needs, by cleanup policy, time and size.
 func TestChangelogCheck(t *testing.T) {
 	kv := state.KeyValue.Changelog(0, state.DefaultChangelogRetentionMargin)
+	versioned := state.VersionedKind(time.Hour).Changelog(0, state.DefaultChangelogRetentionMargin)
 	for _, c := range []struct {
 		name    string
 		need    state.ChangelogTopic
@@ -60,6 +67,12 @@ func TestChangelogCheck(t *testing.T) {
 		{"record times", state.ChangelogTopic{RecordTimes: true}, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}, ""},
 		{"record times log append time", state.ChangelogTopic{RecordTimes: true}, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"},
 			`changelog topic "t" has message.timestamp.type=LogAppendTime, it needs CreateTime`},
+		{"versioned", versioned, map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "CreateTime", "min.compaction.lag.ms": "90000000"}, ""},
+		{"versioned longer lag", versioned, map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "100000000"}, ""},
+		{"versioned short lag", versioned, map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
+			`changelog topic "t" has min.compaction.lag.ms=0, it needs at least 90000000`},
+		{"versioned compact,delete", versioned, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "604800000", "min.compaction.lag.ms": "90000000"},
+			`it needs compact (or retention.ms=-1)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.need.Check("t", c.configs)

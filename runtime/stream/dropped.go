@@ -25,12 +25,16 @@ const (
 	DropLateRecord DropReason = "late-record"
 	// DropExpiredWindow: a record for a window already closed and purged.
 	DropExpiredWindow DropReason = "expired-window"
+	// DropExpiredVersion: a record older than its versioned table's
+	// history retention (Kafka Streams counts it in the store's
+	// expired-record sensor).
+	DropExpiredVersion DropReason = "expired-version"
 )
 
 // DropReasons returns the reasons the runtime knows, in a fixed order, so
 // that a metrics exporter can give each a series from the start.
 func DropReasons() []DropReason {
-	return []DropReason{DropNullKey, DropNullValue, DropLateRecord, DropExpiredWindow}
+	return []DropReason{DropNullKey, DropNullValue, DropLateRecord, DropExpiredWindow, DropExpiredVersion}
 }
 
 // RecordDropped counts the current record as dropped by this processor for

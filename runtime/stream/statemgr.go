@@ -224,7 +224,14 @@ func (m *stateManager) wrap(t *task, ts *taskStore) {
 		// commit rather than letting writes reach the store between commits.
 		ts.cache = state.NewCache(ts.inner, n, func() { t.commitRequested = true })
 		ts.cache.SetClock(ts) // what prepare logs carries its write's time
-		ts.backend, logger = ts.cache, nil
+		if def.kind.LogsItself {
+			// The typed store logs each operation at once (in the
+			// transaction, under exactly-once); the cache only holds
+			// its writes until the commit.
+			ts.backend, ts.loggedEachWrite = ts.cache, true
+		} else {
+			ts.backend, logger = ts.cache, nil
+		}
 	} else if t.persistent(def) {
 		// Without the record cache every write is logged at once, one
 		// changelog record per write as in Kafka Streams without a record

@@ -118,3 +118,31 @@ func getStore[S any](ctx StoreGetter, name, what string) (S, error) {
 	}
 	return typed, nil
 }
+
+// AddVersionedKeyValueStore adds a versioned key-value store
+// (state.NewVersionedKeyValueStore, Kafka Streams' KIP-889) keeping
+// history for historyRetention, and attaches it to processors; get it with
+// GetVersionedKeyValueStore. Logged, its changelog holds every accepted
+// put with its version's timestamp as the record's, and is created
+// compacted, message.timestamp.type=CreateTime and min.compaction.lag.ms =
+// historyRetention + one day, as Kafka Streams'. The store logs its own
+// writes: through the record cache too, each put is logged when made.
+func AddVersionedKeyValueStore[K, V any](t *Topology, name string, ks serde.Serde[K], vs serde.Serde[V], historyRetention time.Duration, opts StoreOptions, processors ...string) {
+	if historyRetention <= 0 {
+		t.errorf("versioned store %q: history retention %v, want more than 0", name, historyRetention)
+		return
+	}
+	t.addStore(&storeDef{
+		name: name, kind: state.VersionedKind(historyRetention), opts: opts,
+		keyType: reflect.TypeFor[K](), valType: reflect.TypeFor[V](),
+		open: func(b state.Backend, logger state.ChangeLogger) any {
+			return state.NewVersionedKeyValueStore(name, b, ks, vs, historyRetention, logger)
+		},
+	}, processors)
+}
+
+// GetVersionedKeyValueStore returns the typed versioned store named name.
+// Call it in Init and keep the result.
+func GetVersionedKeyValueStore[K, V any](ctx StoreGetter, name string) (state.VersionedKeyValueStore[K, V], error) {
+	return getStore[state.VersionedKeyValueStore[K, V]](ctx, name, "VersionedKeyValueStore")
+}

@@ -37,7 +37,7 @@ var (
 
 	descProcessed    = prometheus.NewDesc("kgen_records_processed_total", "Records processed.", appLabels, nil)
 	descSkipped      = prometheus.NewDesc("kgen_records_skipped_total", "Records that failed and were skipped by the LogAndContinue policy.", appLabels, nil)
-	descDropped      = prometheus.NewDesc("kgen_records_dropped_total", "Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window), as Kafka Streams' dropped-records.", []string{"app", "reason"}, nil)
+	descDropped      = prometheus.NewDesc("kgen_records_dropped_total", "Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window, expired-version), as Kafka Streams' dropped-records.", []string{"app", "reason"}, nil)
 	descDeadLettered = prometheus.NewDesc("kgen_records_dead_lettered_total", "Records sent to a dead-letter topic.", appLabels, nil)
 	descPunctuations = prometheus.NewDesc("kgen_punctuations_total", "Punctuations fired.", appLabels, nil)
 	descCommits      = prometheus.NewDesc("kgen_commits_total", "Commits (transactions under exactly-once).", appLabels, nil)

@@ -54,6 +54,7 @@ var Checks = []struct {
 	{"SessionModel", SessionModel},
 	{"TimestampedStore", TimestampedStore},
 	{"TimestampedWindowStore", TimestampedWindowStore},
+	{"VersionedModel", VersionedModel},
 }
 
 // Run runs every check of Checks against each kind, as subtests named

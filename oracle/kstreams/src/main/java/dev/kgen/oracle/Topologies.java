@@ -29,6 +29,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * The oracle's topologies, by name. Each has a twin, built with kgen's
@@ -319,6 +320,14 @@ final class Topologies {
             case "table":
             case "table-nullable":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "versioned-table":
+                // A versioned table (history retention 100 ms): what its
+                // toStream emits for in-order, out-of-order and too-old updates.
+                b.table("in", Consumed.with(S, S),
+                                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("vt", Duration.ofMillis(100)))
+                                        .withKeySerde(S).withValueSerde(S))
                         .toStream().to("out", Produced.with(S, S));
                 break;
             case "table-count":
