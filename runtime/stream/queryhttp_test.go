@@ -24,6 +24,7 @@ func TestKeyValueHandler(t *testing.T) {
 	recs, truth := keyedRecords(in, 2_000, 100, 5)
 	produceAll(t, c.Client(t), recs)
 	servers := map[string]*httptest.Server{}
+	var apps []*stream.App
 	for _, name := range []string{"a", "b"} {
 		var h atomic.Pointer[http.Handler]
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +40,11 @@ func TestKeyValueHandler(t *testing.T) {
 		var handler http.Handler = stream.KeyValueHandler(qi.view, func(s string) (string, error) { return s, nil }, nil)
 		h.Store(&handler)
 		servers[name] = srv
+		apps = append(apps, qi.app)
 	}
+	// Queries start once each instance holds its two tasks: a alone held
+	// all four for a moment, and a test that asked then saw no forwarding.
+	waitFor(t, "a and b to hold two tasks each", func() bool { return settled(apps[0], 2) && settled(apps[1], 2) })
 	waitCaughtUp(t, c.Admin(t), appID, in)
 
 	type answer struct {
