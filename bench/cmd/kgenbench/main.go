@@ -182,6 +182,28 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- app.Run(ctx) }()
+	if restoring {
+		// Restored records are counted from the runtime's stats, not from
+		// the "restored task" log lines: a task that moves to the other
+		// unit mid-restore (the second unit joins) goes on from its store's
+		// position there, and its log line counts only what it restored
+		// after the move.
+		go func() {
+			var seen uint64
+			for tick := time.NewTicker(2 * time.Millisecond); ; {
+				select {
+				case <-ctx.Done():
+					tick.Stop()
+					return
+				case <-tick.C:
+				}
+				if n := app.Stats().Restored; n > seen {
+					tr.Add(int64(n - seen))
+					seen = n
+				}
+			}
+		}()
+	}
 	if guarantee == stream.ExactlyOnce && !restoring {
 		go func() {
 			if err := track.WatchCommitted(ctx, strings.Split(a.Brokers, ","), a.App, a.Source, tr); err != nil {
@@ -337,10 +359,10 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, he
 }
 
 // restoreWatch passes the runtime's log on to next and learns from it when
-// restoring began (the first "restoring store") and how many changelog
-// records each task restored ("restored task"): the runtime has no restore
-// listener, and its log marks exactly the moments Kafka Streams' listener
-// reports. Info records reach it whatever next's level.
+// restoring began (the first "restoring store"): the runtime has no restore
+// listener, and its log marks the moment Kafka Streams' listener reports.
+// How much is restored comes from App.Stats. Info records reach it whatever
+// next's level.
 type restoreWatch struct {
 	next slog.Handler
 	w    *restoreCount // shared by the handlers WithAttrs and WithGroup derive
@@ -356,19 +378,6 @@ func (h *restoreWatch) Handle(ctx context.Context, r slog.Record) error {
 	switch r.Message {
 	case "restoring store":
 		h.w.tr.Begin()
-	case "restored task":
-		r.Attrs(func(at slog.Attr) bool {
-			if at.Key != "records" {
-				return true
-			}
-			switch v := at.Value; v.Kind() {
-			case slog.KindUint64:
-				h.w.tr.Add(int64(v.Uint64()))
-			case slog.KindInt64:
-				h.w.tr.Add(v.Int64())
-			}
-			return false
-		})
 	}
 	if h.next.Enabled(ctx, r.Level) {
 		return h.next.Handle(ctx, r)

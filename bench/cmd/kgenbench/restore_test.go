@@ -14,9 +14,9 @@ import (
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 )
 
-// The restore workloads learn when a restore starts and ends from the
-// runtime's log (restoreWatch): if its messages changed, a run would never
-// see its entries restored. Each workload here restores a changelog the
+// The restore workloads learn when a restore starts from the runtime's log
+// (restoreWatch) and how far it got from App.Stats: if the message changed,
+// a run would never see its restore begin. Each workload here restores a changelog the
 // test wrote and must report every entry restored and held, with the
 // restore's start and end stamped.
 func TestRestoreWorkloads(t *testing.T) {
