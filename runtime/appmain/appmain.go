@@ -321,31 +321,44 @@ func Main(app App, opts ...stream.Option) {
 	os.Exit(code)
 }
 
+// ParseFlags parses args into fs, whose flags are registered, as a
+// generated main does. The flag package prints the usage after a bad flag's
+// message, which then scrolls off the screen: here the usage (about, a line
+// on KGEN_* variables, the exit statuses and the flags) is printed for -h
+// only, a bad flag gets its message and one line pointing to -h, and
+// arguments that are not flags are refused. done says the program is to
+// exit now with code (0 after -h, 2 after a mistake); otherwise it goes on.
+func ParseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, about string) (code int, done bool) {
+	name := fs.Name()
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n"+
+				"Each flag's default comes from its KGEN_* variable; a flag given overrides it.\n"+
+				"Exit status: 0 stopped, 1 failed, 2 bad flags or variables.\n\nFlags:\n", name, about)
+			fs.PrintDefaults()
+			return 0, true
+		}
+		fmt.Fprintf(stderr, "run %s -h for the flags and their variables\n", name)
+		return 2, true // the flag package printed the error
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments: %s (flags only; run with -h for them)\n", name, strings.Join(fs.Args(), " "))
+		return 2, true
+	}
+	return 0, false
+}
+
 // mainStatus is Main up to the exit status, with its inputs and output
 // given, so tests can run it.
 func mainStatus(ctx context.Context, name string, args []string, stderr io.Writer, app App, opts []stream.Option) int {
 	var cfg Config
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg.RegisterFlags(fs)
-	// The flag package prints the usage after a bad flag's message, which
-	// then scrolls off the screen: usage is printed for -h only, and a bad
-	// flag gets one line pointing to it.
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "Usage: %s [flags]\n\nRuns the %s stream processing application until SIGINT or SIGTERM.\n"+
-				"Each flag's default comes from its KGEN_* variable; a flag given overrides it.\n"+
-				"Exit status: 0 stopped, 1 failed, 2 bad flags or variables.\n\nFlags:\n", name, app.ID)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "run %s -h for the flags and their variables\n", name)
-		return 2 // the flag package printed the error
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected arguments: %s (flags only; run with -h for them)\n", name, strings.Join(fs.Args(), " "))
-		return 2
+	about := fmt.Sprintf("Runs the %s stream processing application until SIGINT or SIGTERM.", app.ID)
+	if code, done := ParseFlags(fs, args, stderr, about); done {
+		return code
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "%s: configuration:\n%s\n", name, indent(err.Error()))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -102,6 +103,36 @@ func TestBadFlagIsShort(t *testing.T) {
 		if len(lines) != 2 || lines[1] != "run app -h for the flags and their variables" {
 			t.Errorf("%v: stderr is not the message and the pointer to -h:\n%s", args, stderr.String())
 		}
+	}
+}
+
+// TestParseFlags: the parsing hand-written mains (the examples') share
+// with generated ones: -h prints the usage headed by about and ends with
+// status 0, a bad flag its message and the pointer to -h with status 2,
+// and good flags go on.
+func TestParseFlags(t *testing.T) {
+	unsetKGEN(t)
+	parse := func(args ...string) (int, bool, string) {
+		var cfg Config
+		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+		cfg.RegisterFlags(fs)
+		var stderr bytes.Buffer
+		code, done := ParseFlags(fs, args, &stderr, "Counts words.")
+		return code, done, stderr.String()
+	}
+	if code, done, out := parse("-h"); code != 0 || !done || !strings.HasPrefix(out, "Usage: demo [flags]\n\nCounts words.\n") {
+		t.Errorf("-h: %d %v\n%s", code, done, out)
+	}
+	if code, done, out := parse("-bogus"); code != 2 || !done ||
+		out != "flag provided but not defined: -bogus\nrun demo -h for the flags and their variables\n" {
+		t.Errorf("-bogus: %d %v\n%s", code, done, out)
+	}
+	if code, done, out := parse("-parallelism", "2", "extra"); code != 2 || !done ||
+		out != "demo: unexpected arguments: extra (flags only; run with -h for them)\n" {
+		t.Errorf("an argument: %d %v\n%s", code, done, out)
+	}
+	if _, done, out := parse("-parallelism", "2"); done || out != "" {
+		t.Errorf("good flags: done %v\n%s", done, out)
 	}
 }
 

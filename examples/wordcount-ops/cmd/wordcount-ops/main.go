@@ -20,16 +20,23 @@ import (
 	"github.com/kgen-dev/kgen/examples/internal/wordcountdemo"
 	"github.com/kgen-dev/kgen/examples/wordcount-ops"
 	"github.com/kgen-dev/kgen/examples/wordcount-ops/model"
+	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
 func processors() wordcountops.Processors { return wordcountops.Factories{} }
 
+// about heads the usage -h prints.
+const about = "With no -brokers (and no KGEN_BROKERS), counts the words of a sample text on the embedded\n" +
+	"broker, prints the counts and exits; with -brokers, runs until SIGINT or SIGTERM."
+
 func main() {
 	var cfg wordcountops.Config
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs := flag.NewFlagSet("wordcount-ops", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	fs.Parse(os.Args[1:])
+	if code, done := appmain.ParseFlags(fs, os.Args[1:], os.Stderr, about); done {
+		os.Exit(code)
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "wordcount-ops:", err)
 		os.Exit(2)

@@ -20,16 +20,23 @@ import (
 	"github.com/kgen-dev/kgen/examples/internal/wordcountdemo"
 	"github.com/kgen-dev/kgen/examples/wordcount"
 	"github.com/kgen-dev/kgen/examples/wordcount/model"
+	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
 func processors() wordcount.Processors { return wordcount.Factories{} }
 
+// about heads the usage -h prints.
+const about = "With no -brokers (and no KGEN_BROKERS), counts the words of a sample text on the embedded\n" +
+	"broker, prints the counts and exits; with -brokers, runs until SIGINT or SIGTERM."
+
 func main() {
 	var cfg wordcount.Config
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs := flag.NewFlagSet("wordcount", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	fs.Parse(os.Args[1:])
+	if code, done := appmain.ParseFlags(fs, os.Args[1:], os.Stderr, about); done {
+		os.Exit(code)
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "wordcount:", err)
 		os.Exit(2)
