@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -16,12 +17,14 @@ import (
 // from the global table "customers" (customer id -> credit limit), read
 // with stream.GetGlobalTable; an order whose customer has no row goes out
 // with -1.
-func enrich() *stream.Topology {
+func enrich() *stream.Topology { return enrichTopics("customers", "orders", "enriched", nil) }
+
+func enrichTopics(customers, orders, out string, persistent state.Opener) *stream.Topology {
 	t := stream.NewTopology()
-	stream.AddGlobalTable(t, "customers", "customers", serde.String{}, serde.Int64{}, stream.StoreOptions{})
-	stream.AddSource(t, "orders", "orders", serde.String{}, serde.String{})
+	stream.AddGlobalTable(t, "customers", customers, serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent})
+	stream.AddSource(t, "orders", orders, serde.String{}, serde.String{})
 	stream.AddProcessor(t, "enrich", func() stream.Processor[string, string, string, int64] { return &enricher{} }, "orders")
-	stream.AddSink(t, "out", "enriched", serde.String{}, serde.Int64{}, "enrich")
+	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "enrich")
 	return t
 }
 
