@@ -151,4 +151,3 @@ func TestGlobalTableBadRecordOnBroker(t *testing.T) {
 		})
 	}
 }
-
