@@ -119,6 +119,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		return nil, fmt.Errorf("global tables: %w", err)
 	}
 	// Caught up when every partition is read to the end seen at start.
+	began := time.Now()
 	for ctx.Err() == nil && !g.caughtUp(ends) {
 		if err := g.step(ctx); err != nil {
 			g.close()
@@ -129,6 +130,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		g.close()
 		return nil, err
 	}
+	a.cfg.logger.Info("global tables loaded", "app", a.cfg.appID, "records", g.counter.applied.Load(), "took", time.Since(began))
 	return g, ctx.Err()
 }
 
