@@ -239,7 +239,7 @@ func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink glob
 	cfg := sink.config()
 	for _, r := range recs {
 		g := stores[r.Topic]
-		if g == nil {
+		if g == nil || r.Attrs.IsControl() {
 			continue
 		}
 		c, drop, err := globalRecord(g, r)

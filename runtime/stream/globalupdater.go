@@ -113,6 +113,9 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		kgo.SeedBrokers(a.cfg.brokers...),
 		kgo.ConsumePartitions(assign),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers take offsets: seen, they move the next
+		// offset past a topic's last marker to its end offset.
+		kgo.KeepControlRecords(),
 	}, a.cfg.clientOpts...)
 	if g.cl, err = kgo.NewClient(opts...); err != nil {
 		g.close()
