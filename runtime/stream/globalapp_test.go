@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,16 @@ func TestGlobalTableTransactionalTopic(t *testing.T) {
 	want := map[string]int64{"order-c000": 0, "order-c001": 1, "order-c002": 2, "order-c003": 3}
 	if diff := cmp.Diff(want, outputs(t, c.ReadToEnd(t, out))); diff != "" {
 		t.Errorf("enriched (-want +got):\n%s", diff)
+	}
+}
+
+func TestGlobalTableMissingTopic(t *testing.T) {
+	c := kafkatest.New(t)
+	orders, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	missing := "no-such-topic-" + orders
+	_, err := runApp(t, enrichTopics(missing, orders, out, nil), stream.Brokers(c.Seeds()...),
+		stream.AppID("global-missing-"+orders), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.StartupTimeout(time.Second))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("topic %q does not exist", missing)) {
+		t.Fatalf("Run: %v: want the missing global topic named", err)
 	}
 }

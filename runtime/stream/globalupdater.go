@@ -80,9 +80,25 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	if err == nil {
 		err = ends.Error()
 	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		for _, topic := range t.GlobalTopics() {
+			for _, o := range ends[topic] {
+				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+					g.close()
+					return nil, fmt.Errorf("global table of topic %q: %w", topic, a.missingTopic(topic))
+				}
+			}
+		}
+	}
 	if err != nil {
 		g.close()
 		return nil, fmt.Errorf("global tables: list end offsets: %w", err)
+	}
+	for _, topic := range t.GlobalTopics() {
+		if len(ends[topic]) == 0 {
+			g.close()
+			return nil, fmt.Errorf("global table of topic %q: %w", topic, a.missingTopic(topic))
+		}
 	}
 	starts, err := a.adm.ListStartOffsets(ctx, t.GlobalTopics()...)
 	if err == nil {
