@@ -204,3 +204,45 @@ func TestGlobalTableMissingTopic(t *testing.T) {
 		t.Fatalf("Run: %v: want the missing global topic named", err)
 	}
 }
+
+// While the app runs, the updater follows the global topic: a row written
+// after the start is read by an order processed after it was applied.
+func TestGlobalTableFollowsUpdatesOnBroker(t *testing.T) {
+	c := kafkatest.New(t)
+	customers, orders, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	app, err := stream.New(enrichTopics(customers, orders, out, nil), stream.Brokers(c.Seeds()...),
+		stream.AppID("global-follow-"+orders), stream.Parallelism(2), stream.Logger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	poll := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	poll("running", func() bool { return app.State() == stream.Running })
+	cl := c.Client(t)
+	rows, ords := customerRows(customers, orders, 0, 8, 500)
+	produceAll(t, cl, rows)
+	poll("the rows applied", func() bool { return app.Stats().GlobalApplied == 8 })
+	produceAll(t, cl, ords)
+	var got map[string]int64
+	poll("the enriched orders", func() bool { got = outputs(t, c.ReadToEnd(t, out)); return len(got) == 8 })
+	for i := range 8 {
+		if k := fmt.Sprintf("order-c%03d", i); got[k] != 500+int64(i) {
+			t.Errorf("%s: %d, want %d", k, got[k], 500+i)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
