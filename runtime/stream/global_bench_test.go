@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -79,4 +81,33 @@ func lookups(b *testing.B, get func(int64) ([]byte, bool, error)) {
 			}
 		}
 	})
+}
+
+// BenchmarkGlobalApply is the updater's work per record without the
+// broker: decoding it for the policy, batching it, writing it.
+func BenchmarkGlobalApply(b *testing.B) {
+	topo := NewTopology()
+	AddGlobalTable(topo, "g", "g", serde.String{}, serde.Bytes{}, StoreOptions{})
+	value := make([]byte, 100)
+	recs := make([]*kgo.Record, 10_000)
+	cfg := defaultConfig()
+	sink := &LocalDriver{cfg: cfg}
+	for b.Loop() {
+		g := newGlobalStore(topo.globals["g"], state.NewMemory())
+		stores := map[string]*globalStore{"g": g}
+		var n globalCounters
+		for i := 0; i < globalBenchRows; i += len(recs) {
+			for j := range recs {
+				recs[j] = &kgo.Record{Topic: "g", Key: fmt.Appendf(nil, "key-%07d", i+j), Value: value}
+			}
+			batches, err := collectGlobal(stores, recs, sink, &n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := g.apply(batches[g]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*globalBenchRows), "ns/record")
 }
