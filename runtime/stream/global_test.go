@@ -178,3 +178,9 @@ func TestGlobalTableTopologyErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalTableDescribed(t *testing.T) {
+	if got := enrich().Describe(); !strings.Contains(got, "  Global table: customers (topic: customers)\n") {
+		t.Errorf("Describe:\n%s\nwant the global table listed", got)
+	}
+}

@@ -608,6 +608,11 @@ func (t *Topology) Describe() string {
 			}
 		}
 	}
+	// Global tables belong to no sub-topology (Kafka Streams lists its
+	// global stores apart too).
+	for _, name := range t.globalOrder {
+		fmt.Fprintf(&b, "  Global table: %s (topic: %s)\n", name, t.globals[name].topic)
+	}
 	return b.String()
 }
 
