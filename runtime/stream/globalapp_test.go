@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,19 @@ func TestGlobalTableOnBroker(t *testing.T) {
 	want["again-c000"] = 7
 	if diff := cmp.Diff(want, outputs(t, c.ReadToEnd(t, out))); diff != "" {
 		t.Fatalf("enriched after the restart (-want +got):\n%s", diff)
+	}
+
+	// The other instance lost its table's files but kept the checkpoint:
+	// it reads the whole topic again.
+	if err := os.RemoveAll(filepath.Join(dirs[1], appID, "global", "customers")); err != nil {
+		t.Fatal(err)
+	}
+	app, done = start(dirs[1])
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := app.Stats().GlobalApplied; got != 46 {
+		t.Errorf("after losing its files, applied %d global records, want all 46", got)
 	}
 }
 

@@ -54,10 +54,17 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 			return nil, fmt.Errorf("global tables: %w", err)
 		}
 	}
+	// A table whose directory is missing lost its rows (or never had any):
+	// the checkpoint, which covers the tables together, does not hold for
+	// it, and every table is read from the start.
+	lost := false
 	for _, name := range t.globalOrder {
 		def := t.globals[name]
 		var b state.Backend = state.NewMemory()
 		if g.dir != "" {
+			if _, err := os.Stat(filepath.Join(g.dir, name)); err != nil {
+				lost = true
+			}
 			var err error
 			if b, err = def.opts.Persistent(filepath.Join(g.dir, name)); err != nil {
 				g.close()
@@ -69,7 +76,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		g.byTopic[def.topic] = s
 	}
 	cp := state.Checkpoint{Offsets: map[string]map[int32]int64{}}
-	if g.dir != "" {
+	if g.dir != "" && !lost {
 		var err error
 		if cp, err = state.ReadCheckpoint(filepath.Join(g.dir, globalCheckpoint)); err != nil {
 			g.close()
