@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -103,6 +104,28 @@ func TestGlobalTableOnBroker(t *testing.T) {
 	want["again-c000"] = 7
 	if diff := cmp.Diff(want, outputs(t, c.ReadToEnd(t, out))); diff != "" {
 		t.Fatalf("enriched after the restart (-want +got):\n%s", diff)
+	}
+
+	// The topic recreated (simulated: another id in the first instance's
+	// checkpoint): the table is wiped and read from the start.
+	cpPath := filepath.Join(dirs[0], appID, "global", ".checkpoint")
+	cp, err := state.ReadCheckpoint(cpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cp.TopicIDs[customers]; !ok {
+		t.Fatalf("checkpoint %+v: no id for %s", cp, customers)
+	}
+	cp.TopicIDs[customers] = state.TopicID{1}
+	if err := state.WriteCheckpoint(cpPath, cp); err != nil {
+		t.Fatal(err)
+	}
+	app, done = start(dirs[0])
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := app.Stats().GlobalApplied; got != 46 {
+		t.Errorf("after the topic's id changed, applied %d global records, want all 46", got)
 	}
 
 	// The other instance lost its table's files but kept the checkpoint:

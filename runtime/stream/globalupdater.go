@@ -31,6 +31,7 @@ type globalUpdater struct {
 	// checkpointed).
 	dir     string
 	next    map[string]map[int32]int64 // next offset to read, by topic and partition
+	ids     map[string]state.TopicID   // the topics' ids, checkpointed with the offsets
 	dirty   bool                       // applied records not yet checkpointed
 	counter globalCounters
 }
@@ -54,35 +55,6 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 			return nil, fmt.Errorf("global tables: %w", err)
 		}
 	}
-	// A table whose directory is missing lost its rows (or never had any):
-	// the checkpoint, which covers the tables together, does not hold for
-	// it, and every table is read from the start.
-	lost := false
-	for _, name := range t.globalOrder {
-		def := t.globals[name]
-		var b state.Backend = state.NewMemory()
-		if g.dir != "" {
-			if _, err := os.Stat(filepath.Join(g.dir, name)); err != nil {
-				lost = true
-			}
-			var err error
-			if b, err = def.opts.Persistent(filepath.Join(g.dir, name)); err != nil {
-				g.close()
-				return nil, fmt.Errorf("global table %q: open: %w", name, err)
-			}
-		}
-		s := newGlobalStore(def, b)
-		g.stores = append(g.stores, s)
-		g.byTopic[def.topic] = s
-	}
-	cp := state.Checkpoint{Offsets: map[string]map[int32]int64{}}
-	if g.dir != "" && !lost {
-		var err error
-		if cp, err = state.ReadCheckpoint(filepath.Join(g.dir, globalCheckpoint)); err != nil {
-			g.close()
-			return nil, fmt.Errorf("global tables: %w", err)
-		}
-	}
 	ends, err := a.adm.ListEndOffsets(ctx, t.GlobalTopics()...)
 	if err == nil {
 		err = ends.Error()
@@ -91,21 +63,65 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		for _, topic := range t.GlobalTopics() {
 			for _, o := range ends[topic] {
 				if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-					g.close()
 					return nil, fmt.Errorf("global table of topic %q: %w", topic, a.missingTopic(topic))
 				}
 			}
 		}
 	}
 	if err != nil {
-		g.close()
 		return nil, fmt.Errorf("global tables: list end offsets: %w", err)
 	}
 	for _, topic := range t.GlobalTopics() {
 		if len(ends[topic]) == 0 {
-			g.close()
 			return nil, fmt.Errorf("global table of topic %q: %w", topic, a.missingTopic(topic))
 		}
+	}
+	cp := state.Checkpoint{Offsets: map[string]map[int32]int64{}, TopicIDs: map[string]state.TopicID{}}
+	if g.dir != "" {
+		if cp, err = state.ReadCheckpoint(filepath.Join(g.dir, globalCheckpoint)); err != nil {
+			return nil, fmt.Errorf("global tables: %w", err)
+		}
+		// The topics' ids: a topic deleted and created again has a new one,
+		// and a table written from the old topic must be wiped, not
+		// continued (its offsets mean nothing in the new topic).
+		details, err := a.adm.ListTopics(ctx, t.GlobalTopics()...)
+		if err != nil {
+			return nil, fmt.Errorf("global tables: describe topics: %w", err)
+		}
+		g.ids = map[string]state.TopicID{}
+		for _, topic := range t.GlobalTopics() {
+			g.ids[topic] = state.TopicID(details[topic].ID)
+		}
+	}
+	for _, name := range t.globalOrder {
+		def := t.globals[name]
+		var b state.Backend = state.NewMemory()
+		if g.dir != "" {
+			dir := filepath.Join(g.dir, name)
+			old, recorded := cp.TopicIDs[def.topic]
+			_, statErr := os.Stat(dir)
+			switch {
+			case recorded && old != g.ids[def.topic]:
+				a.cfg.logger.Warn("global table's topic was recreated: reading it again from the start", "global_table", name, "topic", def.topic)
+				if err := os.RemoveAll(dir); err != nil {
+					g.close()
+					return nil, fmt.Errorf("global table %q: wipe: %w", name, err)
+				}
+				delete(cp.Offsets, def.topic)
+			case statErr != nil:
+				// Its files are gone (or it is new): the checkpoint
+				// does not cover it.
+				delete(cp.Offsets, def.topic)
+			}
+			var err error
+			if b, err = def.opts.Persistent(dir); err != nil {
+				g.close()
+				return nil, fmt.Errorf("global table %q: open: %w", name, err)
+			}
+		}
+		s := newGlobalStore(def, b)
+		g.stores = append(g.stores, s)
+		g.byTopic[def.topic] = s
 	}
 	starts, err := a.adm.ListStartOffsets(ctx, t.GlobalTopics()...)
 	if err == nil {
@@ -237,7 +253,7 @@ func (g *globalUpdater) checkpoint() error {
 			return fmt.Errorf("global table %q: flush: %w", s.def.name, err)
 		}
 	}
-	cp := state.Checkpoint{Offsets: g.next}
+	cp := state.Checkpoint{Offsets: g.next, TopicIDs: g.ids}
 	if err := state.WriteCheckpoint(filepath.Join(g.dir, globalCheckpoint), cp); err != nil {
 		return fmt.Errorf("global tables: %w", err)
 	}
