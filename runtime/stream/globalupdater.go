@@ -160,6 +160,9 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		g.close()
 		return nil, fmt.Errorf("global tables: %w", err)
 	}
+	// The first checkpoint is written whatever was read: it records the
+	// topics' ids, and forgets the offsets of tables read again.
+	g.dirty = g.dir != ""
 	// Caught up when every partition is read to the end seen at start.
 	began := time.Now()
 	for ctx.Err() == nil && !g.caughtUp(ends) {
