@@ -73,6 +73,12 @@ type App struct {
 
 	statsMu sync.Mutex
 	units   []*unit
+
+	// globals are the global tables by name, filled to their topics' ends
+	// before any unit exists and read by every unit's tasks; globalStats
+	// are their updater's counters.
+	globals     map[string]*globalStore
+	globalStats *globalCounters
 }
 
 // New checks the topology and the options. It does not connect: Run does.
@@ -249,6 +255,29 @@ func (a *App) Run(ctx context.Context) (err error) {
 			err = fmt.Errorf("run %s: %w", a.cfg.appID, a.changelogsErr)
 		}
 	}()
+	// Global tables are filled before any unit exists, so that no task
+	// processes a record before every table holds its topic to the end
+	// seen at start (and the App cannot be Running before).
+	var updater *globalUpdater
+	if len(a.topo.globalOrder) > 0 {
+		if updater, err = a.openGlobals(runCtx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("run %s: %w", a.cfg.appID, err)
+		}
+		if ctx.Err() != nil {
+			updater.close()
+			return nil
+		}
+		a.globals = map[string]*globalStore{}
+		for _, s := range updater.stores {
+			a.globals[s.def.name] = s
+		}
+		a.statsMu.Lock()
+		a.globalStats = &updater.counter
+		a.statsMu.Unlock()
+	}
 	units := make([]*unit, a.cfg.parallelism)
 	for i := range units {
 		if units[i], err = newUnit(a, i); err != nil {
@@ -265,6 +294,16 @@ func (a *App) Run(ctx context.Context) (err error) {
 	a.statsMu.Unlock()
 	errs := make([]error, len(units))
 	var wg sync.WaitGroup
+	var globalErr error
+	if updater != nil {
+		// The stores are closed once the units are done with them.
+		defer updater.close()
+		wg.Go(func() {
+			if globalErr = updater.run(runCtx); globalErr != nil {
+				cancel(globalErr)
+			}
+		})
+	}
 	for i, u := range units {
 		wg.Go(func() {
 			for {
@@ -304,7 +343,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		a.closing()
 	})
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, globalErr)...)
 }
 
 // userTopics are the user's topics among candidates (not the app's own
@@ -698,6 +737,10 @@ type Stats struct {
 	// needed, and so on: see DropReason); only reasons that happened are
 	// present. A dropped record is also counted in Processed.
 	Dropped map[DropReason]uint64
+	// GlobalApplied counts the records of global topics applied to the
+	// global tables (their skipped, dead-lettered and null-key records are
+	// in Skipped, DeadLettered and Dropped).
+	GlobalApplied uint64
 }
 
 // TaskStats is one task's share of Stats.
@@ -751,6 +794,17 @@ func (a *App) Stats() Stats {
 		s.EndToEndLatency.merge(us.EndToEndLatency)
 		_, gen := u.cl.GroupMetadata()
 		s.Generation = max(s.Generation, gen)
+	}
+	a.statsMu.Lock()
+	gs := a.globalStats
+	a.statsMu.Unlock()
+	if gs != nil {
+		s.Skipped += gs.skipped.Load()
+		s.DeadLettered += gs.deadLettered.Load()
+		s.GlobalApplied = gs.applied.Load()
+		if n := gs.nullKeys.Load(); n > 0 {
+			addDropped(&s.Dropped, map[DropReason]uint64{DropNullKey: n})
+		}
 	}
 	return s
 }

@@ -35,6 +35,11 @@ type LocalDriver struct {
 	changes    map[string][]*kgo.Record
 	pending    []*kgo.Record
 	roundRobin int32
+	// globals are the global tables by name and by topic: Pipe to a
+	// global topic updates its table at once.
+	globals       map[string]*globalStore
+	globalByTopic map[string]*globalStore
+	globalCounts  globalCounters
 }
 
 // LocalConfig configures a LocalDriver.
@@ -107,6 +112,11 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	if err := t.repartitionPartitions(d.counts); err != nil {
 		return nil, err
 	}
+	d.globals, d.globalByTopic = map[string]*globalStore{}, map[string]*globalStore{}
+	for _, name := range t.globalOrder {
+		g := newGlobalStore(t.globals[name], state.NewMemory())
+		d.globals[name], d.globalByTopic[g.def.topic] = g, g
+	}
 	for _, s := range t.subs {
 		n := d.counts[s.topics[0]]
 		for _, topic := range s.topics {
@@ -141,6 +151,24 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 }
 
 func (d *LocalDriver) config() *config { return &d.cfg }
+
+func (d *LocalDriver) global(name string) *globalStore { return d.globals[name] }
+
+// pipeGlobal applies one record of a global topic to its table, as the
+// App's updater would: at once, before whatever is piped next.
+func (d *LocalDriver) pipeGlobal(r *kgo.Record) error {
+	batches, err := collectGlobal(d.globalByTopic, []*kgo.Record{r}, d, &d.globalCounts)
+	if err != nil {
+		return err
+	}
+	for g, b := range batches {
+		if err := g.apply(b); err != nil {
+			return err
+		}
+		d.globalCounts.applied.Add(uint64(len(b)))
+	}
+	return nil
+}
 
 func (d *LocalDriver) partitions(topic string) int32 {
 	if n, ok := d.counts[topic]; ok {
@@ -185,10 +213,23 @@ func (d *LocalDriver) logChange(s *taskStore, key, value []byte, timestamp int64
 }
 
 // Pipe feeds one raw record into topic and processes it, with everything it
-// causes downstream. The record goes to the partition of its key, as a
+// causes downstream. A record of a global table's topic updates the table
+// at once (a null key is dropped, a null value deletes). The record goes to the partition of its key, as a
 // Kafka producer would place it (a null key: round-robin). The error is the
 // record's failure under the driver's error policy (Fail by default).
 func (d *LocalDriver) Pipe(topic string, key, value []byte, headers []Header, ts time.Time) error {
+	if _, ok := d.globalByTopic[topic]; ok {
+		if d.offsets[topic] == nil {
+			d.offsets[topic] = map[int32]int64{}
+		}
+		p := int32(0)
+		if n := d.partitions(topic); key != nil {
+			p = KafkaPartition(key, n)
+		}
+		r := &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value, Headers: headers, Timestamp: ts, Offset: d.offsets[topic][p]}
+		d.offsets[topic][p]++
+		return d.pipeGlobal(r)
+	}
 	parts, ok := d.inputs[topic]
 	if !ok {
 		return fmt.Errorf("pipe: topic %q is not a source of the topology", topic)
@@ -252,6 +293,9 @@ func (d *LocalDriver) Dropped() map[DropReason]uint64 {
 	out := map[DropReason]uint64{}
 	for _, tk := range d.tasks {
 		addDropped(&out, tk.dropped)
+	}
+	if n := d.globalCounts.nullKeys.Load(); n > 0 {
+		addDropped(&out, map[DropReason]uint64{DropNullKey: n})
 	}
 	return out
 }

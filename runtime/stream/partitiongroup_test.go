@@ -67,6 +67,7 @@ func (e *fakeEnv) send(*task, *outRecord)                        {}
 func (e *fakeEnv) deadLetter(string, *kgo.Record, string, error) {}
 func (e *fakeEnv) partitions(string) int32                       { return 1 }
 func (e *fakeEnv) config() *config                               { return &e.cfg }
+func (e *fakeEnv) global(string) *globalStore                    { return nil }
 func (e *fakeEnv) logChange(*taskStore, []byte, []byte, int64)   {}
 
 // inputSpec describes an input at the start: its buffered timestamps and

@@ -138,8 +138,11 @@ func (c *nodeContext) Schedule(interval time.Duration, typ PunctuationType, fn f
 func (c *nodeContext) Commit() { c.t.commitRequested = true }
 
 // Store returns the store named name, if it is attached to this processor,
-// or nil. Use GetKeyValueStore for a typed handle.
+// or the global table named name (readable by every processor), or nil. Use GetKeyValueStore for a typed handle.
 func (c *nodeContext) Store(name string) any {
+	if g := c.t.env.global(name); g != nil {
+		return g.reader
+	}
 	if !slices.Contains(c.t.topo.nodes[c.name].stores, name) {
 		return nil
 	}

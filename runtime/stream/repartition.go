@@ -74,7 +74,7 @@ func (t *Topology) forApp(appID string) (*Topology, error) {
 	}
 	c := &Topology{
 		nodes: map[string]*node{}, nodeOrder: t.nodeOrder, stores: maps.Clone(t.stores), storeOrder: t.storeOrder,
-		errs: t.errs, repartitions: t.repartitions,
+		errs: t.errs, repartitions: t.repartitions, globals: t.globals, globalOrder: t.globalOrder,
 	}
 	for name, n := range t.nodes {
 		cp := *n

@@ -71,6 +71,8 @@ type taskEnv interface {
 	logChange(s *taskStore, key, value []byte, timestamp int64)
 	partitions(topic string) int32
 	config() *config
+	// global returns the global table named name, or nil.
+	global(name string) *globalStore
 }
 
 type schedule struct {

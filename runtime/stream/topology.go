@@ -26,6 +26,9 @@ type Topology struct {
 	errs       []error
 	// repartitions are the repartition steps, in the order added.
 	repartitions []repartitionDef
+	// globals are the global tables (global.go), by name and in order.
+	globals     map[string]*globalDef
+	globalOrder []string
 
 	subs       []*subtopology // set by Validate
 	validated  bool
@@ -371,6 +374,7 @@ func (t *Topology) validate() error {
 	if cycle := t.findCycle(); cycle != nil {
 		add("cycle: %s", strings.Join(cycle, " -> "))
 	}
+	t.validateGlobals(topicSource, add)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid topology: %w", errors.Join(errs...))
 	}
@@ -604,6 +608,11 @@ func (t *Topology) Describe() string {
 			}
 		}
 	}
+	// Global tables belong to no sub-topology (Kafka Streams lists its
+	// global stores apart too).
+	for _, name := range t.globalOrder {
+		fmt.Fprintf(&b, "  Global table: %s (topic: %s)\n", name, t.globals[name].topic)
+	}
 	return b.String()
 }
 
@@ -670,6 +679,11 @@ func (t *Topology) anyPersistent(memoryStores bool) bool {
 	}
 	for _, s := range t.stores {
 		if s.opts.Persistent != nil {
+			return true
+		}
+	}
+	for _, g := range t.globals {
+		if g.opts.Persistent != nil {
 			return true
 		}
 	}

@@ -179,6 +179,10 @@ func (u *unit) phase() {
 
 func (u *unit) config() *config { return u.cfg }
 
+// global returns the App's global table named name; the App fills them
+// before it creates any unit.
+func (u *unit) global(name string) *globalStore { return u.a.globals[name] }
+
 func (u *unit) partitions(topic string) int32 { return u.a.partitions[topic] }
 
 func (u *unit) send(t *task, o *outRecord) { u.rc.send(t, o) }

@@ -12,6 +12,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.JoinWindows;
@@ -453,6 +454,22 @@ final class Topologies {
             case "join-ss-outer-asym":
                 joinSS(b, "outer", JOIN_SS_ASYM);
                 break;
+            case "global-join-nullable": {
+                // A stream joined with a global table read from "table" by the
+                // key its value names; the value "none" maps to a null key.
+                GlobalKTable<String, String> table = b.globalTable("table", Consumed.with(S, S));
+                b.stream("in", Consumed.with(S, S))
+                        .join(table, (k, v) -> "none".equals(v) ? null : v, (v, row) -> v + ":" + row)
+                        .to("out", Produced.with(S, S));
+                break;
+            }
+            case "global-leftJoin-nullable": {
+                GlobalKTable<String, String> table = b.globalTable("table", Consumed.with(S, S));
+                b.stream("in", Consumed.with(S, S))
+                        .leftJoin(table, (k, v) -> "none".equals(v) ? null : v, (v, row) -> v + ":" + (row == null ? "-" : row))
+                        .to("out", Produced.with(S, S));
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown topology " + name);
         }
