@@ -341,6 +341,13 @@ func (p *Project) Generate() (*Result, error) {
 		return nil, err
 	}
 	res.Files = append(res.Files, File{Path: FileApp, Data: app})
+	if len(e.queryable()) > 0 {
+		doc, err := e.openAPI()
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, File{Path: FileOpenAPI, Data: append(doc, '\n')})
+	}
 	if len(p.Avro) > 0 {
 		src, err := e.avro(p.Avro)
 		if err != nil {

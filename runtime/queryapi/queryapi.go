@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -326,3 +327,12 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 
 // WriteError writes an error answer as JSON.
 func WriteError(w http.ResponseWriter, status int, e ErrorAnswer) { writeJSON(w, status, e) }
+
+// Plain is the value function of a store whose values the answers show as
+// they are.
+func Plain[V any](v V) V { return v }
+
+// Unstamped is the value function of an aggregation's or a table's store,
+// which keeps each value with the timestamp of its last update: answers
+// show the value.
+func Unstamped[V any](v dsl.ValueAndTimestamp[V]) V { return v.Value }
