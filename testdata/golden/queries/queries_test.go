@@ -175,6 +175,16 @@ func TestQueriesTwoInstances(t *testing.T) {
 	}
 	t.Logf("of %d words: %d answered by b through a, %d owned by the unreachable c", len(truth), byB, byC)
 
+	// A key the store lacks, of a task a or b holds (c's are 503).
+	missing := ""
+	for i := 0; missing == ""; i++ {
+		k := fmt.Sprintf("nope%d", i)
+		if _, _, err := client.Counts().Get(context.Background(), k); errors.Is(err, queryapi.ErrNotFound) {
+			missing = k
+		} else if i == 100 {
+			t.Fatalf("no key found missing from a and b: %v", err)
+		}
+	}
 	// Over HTTP, with the messages a person reads.
 	for _, c := range []struct {
 		path   string
@@ -182,7 +192,7 @@ func TestQueriesTwoInstances(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"/v1/stores/counts/keys/nope", true, 404, `no value for key \"nope\"`},
+		{"/v1/stores/counts/keys/" + missing, true, 404, `no value for key \"` + missing + `\"`},
 		{"/v1/stores/counts/keys/w01", false, 401, "needs the ops token"},
 		{"/v1/stores/nope/keys/w01", true, 404, `no queryable store \"nope\"; the queryable stores are: counts`},
 		{"/v1/stores/counts/keys?limit=many", true, 400, `limit \"many\": want a number from 1 to 100000`},
