@@ -168,3 +168,48 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) er
 	}
 	return nil
 }
+
+// WindowClient reads one window store with keys K and values J.
+type WindowClient[K, J any] struct {
+	c     *Client
+	store string
+}
+
+// WindowStore returns a client of the window store named store.
+func WindowStore[K, J any](c *Client, store string) *WindowClient[K, J] {
+	return &WindowClient[K, J]{c: c, store: store}
+}
+
+// Fetch returns the key's windows starting in [from, to].
+func (s *WindowClient[K, J]) Fetch(ctx context.Context, key K, from, to time.Time) ([]WindowEntry[J], stream.Served, error) {
+	var ans WindowsAnswer[K, J]
+	text, err := FormatKey(key)
+	if err != nil {
+		return nil, ans.Served, err
+	}
+	q := url.Values{"from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}
+	err = s.c.get(ctx, "/v1/stores/"+url.PathEscape(s.store)+"/keys/"+url.PathEscape(text)+"/windows", q, &ans)
+	return ans.Windows, ans.Served, err
+}
+
+// SessionClient reads one session store with keys K and values J.
+type SessionClient[K, J any] struct {
+	c     *Client
+	store string
+}
+
+// SessionStore returns a client of the session store named store.
+func SessionStore[K, J any](c *Client, store string) *SessionClient[K, J] {
+	return &SessionClient[K, J]{c: c, store: store}
+}
+
+// Sessions returns every session of key the store keeps.
+func (s *SessionClient[K, J]) Sessions(ctx context.Context, key K) ([]SessionEntry[J], stream.Served, error) {
+	var ans SessionsAnswer[K, J]
+	text, err := FormatKey(key)
+	if err != nil {
+		return nil, ans.Served, err
+	}
+	err = s.c.get(ctx, "/v1/stores/"+url.PathEscape(s.store)+"/keys/"+url.PathEscape(text)+"/sessions", nil, &ans)
+	return ans.Sessions, ans.Served, err
+}
