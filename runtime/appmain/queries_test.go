@@ -1,12 +1,16 @@
 package appmain
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
 // TestWithQueries: a store's paths reach its handler with the store's
@@ -104,5 +108,22 @@ func TestOpsExposure(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRunRefusesExposedQueries: an app with store queries on all
+// interfaces, without TLS and a token, stops before it starts anything,
+// naming the flags; -ops-insecure is not needed on loopback.
+func TestRunRefusesExposedQueries(t *testing.T) {
+	app := App{ID: "exposed", Topics: map[string]int32{}, Queries: func(*stream.App, *http.Client) (map[string]http.Handler, error) {
+		t.Error("queries built for a refused address")
+		return nil, nil
+	}, Topology: func() (*stream.Topology, error) {
+		t.Error("topology built for a refused address")
+		return nil, errors.New("no")
+	}}
+	err := Run(context.Background(), Config{MetricsAddr: "0.0.0.0:0"}, app)
+	if err == nil || !strings.Contains(err.Error(), "-ops-token (KGEN_OPS_TOKEN)") || !strings.Contains(err.Error(), "-ops-insecure") {
+		t.Fatalf("Run on 0.0.0.0 with queries: %v, want a refusal naming the flags", err)
 	}
 }
