@@ -5,6 +5,11 @@ import (
 	"sort"
 )
 
+// GeneratedMark marks a document OpenAPI wrote (its "x-generated-by"), so
+// that the generator knows a file of that name is its own to replace or
+// remove.
+const GeneratedMark = "kgen, from kgen.yaml: do not edit"
+
 // StoreDoc describes one queryable store for the OpenAPI document: the
 // JSON Schemas of its keys and values as the API writes them.
 type StoreDoc struct {
@@ -106,7 +111,8 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 		}}
 	}
 	doc := map[string]any{
-		"openapi": "3.0.3",
+		"x-generated-by": GeneratedMark,
+		"openapi":        "3.0.3",
 		"info": map[string]any{"title": app + " store queries", "version": "1",
 			"description": "Read-only interactive queries of the stores of " + app + ", served on its ops endpoints. Keys held by another instance are forwarded there."},
 		"paths":      paths,

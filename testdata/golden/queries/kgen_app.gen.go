@@ -431,7 +431,8 @@ const OpenAPIDocument = `{
       "token": []
     },
     {}
-  ]
+  ],
+  "x-generated-by": "kgen, from kgen.yaml: do not edit"
 }`
 
 // QueryHandlers returns the HTTP handlers of the queryable stores by name, for
