@@ -24,6 +24,13 @@ type ClientOptions struct {
 	Token string
 	// Stale lets answers come from standbys and restoring copies.
 	Stale bool
+	// Everywhere makes reads of many keys (Range, Prefix, All) also ask
+	// the instances holding the partitions the asked one lacks (its
+	// answer's Missing owners, at their advertised addresses, with the
+	// base URL's scheme) and merge their answers: Entries are then in no
+	// particular order, the limit applies per instance, and Missing lists
+	// only partitions no instance answered for.
+	Everywhere bool
 }
 
 // Client asks an application's instance for its stores' contents; the
@@ -121,9 +128,65 @@ func (s *KeyValueClient[K, J]) entries(ctx context.Context, q url.Values, limit 
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
+	path := "/v1/stores/" + url.PathEscape(s.store) + "/keys"
 	var ans EntriesAnswer[K, J]
-	err := s.c.get(ctx, "/v1/stores/"+url.PathEscape(s.store)+"/keys", q, &ans)
-	return ans, err
+	if err := s.c.get(ctx, path, q, &ans); err != nil || !s.c.opts.Everywhere {
+		return ans, err
+	}
+	// Ask each owner of a missing partition once; keep the first answer
+	// for each partition and each key (a key lives in one partition).
+	scheme, _, _ := strings.Cut(s.c.base, "://")
+	asked := map[string]bool{}
+	served := map[int32]bool{}
+	keys := map[string]bool{}
+	note := func(a EntriesAnswer[K, J]) {
+		for _, sv := range a.Served {
+			served[sv.Task.Partition] = true
+		}
+		for _, e := range a.Entries {
+			if k, err := FormatKey(e.Key); err == nil {
+				keys[k] = true
+			}
+		}
+	}
+	note(ans)
+	for _, sv := range ans.Served {
+		asked[sv.Instance.Address] = true
+	}
+	for i := 0; i < len(ans.Missing); i++ {
+		m := ans.Missing[i]
+		if m.Owner == nil || m.Owner.Address == "" || asked[m.Owner.Address] || served[m.Partition] {
+			continue
+		}
+		asked[m.Owner.Address] = true
+		var more EntriesAnswer[K, J]
+		other := &Client{base: scheme + "://" + m.Owner.Address, opts: s.c.opts}
+		if err := other.get(ctx, path, q, &more); err != nil {
+			continue // its partitions stay missing
+		}
+		for _, e := range more.Entries {
+			if k, err := FormatKey(e.Key); err == nil && !keys[k] {
+				ans.Entries = append(ans.Entries, e)
+			}
+		}
+		ans.Truncated = ans.Truncated || more.Truncated
+		note(more)
+		ans.Served = append(ans.Served, more.Served...)
+		ans.Missing = append(ans.Missing, more.Missing...)
+	}
+	// Missing: the partitions nobody answered for, once each.
+	var still []Missing
+	for _, m := range ans.Missing {
+		if !served[m.Partition] {
+			served[m.Partition] = true
+			still = append(still, m)
+		}
+	}
+	ans.Missing = still
+	if ans.Missing == nil {
+		ans.Missing = []Missing{}
+	}
+	return ans, nil
 }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values, out any) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -234,6 +235,24 @@ func TestQueriesTwoInstances(t *testing.T) {
 	for w, n := range seen {
 		if truth[w] != n {
 			t.Errorf("all: %s = %d, want %d", w, n, truth[w])
+		}
+	}
+	// Everywhere, through a: every word of a's and b's tasks, c's
+	// partitions still missing (no one answers at c's address).
+	every, err := NewQueryClient("http://"+addrA, queryapi.ClientOptions{Token: token, Everywhere: true}).Counts().All(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, e := range every.Entries {
+		got[e.Key] = e.Value
+	}
+	if !maps.Equal(got, seen) || len(every.Missing) == 0 {
+		t.Errorf("everywhere: %d words (want %d), missing %v", len(got), len(seen), every.Missing)
+	}
+	for _, m := range every.Missing {
+		if m.Owner == nil || m.Owner.ID != "c" {
+			t.Errorf("everywhere: partition %d missing, owner %v; want c", m.Partition, m.Owner)
 		}
 	}
 	// A limit truncates and says where to go on; a range and a prefix
