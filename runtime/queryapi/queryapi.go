@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -226,16 +227,8 @@ func entries[K, V, J any](w http.ResponseWriter, r *http.Request, v *stream.KeyV
 		}
 		out.Missing = append(out.Missing, m)
 	}
-	sortMissing(out.Missing)
+	slices.SortFunc(out.Missing, func(a, b Missing) int { return int(a.Partition - b.Partition) })
 	writeJSON(w, http.StatusOK, out)
-}
-
-func sortMissing(ms []Missing) {
-	for i := 1; i < len(ms); i++ {
-		for j := i; j > 0 && ms[j].Partition < ms[j-1].Partition; j-- {
-			ms[j], ms[j-1] = ms[j-1], ms[j]
-		}
-	}
 }
 
 // pathKey unescapes and parses a key from the path; false when it wrote a
