@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,6 +102,9 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 		}
 		if ost.Value.Value != ns.Value.Value {
 			add(ns.Value.Pos, true, "store %q: value type changed from %s to %s: existing entries no longer decode", ns.Name.Value, ost.Value.Value, ns.Value.Value)
+		}
+		if ok, nk := cmp.Or(ost.Kind.Value, "keyvalue"), cmp.Or(ns.Kind.Value, "keyvalue"); ok != nk {
+			add(posOr(ns.Kind.Pos, ns.Name.Pos), true, "store %q: kind changed from %s to %s: its entries and changelog records are laid out otherwise and no longer decode", ns.Name.Value, ok, nk)
 		}
 		if ost.Format.Value != ns.Format.Value {
 			add(posOr(ns.Format.Pos, ns.Name.Pos), true, "store %q: format changed from %s to %s: existing entries no longer decode", ns.Name.Value, orDefault(ost.Format.Value), orDefault(ns.Format.Value))
@@ -363,7 +367,7 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 	}
 	// rows says what an operator keeps in its store, from the spec alone.
 	rows := func(o *schema.Operator) string {
-		if k := opKinds[o.Op.Value]; k != nil && k.Rows != nil {
+		if k := specKind(o); k != nil && k.Rows != nil {
 			return k.Rows(o)
 		}
 		return "rows of op " + o.Op.Value
@@ -403,7 +407,7 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 	}
 	c := &againstCtx{App: app, AppPos: new.App.Pos, add: add}
 	for _, o := range old.Operators {
-		if k := opKinds[o.Op.Value]; k != nil && k.Against != nil {
+		if k := specKind(o); k != nil && k.Against != nil {
 			k.Against(c, o, newByName[o.Name.Value])
 		}
 	}

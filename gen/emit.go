@@ -167,7 +167,14 @@ func (e *emitter) main() ([]byte, error) {
 			if t.Repartition {
 				continue // named by the runtime: <app>-<name>-repartition
 			}
-			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, t.KeyFormat, t.KV.Value.Name, t.ValueFormat),
+			keyFormat := t.KeyFormat
+			switch {
+			case isSession(t.Windows):
+				keyFormat += ", session-windowed"
+			case t.Windows != nil:
+				keyFormat += ", time-windowed by " + durationText(t.Windows.Size.Value)
+			}
+			defs = append(defs, jen.Commentf("%s is topic %q: key %s (%s), value %s (%s).", t.Go.Const, t.Name.Value, t.KV.Key.Name, keyFormat, t.KV.Value.Name, t.ValueFormat),
 				jen.Id(t.Go.Const).Op("=").Lit(t.Name.Value))
 		}
 		f.Comment("Topics of the application.")
@@ -176,7 +183,11 @@ func (e *emitter) main() ([]byte, error) {
 	if len(g.Stores) > 0 {
 		var defs []jen.Code
 		for _, s := range g.Stores {
-			defs = append(defs, jen.Commentf("%s is key-value store %q: %s to %s.", s.Go.Const, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
+			kind := "key-value"
+			if s.WindowKind != "" {
+				kind = s.WindowKind
+			}
+			defs = append(defs, jen.Commentf("%s is %s store %q: %s to %s.", s.Go.Const, kind, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
 				jen.Id(s.Go.Const).Op("=").Lit(s.Name.Value))
 		}
 		f.Comment("State stores of the application.")
@@ -352,16 +363,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 }
 
 // durationText renders a duration for documentation ("1m0s" becomes "1m").
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func durationText(d time.Duration) string { return schema.DurationText(d) }
 
 // durationExpr writes a duration as readable Go: 60*time.Second.
 func durationExpr(d time.Duration) jen.Code {
@@ -482,13 +484,26 @@ func (e *emitter) topology(f *jen.File) {
 		}
 		ks, vs := topicSerdes(t, jen.Id("s"), t.Tombstones) // a deleted row is a tombstone
 		args := []jen.Code{jen.Id("t"), jen.Lit(t.Go.SinkNode), jen.Id(t.Go.Const), ks, vs}
+		sink := "AddSink"
+		if t.Windows != nil {
+			// Kafka Streams partitions windowed keys by the key alone, so a
+			// key's windows share its partition.
+			v := t.KV.Value
+			if t.Tombstones && !v.is(PointerTo) {
+				v = v.wrapped(PointerTo)
+			}
+			sink = "AddSinkWith"
+			args = append(args, jen.Qual(pkgStream, "SinkConfig").Types(typeOf(t.KV.Key), typeOf(v)).Values(jen.Dict{
+				jen.Id("Partitioner"): jen.Qual(pkgDSL, "WindowedPartitioner").Types(typeOf(t.KV.Key.unwrapped()), typeOf(v)).Call(jen.Id("s").Dot(t.Go.KeySerde)),
+			}))
+		}
 		for _, w := range t.Writers {
 			args = append(args, jen.Lit(w.Name.Value))
 		}
 		for _, w := range t.OpWriters {
 			args = append(args, jen.Lit(w.nodeName()))
 		}
-		body = append(body, jen.Qual(pkgStream, "AddSink").Call(args...))
+		body = append(body, jen.Qual(pkgStream, sink).Call(args...))
 	}
 	for _, s := range g.Stores {
 		if s.Op != nil {
@@ -515,6 +530,9 @@ func (e *emitter) topology(f *jen.File) {
 // nil through dsl.Nullable.
 func topicSerdes(t *TopicNode, serdes *jen.Statement, tombstones bool) (ks, vs jen.Code) {
 	ks, vs = serdes.Clone().Dot(t.Go.KeySerde), serdes.Clone().Dot(t.Go.ValueSerde)
+	if t.Windows != nil {
+		ks = windowedKeySerde(ks, t.Windows)
+	}
 	if t.KV.Key.is(PointerTo) {
 		ks = jen.Qual(pkgDSL, "Nullable").Call(ks)
 	}
@@ -624,6 +642,10 @@ func (e *emitter) testDriver() ([]byte, error) {
 		}
 	}
 	for _, s := range g.Stores {
+		if s.WindowKind != "" {
+			windowStoreAccessor(f, s)
+			continue
+		}
 		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
 		f.Comment("in its partition's.")
 		types := kvTypes(s.KV)
@@ -644,6 +666,27 @@ func (e *emitter) testDriver() ([]byte, error) {
 	f.Comment("Close closes the processors and stores.")
 	recv().Id("Close").Params().Error().Block(jen.Return(jen.Id("d").Dot("d").Dot("Close").Call()))
 	return render(f)
+}
+
+// windowStoreAccessor writes the test driver's accessor of the window or
+// session store of a windowed aggregation: every window it keeps, over
+// every partition's copy, keyed as the aggregation's table is.
+func windowStoreAccessor(f *jen.File, s *StoreNode) {
+	recv := f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver))
+	k := typeOf(s.KV.Key)
+	if s.WindowKind == "session" {
+		f.Commentf("%s lists the sessions %s keeps in session store %q, every", s.Go.Accessor, s.Op.what(), s.Name.Value)
+		f.Comment("partition's, each with its aggregate.")
+		types := []jen.Code{k, typeOf(s.KV.Value)}
+		recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
+			jen.Return(jen.Qual(pkgStreamtest, "Sessions").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const))))
+		return
+	}
+	f.Commentf("%s lists the windows %s keeps in window store %q, every", s.Go.Accessor, s.Op.what(), s.Name.Value)
+	f.Comment("partition's, each with its aggregate and the timestamp of its last update.")
+	types := []jen.Code{k, jen.Qual(pkgState, "ValueAndTimestamp").Types(typeOf(s.KV.Value))}
+	recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
+		jen.Return(jen.Qual(pkgStreamtest, "Windows").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), durationCode(s.Op.Windows.Size.Value))))
 }
 
 // confluentSides lists the topic keys and values in avro-confluent format.

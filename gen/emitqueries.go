@@ -31,7 +31,7 @@ func (e *emitter) queryable() []*StoreNode {
 func (e *emitter) openAPI() ([]byte, error) {
 	var docs []queryapi.StoreDoc
 	for _, s := range e.queryable() {
-		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type)})
+		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: s.WindowKind, Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type)})
 	}
 	return queryapi.OpenAPI(e.g.Spec.App.Value, docs)
 }
@@ -58,6 +58,24 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 	body = append(body, jen.Id("srv").Op(":=").Qual(pkgQueryAPI, "Server").Values(jen.Dict{jen.Id("App"): jen.Id("a"), jen.Id("Client"): jen.Id("forward")}),
 		jen.Id("out").Op(":=").Map(jen.String()).Qual("net/http", "Handler").Values())
 	for i, s := range stores {
+		v := jen.Id("v" + itoa(i))
+		parse := jen.Qual(pkgQueryAPI, "ParseKey").Types(typeOf(s.KV.Key))
+		ks := jen.Id("s").Dot(s.Go.KeySerde)
+		check := jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+		switch s.WindowKind {
+		case "window":
+			body = append(body,
+				jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryWindow").Types(typeOf(s.KV.Key), jen.Qual(pkgState, "ValueAndTimestamp").Types(typeOf(s.KV.Value))).Call(jen.Id("a"), jen.Id(s.Go.Const), ks),
+				check,
+				jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "Window").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "UnstampedWindow").Types(typeOf(s.KV.Value))))
+			continue
+		case "session":
+			body = append(body,
+				jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QuerySession").Types(kvTypes(s.KV)...).Call(jen.Id("a"), jen.Id(s.Go.Const), ks),
+				check,
+				jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "Session").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value))))
+			continue
+		}
 		types := kvTypes(s.KV)
 		vs := jen.Id("s").Dot(s.Go.ValueSerde)
 		value := jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value))
@@ -66,7 +84,6 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 			vs = jen.Qual(pkgDSL, "Timestamped").Call(vs)
 			value = jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value))
 		}
-		v := jen.Id("v" + itoa(i))
 		body = append(body,
 			jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryKeyValue").Types(types...).Call(jen.Id("a"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), vs),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
@@ -96,10 +113,17 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		if s.Op != nil {
 			what = "rows of " + s.Op.what()
 		}
+		typ, ctor := "KeyValueClient", "KeyValueStore"
+		switch s.WindowKind {
+		case "window":
+			typ, ctor, what = "WindowClient", "WindowStore", "windows of "+s.Op.what()
+		case "session":
+			typ, ctor, what = "SessionClient", "SessionStore", "sessions of "+s.Op.what()
+		}
 		f.Commentf("%s reads store %q (%s, keys %s).", s.Go.Accessor, s.Name.Value, what, s.KV.Key.Name)
 		f.Func().Params(jen.Id("c").Op("*").Id(idQueryClient)).Id(s.Go.Accessor).Params().
-			Op("*").Qual(pkgQueryAPI, "KeyValueClient").Types(kvTypes(s.KV)...).Block(
-			jen.Return(jen.Qual(pkgQueryAPI, "KeyValueStore").Types(kvTypes(s.KV)...).Call(jen.Id("c").Dot("c"), jen.Id(s.Go.Const))))
+			Op("*").Qual(pkgQueryAPI, typ).Types(kvTypes(s.KV)...).Block(
+			jen.Return(jen.Qual(pkgQueryAPI, ctor).Types(kvTypes(s.KV)...).Call(jen.Id("c").Dot("c"), jen.Id(s.Go.Const))))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/kgen-dev/kgen/runtime/stream"
+	"github.com/kgen-dev/kgen/schema"
 )
 
 // Diagram describes the topology of a resolved spec for drawing, with the
@@ -35,7 +36,11 @@ func Diagram(g *Graph) stream.Diagram {
 		for _, s := range p.Stores {
 			if !placed[s] {
 				placed[s] = true
-				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
+				detail := s.KV.String()
+				if s.WindowKind != "" {
+					detail += ", " + s.WindowKind + " store"
+				}
+				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: detail})
 			}
 		}
 	}
@@ -53,6 +58,12 @@ func Diagram(g *Graph) stream.Diagram {
 	// as the topic it is, and the aggregations read that topic.
 	for _, o := range g.allOps() {
 		kind := o.kind.Name
+		if o.Windows != nil && o.kind.Aggregation {
+			kind += " " + o.Windows.String() // its windows, as the spec writes them
+		}
+		if o.Emit.Value == schema.EmitFinal {
+			kind += ", emit final"
+		}
 		grp := group(o.Subtopology)
 		if rt := o.internal("repartition"); rt != nil {
 			grp = group(o.UpSubtopology)
@@ -62,7 +73,11 @@ func Diagram(g *Graph) stream.Diagram {
 		grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramProcessor, Name: o.Name.Value, Detail: kind})
 		if s := o.Rows; s != nil && !placed[s] {
 			placed[s] = true
-			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String()})
+			detail := s.KV.String()
+			if s.WindowKind != "" {
+				detail += ", " + s.WindowKind + " store"
+			}
+			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: detail})
 		}
 		for _, in := range o.Internal {
 			if !in.Topic {

@@ -87,10 +87,16 @@ func init() {
 	})
 }
 
-// tableHint: an operator making a table writes no topic itself.
+// tableHint: an operator making a table writes no topic itself; emit: and
+// idle-close: are for windowed aggregations.
 func tableHint(key string, op *schema.Operator) string {
-	if key == "to" {
+	switch key {
+	case "to":
 		return fmt.Sprintf(": %s makes a table; write its updates to a topic with an operator {op: toStream, from: [%s], to: [TOPIC]}", op.Op.Value, op.Name.Value)
+	case "emit", "idle-close":
+		if windowedKinds[op.Op.Value] != nil {
+			return fmt.Sprintf(" without a window: %s is for windowed aggregations (add window: {tumbling: SIZE, grace: DURATION} or another kind)", key)
+		}
 	}
 	return ""
 }

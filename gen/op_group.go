@@ -18,7 +18,7 @@ func init() {
 		Hint:     groupingHint,
 		Grouping: true,
 		Type: func(r *resolver, o *OpNode, in Node) {
-			if !r.streamOnly(o, in) {
+			if !r.streamOnly(o, in) || !r.notWindowed(o, in) {
 				return
 			}
 			// A nullable side is made plain by a null-dropping node first,

@@ -16,7 +16,7 @@ func init() {
 		Keys:        keys("from", "to", "partitions"),
 		KeyedOutput: true,
 		Type: func(r *resolver, o *OpNode, in Node) {
-			if !r.streamOnly(o, in) {
+			if !r.streamOnly(o, in) || !r.notWindowed(o, in) {
 				return
 			}
 			o.Out, o.HasOut = o.In, true

@@ -50,7 +50,10 @@ type OpNode struct {
 	ArmName string
 	Default bool
 	// Grouping is the grouping an aggregation reads.
-	Grouping    *OpNode
+	Grouping *OpNode
+	// Windows are a windowed aggregation's windows (its window:), nil for
+	// any other operator.
+	Windows     *schema.Window
 	Subtopology int
 	// UpSubtopology is, for a grouping that repartitions, the sub-topology
 	// writing its repartition topic (Subtopology reads it).
@@ -289,6 +292,9 @@ func (r *resolver) opStores() {
 			r.errs.add(o.Store.Pos, "%s keeps its rows in store %q, which %s keeps its rows in already: give each its own store", o.what(), o.Store.Value, sn.Op.what())
 			continue
 		}
+		if k := sn.Kind.Value; (k == "window" || k == "session") && o.Window == nil {
+			r.errs.add(o.Store.Pos, "%s keeps its rows in store %q, a %s store: it is not windowed (a plain aggregation or table keeps a key-value store)", o.what(), o.Store.Value, k)
+		}
 		sn.Op = o
 		o.Rows = sn
 	}
@@ -399,6 +405,17 @@ func (r *resolver) nonNull(o *OpNode, in Node, keys, values bool) bool {
 	return false
 }
 
+// notWindowed reports o, reading from in, when its keys are windowed: the
+// runtime has no repartition topic of windowed keys yet. It returns whether
+// they are not.
+func (r *resolver) notWindowed(o *OpNode, in Node) bool {
+	if !o.In.Key.is(WindowedOf) {
+		return true
+	}
+	r.errs.add(r.opFromPos(o, 0), "%s reads %q, whose keys are windowed (%s): %s of windowed keys is not supported yet; group by a key of your own ({op: groupBy, key: TYPE})", o.what(), in.Name(), o.In.Key.Name, o.kind.Name)
+	return false
+}
+
 // passOn is the typing rule of an operator that outputs what it reads (a
 // stream).
 func passOn(r *resolver, o *OpNode, in Node) {
@@ -502,7 +519,11 @@ func (r *resolver) opChildren(o *OpNode) {
 				t.Tombstones = true
 			}
 			if !out.same(t.KV) {
-				r.errs.add(r.opToPos(o, c), "%s outputs %s but topic %q takes %s", o.what(), o.Out, t.Name.Value, t.KV)
+				hint := ""
+				if out.Key.is(WindowedOf) && !t.KV.Key.is(WindowedOf) && out.Key.unwrapped().Same(t.KV.Key) {
+					hint = ": its keys are windowed; declare the topic windowed: true (written with Kafka Streams' windowed key serde)"
+				}
+				r.errs.add(r.opToPos(o, c), "%s outputs %s but topic %q takes %s%s", o.what(), o.Out, t.Name.Value, t.KV, hint)
 			}
 		case c.Proc != nil:
 			if o.kind.Grouping {

@@ -163,6 +163,8 @@ var keyHelp = map[string]string{
 	"store":    "the store holding its rows: store: NAME",
 	"topic":    "the topic it reads: topic: NAME",
 	"branches": "the names of its arms: branches: [NAME, ...]",
+	"window":   "its windows: window: {tumbling: SIZE} (or hopping, sliding, session), grace: DURATION",
+	"until":    "what it waits for: until: window-closes, or until: {time-limit: DURATION}",
 }
 
 // kindOf finds the kind of spec operator op and checks the keys op was
@@ -182,6 +184,9 @@ func kindOf(op *schema.Operator, errs *errList) *opKind {
 		return nil // reported by the loader
 	}
 	k, ok := opKinds[op.Op.Value]
+	if w := windowedKinds[op.Op.Value]; w != nil && op.Window != nil {
+		k = w // count, reduce or aggregate with window:
+	}
 	if !ok {
 		if slices.Contains(schema.PlannedOps, op.Op.Value) {
 			errs.add(op.Op.Pos, "%s: op %s is planned (joins, global tables and cogroup come next) but not supported by this kgen yet", what, op.Op.Value)
@@ -271,4 +276,10 @@ type againstCtx struct {
 // Breaking reports a change that loses or strands state.
 func (c *againstCtx) Breaking(pos schema.Pos, format string, args ...any) {
 	c.add(pos, true, format, args...)
+}
+
+// Safe reports a change that was considered and keeps state, saying what
+// it does.
+func (c *againstCtx) Safe(pos schema.Pos, format string, args ...any) {
+	c.add(pos, false, format, args...)
 }

@@ -51,6 +51,9 @@ type TopicNode struct {
 	Table                *OpNode
 	// Tombstones says toStream writes to it: a deleted row is a tombstone.
 	Tombstones bool
+	// Windows are the windows of a windowed topic's keys (windowed: true),
+	// its writers': its key serde wraps the key's with them.
+	Windows *schema.Window
 }
 
 // read says whether a source reads the topic as a stream.
@@ -72,6 +75,9 @@ type StoreNode struct {
 	// Implied says the store is not declared under stores but named by Op.
 	Op      *OpNode
 	Implied bool
+	// WindowKind is "window" or "session" for the store of a windowed
+	// aggregation (a window or session store), "" for a key-value store.
+	WindowKind string
 }
 
 // Node is a parent or child of a processor or operator: exactly one field
@@ -185,13 +191,21 @@ func (r *resolver) run() {
 		if t.ValueNullable() {
 			tn.KV.Value = nullableRef(tn.KV.Value)
 		}
+		if t.Windowed {
+			if t.KeyNullable() {
+				r.errs.add(t.Nullable.Pos, "topic %q: a windowed key cannot be null (Kafka Streams' windowed serdes have no null): the key is not nullable", t.Name.Value)
+			}
+			tn.KV.Key = tn.KV.Key.wrapped(WindowedOf)
+		}
 		r.topics[t.Name.Value] = tn
 		r.g.Topics = append(r.g.Topics, tn)
 	}
 	for _, st := range s.Stores {
 		sn := &StoreNode{Store: st}
-		if st.Kind.Value != "" && st.Kind.Value != "keyvalue" {
-			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue)", st.Name.Value, st.Kind.Value)
+		switch st.Kind.Value {
+		case "", "keyvalue", "window", "session": // window and session: for a windowed aggregation, checked there
+		default:
+			r.errs.add(st.Kind.Pos, "store %q: unknown kind %q (want keyvalue, or window or session for a windowed aggregation's store)%s", st.Name.Value, st.Kind.Value, schema.Suggest(st.Kind.Value, []string{"keyvalue", "window", "session"}))
 		}
 		if st.Backend.Value != "" && st.Backend.Value != schema.BackendMemory && st.Backend.Value != schema.BackendPebble {
 			r.errs.add(st.Backend.Pos, "store %q: unknown backend %q (want memory or pebble)", st.Name.Value, st.Backend.Value)
@@ -225,10 +239,68 @@ func (r *resolver) run() {
 		r.opTypes()
 		r.procIns()
 		r.checkSinks()
+		r.windowedTopics()
 		r.rekeyedState()
 		r.rekeyedOpState()
 	}
 	r.subtopologies()
+}
+
+// windowedTopics settles the windows of each windowed topic: those its spec
+// says (windowed: session or SIZE), else its writers', which must agree with
+// each other and with the spec: its key serde needs them (a time window's
+// end is its start plus the windows' size, not on the wire). A topic read
+// by the application must say them, as no writer of the application may
+// write it.
+func (r *resolver) windowedTopics() {
+	for _, t := range r.g.Topics {
+		switch {
+		case t.WindowSession:
+			t.Windows = &schema.Window{Kind: schema.Str{Value: schema.WindowSession}}
+		case t.WindowSize.Set():
+			t.Windows = &schema.Window{Kind: schema.Str{Value: schema.WindowTumbling}, Size: t.WindowSize}
+		}
+	}
+	for _, t := range r.g.Topics {
+		if !t.Windowed {
+			continue
+		}
+		if t.Table != nil || t.Repartition {
+			r.errs.add(t.WindowedPos, "topic %q: a table or repartition topic of windowed keys is not supported yet", t.Name.Value)
+			continue
+		}
+		if t.read() && t.Windows == nil {
+			r.errs.add(t.WindowedPos, "topic %q is read, so its windows must be said: windowed: session, or windowed: SIZE for time windows of that size (the end of a time window is not on the wire)", t.Name.Value)
+			continue
+		}
+		var writers []Node
+		for _, p := range t.Writers {
+			writers = append(writers, Node{Proc: p})
+		}
+		for _, o := range t.OpWriters {
+			writers = append(writers, Node{Op: o})
+		}
+		from := "says"
+		for _, w := range writers {
+			ws := windowsAbove(w)
+			switch {
+			case ws == nil:
+				r.errs.add(t.WindowedPos, "topic %q is windowed but the windows of what %q writes are not known: a windowed topic is written from a windowed aggregation (count, reduce or aggregate with window:), through toStream", t.Name.Value, w.Name())
+			case t.Windows == nil:
+				t.Windows, from = ws, fmt.Sprintf("gets from %q", w.Name())
+			case isSession(ws) != isSession(t.Windows) || !isSession(ws) && ws.Size.Value != t.Windows.Size.Value:
+				r.errs.add(t.WindowedPos, "topic %q %s windows %s but %q writes windows %s: one topic's windowed keys are read with one serde, so its windows must be of one size (or all sessions)", t.Name.Value, from, windowedText(t.Windows), w.Name(), windowedText(ws))
+			}
+		}
+	}
+}
+
+// windowedText says how windows w key a topic.
+func windowedText(w *schema.Window) string {
+	if isSession(w) {
+		return "session"
+	}
+	return "of size " + durationText(w.Size.Value)
 }
 
 // repartitions checks that each repartition topic is written and read by
@@ -566,6 +638,9 @@ func (r *resolver) storesOf() {
 			if sn.Op != nil {
 				r.errs.add(s.Pos, "processor %q uses store %q, where %s keeps its rows: read the operator's output instead (from: [%s])", p.Name.Value, s.Value, sn.Op.what(), sn.Op.Name.Value)
 				continue
+			}
+			if k := sn.Kind.Value; k == "window" || k == "session" {
+				r.errs.add(s.Pos, "processor %q uses store %q, a %s store: processors use key-value stores (a windowed aggregation keeps its windows in a %s store)", p.Name.Value, s.Value, k, k)
 			}
 			p.Stores = append(p.Stores, sn)
 			sn.Owners = append(sn.Owners, r.procs[p.Name.Value])

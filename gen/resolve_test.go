@@ -251,7 +251,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add([]byte("version: 1\napp: a\ntopics: {a: {key: string, value: string, partitions: 2}}\n"))
 	f.Add([]byte("a: &x [*x, *x]\n"))
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
-	for _, c := range []string{"ops", "ops-keyed", "err-ops-types", "err-ops-syntax"} {
+	for _, c := range []string{"ops", "ops-keyed", "err-ops-types", "err-ops-syntax", "windows", "err-windows"} {
 		if data, err := os.ReadFile(filepath.Join(goldenDir, c, schema.FileName)); err == nil {
 			f.Add(data)
 		}

@@ -816,12 +816,6 @@ func TestTwins(t *testing.T) {
 		t.Fatal("found no topology in Topologies.java")
 	}
 	for name := range java {
-		if pendingWindowTopologies[name] {
-			if topologies[name] != nil {
-				t.Errorf("topology %q has its Go twin: take it out of pendingWindowTopologies", name)
-			}
-			continue
-		}
 		if topologies[name] == nil {
 			t.Errorf("topology %q of Topologies.java has no Go twin in oracle_test.go", name)
 		}
@@ -857,9 +851,6 @@ func TestKafkaStreamsOracle(t *testing.T) {
 			}
 			if c.Name != name {
 				t.Fatalf("case file %s names itself %q", f, c.Name)
-			}
-			if pendingWindowTopologies[c.Topology] {
-				t.Skipf("topology %s: window operators not yet in runtime/dsl (pendingWindowTopologies)", c.Topology)
 			}
 			var ks result
 			if err := readJSON(filepath.Join("expected", name+".json"), &ks); err != nil {

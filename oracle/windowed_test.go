@@ -12,18 +12,6 @@ import (
 	"github.com/kgen-dev/kgen/runtime/serde"
 )
 
-// pendingWindowTopologies are the windowed topologies of Topologies.java
-// whose Go twins are not written yet: the window operators are not yet in
-// runtime/dsl. Their cases are skipped (TestKafkaStreamsOracle) and TestTwins
-// lets them lack a twin; TestWindowCasesRead still reads their cases and
-// expected outputs. Take a topology out once its twin is in topologies.
-var pendingWindowTopologies = map[string]bool{
-	"tumbling-count": true, "tumbling-grace-count": true, "hopping-count": true, "sliding-count": true,
-	"session-count": true, "tumbling-reduce": true, "tumbling-aggregate": true, "session-reduce": true,
-	"session-aggregate": true, "tumbling-emit-final": true, "session-emit-final": true,
-	"tumbling-suppress": true, "emit-final-vs-suppress": true,
-}
-
 // windowType is how an output topic's windowed keys were written: Form
 // "time" (Kafka Streams' TimeWindowedSerializer; SizeMs is the windows'
 // size, which reading needs) or "session" (SessionWindowedSerializer).
@@ -81,7 +69,6 @@ func TestWindowCasesRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := map[string]bool{}
 	for _, f := range files {
 		var c caseFile
 		if err := readJSON(f, &c); err != nil {
@@ -121,15 +108,9 @@ func TestWindowCasesRead(t *testing.T) {
 			}
 		}
 		if windowed {
-			seen[c.Topology] = true
-			if !pendingWindowTopologies[c.Topology] && topologies[c.Topology] == nil {
-				t.Errorf("case %s: windowed topology %q has no Go twin and is not pending", c.Name, c.Topology)
+			if topologies[c.Topology] == nil {
+				t.Errorf("case %s: windowed topology %q has no Go twin", c.Name, c.Topology)
 			}
-		}
-	}
-	for name := range pendingWindowTopologies {
-		if !seen[name] {
-			t.Errorf("pending window topology %q has no case with windowed outputs", name)
 		}
 	}
 }

@@ -117,14 +117,5 @@ func init() {
 	}
 	for name, build := range twins {
 		topologies[name] = build
-		delete(pendingWindowTopologies, name)
 	}
-}
-
-// The windowed topologies are hand-built only: the generator has no window
-// operators yet (README.md, section 4).
-func init() {
-	notGenerated = append(notGenerated, "tumbling-count", "tumbling-grace-count", "hopping-count", "sliding-count",
-		"session-count", "tumbling-reduce", "tumbling-aggregate", "session-reduce", "session-aggregate",
-		"tumbling-emit-final", "session-emit-final", "tumbling-suppress", "emit-final-vs-suppress")
 }

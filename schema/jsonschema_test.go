@@ -54,13 +54,14 @@ app: a
 package: a
 types: {go: [./model], avro: [x.avsc]}
 topics:
-  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both, configs: {cleanup.policy: compact}}
+  t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both, windowed: false, configs: {cleanup.policy: compact}}
 stores:
   s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true, queryable: true}
 processors:
   p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
 operators:
-  o: {op: groupBy, from: [t], to: [t], key: string, value: string, store: s, topic: t, branches: [a], default: b, partitions: 2}
+  o: {op: groupBy, from: [t], to: [t], key: string, value: string, store: s, topic: t, branches: [a], default: b, partitions: 2,
+    window: {tumbling: 1m, grace: 1s}, emit: final, idle-close: 1m, until: window-closes, buffer: {max-records: 1, max-bytes: 1, when-full: shut-down}}
 `
 	_, err := Parse("kgen.yaml", []byte(spec))
 	if err != nil && strings.Contains(err.Error(), "unknown key") {
@@ -68,12 +69,12 @@ operators:
 	}
 	used := map[string][]string{
 		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
-		"topic":     {"configs", "format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value"},
+		"topic":     {"configs", "format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value", "windowed"},
 		"store":     {"backend", "changelog", "format", "key", "kind", "queryable", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},
-		"operator":  {"branches", "default", "from", "key", "op", "partitions", "store", "to", "topic", "value"},
+		"operator":  {"branches", "buffer", "default", "emit", "from", "idle-close", "key", "op", "partitions", "store", "to", "topic", "until", "value", "window"},
 	}
 	for section, want := range used {
 		if got := sections[section]; !slices.Equal(want, got) {

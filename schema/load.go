@@ -316,6 +316,20 @@ func (d *decoder) topic(name Str, n *yaml.Node) *Topic {
 		{"repartition", func(_, v *yaml.Node) {
 			t.Repartition, t.RepartitionPos = d.boolean(v, what+": repartition"), d.pos(v)
 		}},
+		{"windowed", func(_, v *yaml.Node) {
+			t.WindowedPos = d.pos(v)
+			switch {
+			case v.Kind == yaml.ScalarNode && (v.Value == "true" || v.Value == "false"):
+				t.Windowed = d.boolean(v, what+": windowed")
+			case v.Kind == yaml.ScalarNode && v.Value == WindowSession:
+				t.Windowed, t.WindowSession = true, true
+			case v.Kind == yaml.ScalarNode && !validDuration(v.Value):
+				d.errs.add(d.pos(v), "%s: windowed: want true, session, or the size of its time windows (5m), got %s%s", what, describe(v), Suggest(v.Value, []string{"true", "false", WindowSession}))
+			default:
+				t.WindowSize = d.duration(v, what+": windowed (the size of its time windows)", false)
+				t.Windowed = t.WindowSize.Set()
+			}
+		}},
 		{"configs", func(_, v *yaml.Node) { t.Configs = d.topicConfigs(v, what+": configs") }},
 		{"nullable", func(_, v *yaml.Node) {
 			t.Nullable = d.str(v, what+": nullable")

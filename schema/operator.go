@@ -13,11 +13,11 @@ import (
 // here; a key of its own is a change to the file format, made here.
 
 // PlannedOps are operator kinds the spec format reserves for what comes next
-// (windowed aggregations, joins, global tables): a spec naming one is told so.
-var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin", "suppress"}
+// (joins, global tables, cogroup): a spec naming one is told so.
+var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin"}
 
 // PlannedOperatorKeys are operator keys reserved for what comes next.
-var PlannedOperatorKeys = []string{"emit", "foreign-key", "query", "versioned", "window"}
+var PlannedOperatorKeys = []string{"foreign-key", "query", "versioned"}
 
 func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 	o := &Operator{Name: name, Keys: map[string]Pos{}}
@@ -37,12 +37,26 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 			at(k)
 			o.Partitions, o.PartitionsPos = d.integer(v, what+": partitions"), d.pos(v)
 		}},
+		{"window", func(k, v *yaml.Node) { at(k); o.Window = d.window(v, what) }},
+		{"emit", func(k, v *yaml.Node) {
+			at(k)
+			o.Emit = d.str(v, what+": emit")
+			switch o.Emit.Value {
+			case "", EmitUpdates, EmitFinal:
+			default:
+				d.errs.add(o.Emit.Pos, "%s: emit: want updates (every update, the default) or final (one result per window once it closes), got %q%s", what, o.Emit.Value, Suggest(o.Emit.Value, []string{EmitUpdates, EmitFinal}))
+				o.Emit.Value = ""
+			}
+		}},
+		{"idle-close", func(k, v *yaml.Node) { at(k); o.IdleClose = d.duration(v, what+": idle-close", false) }},
+		{"until", func(k, v *yaml.Node) { at(k); d.until(v, what, o.suppress()) }},
+		{"buffer", func(k, v *yaml.Node) { at(k); d.buffer(v, what, o.suppress()) }},
 	}
-	// Keys planned for windows, joins and queries: say so rather than
+	// Keys planned for joins, versioned tables and queries: say so rather than
 	// "unknown key".
 	for _, k := range PlannedOperatorKeys {
 		fields = append(fields, field{k, func(k, _ *yaml.Node) {
-			d.errs.add(d.pos(k), "%s: %s is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet", what, k.Value)
+			d.errs.add(d.pos(k), "%s: %s is planned (joins, versioned tables and queries come next) but not supported by this kgen yet", what, k.Value)
 		}})
 	}
 	if !d.mapping(n, what, fields) {
@@ -75,5 +89,21 @@ func (o *Operator) Clear(k string) {
 		o.Default = Str{}
 	case "partitions":
 		o.Partitions = 0
+	case "window":
+		o.Window = nil
+	case "emit":
+		o.Emit = Str{}
+	case "idle-close":
+		o.IdleClose = Dur{}
+	case "until", "buffer":
+		o.Suppress = nil
 	}
+}
+
+// suppress is o's Suppress, made on first use.
+func (o *Operator) suppress() *Suppress {
+	if o.Suppress == nil {
+		o.Suppress = &Suppress{}
+	}
+	return o.Suppress
 }

@@ -18,7 +18,17 @@ func TestParseErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{`kgen.yaml:4:39: operator "o": window is planned (windowed aggregations, joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, query: true}\n", []string{`kgen.yaml:4:39: operator "o": query is planned (joins, versioned tables and queries come next) but not supported by this kgen yet`}},
+		{"window of no kind", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{
+			`kgen.yaml:4:47: operator "o": window: say its kind: {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}, with grace: DURATION`,
+			`kgen.yaml:4:48: unknown key "size" in operator "o": window`}},
+		{"session gap of a mapping", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {session: {gaps: 5m}}}\n", []string{
+			`kgen.yaml:4:57: operator "o": window: session: want {gap: DURATION} (the inactivity gap)`,
+			`kgen.yaml:4:58: unknown key "gaps" in operator "o": window: session (did you mean "gap"?)`}},
+		{"time limit without a limit", "version: 1\napp: a\noperators:\n  o: {op: suppress, from: [g], until: time-limit, buffer: {max-records: x, when-full: drop}}\n", []string{
+			`kgen.yaml:4:39: operator "o": until: say the limit: {time-limit: DURATION}`,
+			`kgen.yaml:4:73: operator "o": buffer: max-records: want a positive whole number, got "x"`,
+			`kgen.yaml:4:87: operator "o": buffer: when-full: want shut-down or emit-early, got "drop"`}},
 		{"nullable", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, nullable: vlaue}\n", []string{`kgen.yaml:4:45: topic "t": nullable "vlaue": want key, value or both (did you mean "value"?)`}},
 		{"cleanup policy", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: {cleanup.policy: compacted}}\n", []string{`kgen.yaml:4:61: topic "t": configs: cleanup.policy "compacted": want delete, compact or compact,delete`}},
 		{"configs not a mapping", "version: 1\napp: a\ntopics:\n  t: {key: string, value: string, configs: [a]}\n", []string{`kgen.yaml:4:44: topic "t": configs: want a mapping of config names to values, got a list`}},
@@ -63,6 +73,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("version: 1\nprocessors: {p: {from: p, to: [p], punctuate: [{every: 1s}]}}\n"))
 	f.Add([]byte("version: 1\napp: a\n b: {c: d}\n"))
 	f.Add([]byte("version: 1\napp: a\noperators: {o: {op: branch, from: t, branches: [x], default: y}, c: {op: count, from: [o-x], store: s}}\n"))
+	f.Add([]byte("version: 1\napp: a\noperators: {c: {op: count, from: g, store: s, window: {hopping: {size: 5m, advance: 1m}, grace: 1s}, emit: final, idle-close: 1m}, s: {op: suppress, from: c, until: {time-limit: 1s}, buffer: {max-records: 1, when-full: emit-early}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("kgen.yaml", data)
 		if s == nil {

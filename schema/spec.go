@@ -88,6 +88,17 @@ type Topic struct {
 	// null key, a tombstone): key, value or both; empty for neither. A
 	// nullable side is carried as a pointer, nil for null.
 	Nullable Str
+	// Windowed says the topic's keys are windowed (dsl.Windowed of Key),
+	// with Kafka Streams' windowed key serde: windowed: true takes the
+	// windows from its writers (a windowed aggregation's toStream);
+	// windowed: session or windowed: SIZE (time windows of that size, which
+	// reading a key needs for its end) says them, for a topic the
+	// application reads. WindowedPos is where it was said.
+	Windowed    bool
+	WindowedPos Pos
+	// WindowSession and WindowSize are what windowed: says when not true.
+	WindowSession bool
+	WindowSize    Dur
 	// Configs are topic configs (cleanup.policy, retention.ms, ...) that
 	// kgen topics creates the topic with and checks an existing one
 	// against; the application itself never creates or alters the user's
@@ -126,7 +137,7 @@ const (
 // Store is a state store.
 type Store struct {
 	Name      Str
-	Kind      Str // "keyvalue", the only kind so far
+	Kind      Str // "keyvalue" (the default), or "window" or "session" for a windowed aggregation's store
 	Key       Str
 	Value     Str
 	Format    Str // format of non-primitive keys and values in the store
@@ -207,6 +218,15 @@ type Operator struct {
 	// topic, 0 when not given.
 	Partitions    int
 	PartitionsPos Pos
+	// Window makes an aggregation windowed (window:); Emit is its emit:
+	// (updates or final, "" for the default, updates); IdleClose its
+	// idle-close: (with emit: final, the wall clock closes windows once no
+	// record came for that long). A suppress operator takes IdleClose too.
+	Window    *Window
+	Emit      Str
+	IdleClose Dur
+	// Suppress is a suppress operator's until: and buffer:.
+	Suppress *Suppress
 	// Keys holds where each key of the operator's mapping was written.
 	Keys map[string]Pos
 	// Pos is where the operator's mapping starts.

@@ -162,3 +162,18 @@ func (Factories) LengthsByKeyNInit() int64                     { return 100 }
 func (Factories) LengthsByKeyNAggregate(_ string, value string, agg int64) int64 {
 	return agg + int64(len(value))
 }
+
+// Windowed aggregations: the reducer sums, the aggregator adds the value's
+// length to 100, the session merger adds the two aggregates.
+
+func (Factories) TrSumReduce(agg int64, value int64) int64 { return agg + value }
+func (Factories) TaLengthsInit() int64                     { return 100 }
+func (Factories) TaLengthsAggregate(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
+}
+func (Factories) SrSumReduce(agg int64, value int64) int64 { return agg + value }
+func (Factories) SaLengthsInit() int64                     { return 100 }
+func (Factories) SaLengthsAggregate(_ string, value string, agg int64) int64 {
+	return agg + int64(len(value))
+}
+func (Factories) SaLengthsMerge(_ string, a, b int64) int64 { return a + b }

@@ -7,6 +7,7 @@ import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
+	"time"
 )
 
 // The generated code below was written for runtime contract version 2; the runtime
@@ -68,6 +69,12 @@ const (
 	TopicCountGroupByIn = "count-group-by-in"
 	// TopicCountGroupByOut is topic "count-group-by-out": key string (string), value int64 (int64).
 	TopicCountGroupByOut = "count-group-by-out"
+	// TopicEmitFinalVsSuppressIn is topic "emit-final-vs-suppress-in": key string (string), value string (string).
+	TopicEmitFinalVsSuppressIn = "emit-final-vs-suppress-in"
+	// TopicEmitFinalVsSuppressOutFinal is topic "emit-final-vs-suppress-out-final": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicEmitFinalVsSuppressOutFinal = "emit-final-vs-suppress-out-final"
+	// TopicEmitFinalVsSuppressOutSuppress is topic "emit-final-vs-suppress-out-suppress": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicEmitFinalVsSuppressOutSuppress = "emit-final-vs-suppress-out-suppress"
 	// TopicFilterIn is topic "filter-in": key string (string), value string (string).
 	TopicFilterIn = "filter-in"
 	// TopicFilterNotIn is topic "filter-not-in": key string (string), value string (string).
@@ -100,6 +107,10 @@ const (
 	TopicForeachIn = "foreach-in"
 	// TopicForeachNullableIn is topic "foreach-nullable-in": key *string (string), value *string (string).
 	TopicForeachNullableIn = "foreach-nullable-in"
+	// TopicHoppingCountIn is topic "hopping-count-in": key string (string), value string (string).
+	TopicHoppingCountIn = "hopping-count-in"
+	// TopicHoppingCountOut is topic "hopping-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicHoppingCountOut = "hopping-count-out"
 	// TopicMapIn is topic "map-in": key string (string), value string (string).
 	TopicMapIn = "map-in"
 	// TopicMapOut is topic "map-out": key string (string), value int64 (int64).
@@ -142,6 +153,26 @@ const (
 	TopicSelectKeyIn = "select-key-in"
 	// TopicSelectKeyOut is topic "select-key-out": key string (string), value string (string).
 	TopicSelectKeyOut = "select-key-out"
+	// TopicSessionAggregateIn is topic "session-aggregate-in": key string (string), value string (string).
+	TopicSessionAggregateIn = "session-aggregate-in"
+	// TopicSessionAggregateOut is topic "session-aggregate-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicSessionAggregateOut = "session-aggregate-out"
+	// TopicSessionCountIn is topic "session-count-in": key string (string), value string (string).
+	TopicSessionCountIn = "session-count-in"
+	// TopicSessionCountOut is topic "session-count-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicSessionCountOut = "session-count-out"
+	// TopicSessionEmitFinalIn is topic "session-emit-final-in": key string (string), value string (string).
+	TopicSessionEmitFinalIn = "session-emit-final-in"
+	// TopicSessionEmitFinalOut is topic "session-emit-final-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicSessionEmitFinalOut = "session-emit-final-out"
+	// TopicSessionReduceIn is topic "session-reduce-in": key string (string), value int64 (int64).
+	TopicSessionReduceIn = "session-reduce-in"
+	// TopicSessionReduceOut is topic "session-reduce-out": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicSessionReduceOut = "session-reduce-out"
+	// TopicSlidingCountIn is topic "sliding-count-in": key string (string), value string (string).
+	TopicSlidingCountIn = "sliding-count-in"
+	// TopicSlidingCountOut is topic "sliding-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicSlidingCountOut = "sliding-count-out"
 	// TopicTableAggregateIn is topic "table-aggregate-in": key string (string), value string (string).
 	TopicTableAggregateIn = "table-aggregate-in"
 	// TopicTableAggregateOut is topic "table-aggregate-out": key string (string), value int64 (int64).
@@ -162,6 +193,30 @@ const (
 	TopicTableReduceIn = "table-reduce-in"
 	// TopicTableReduceOut is topic "table-reduce-out": key string (string), value int64 (int64).
 	TopicTableReduceOut = "table-reduce-out"
+	// TopicTumblingAggregateIn is topic "tumbling-aggregate-in": key string (string), value string (string).
+	TopicTumblingAggregateIn = "tumbling-aggregate-in"
+	// TopicTumblingAggregateOut is topic "tumbling-aggregate-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingAggregateOut = "tumbling-aggregate-out"
+	// TopicTumblingCountIn is topic "tumbling-count-in": key string (string), value string (string).
+	TopicTumblingCountIn = "tumbling-count-in"
+	// TopicTumblingCountOut is topic "tumbling-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingCountOut = "tumbling-count-out"
+	// TopicTumblingEmitFinalIn is topic "tumbling-emit-final-in": key string (string), value string (string).
+	TopicTumblingEmitFinalIn = "tumbling-emit-final-in"
+	// TopicTumblingEmitFinalOut is topic "tumbling-emit-final-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingEmitFinalOut = "tumbling-emit-final-out"
+	// TopicTumblingGraceCountIn is topic "tumbling-grace-count-in": key string (string), value string (string).
+	TopicTumblingGraceCountIn = "tumbling-grace-count-in"
+	// TopicTumblingGraceCountOut is topic "tumbling-grace-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingGraceCountOut = "tumbling-grace-count-out"
+	// TopicTumblingReduceIn is topic "tumbling-reduce-in": key string (string), value int64 (int64).
+	TopicTumblingReduceIn = "tumbling-reduce-in"
+	// TopicTumblingReduceOut is topic "tumbling-reduce-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingReduceOut = "tumbling-reduce-out"
+	// TopicTumblingSuppressIn is topic "tumbling-suppress-in": key string (string), value string (string).
+	TopicTumblingSuppressIn = "tumbling-suppress-in"
+	// TopicTumblingSuppressOut is topic "tumbling-suppress-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
+	TopicTumblingSuppressOut = "tumbling-suppress-out"
 	// TopicWordcountIn is topic "wordcount-in": key string (string), value string (string).
 	TopicWordcountIn = "wordcount-in"
 	// TopicWordcountOut is topic "wordcount-out": key string (string), value int64 (int64).
@@ -182,6 +237,12 @@ const (
 	StoreCountByKeyStore = "count-by-key-store"
 	// StoreCountGroupByStore is key-value store "count-group-by-store": string to int64.
 	StoreCountGroupByStore = "count-group-by-store"
+	// StoreEfsCountStore is window store "efs-count-store": string to int64.
+	StoreEfsCountStore = "efs-count-store"
+	// StoreEfsFinalStore is window store "efs-final-store": string to int64.
+	StoreEfsFinalStore = "efs-final-store"
+	// StoreHcStore is window store "hc-store": string to int64.
+	StoreHcStore = "hc-store"
 	// StoreHomesStore is key-value store "homes-store": string to string.
 	StoreHomesStore = "homes-store"
 	// StoreNameLengthsStore is key-value store "name-lengths-store": string to int64.
@@ -204,6 +265,28 @@ const (
 	StoreRowsNStore = "rows-n-store"
 	// StoreRowsStore is key-value store "rows-store": string to string.
 	StoreRowsStore = "rows-store"
+	// StoreSaStore is session store "sa-store": string to int64.
+	StoreSaStore = "sa-store"
+	// StoreScStore is session store "sc-store": string to int64.
+	StoreScStore = "sc-store"
+	// StoreSefStore is session store "sef-store": string to int64.
+	StoreSefStore = "sef-store"
+	// StoreSlcStore is window store "slc-store": string to int64.
+	StoreSlcStore = "slc-store"
+	// StoreSrStore is session store "sr-store": string to int64.
+	StoreSrStore = "sr-store"
+	// StoreTaStore is window store "ta-store": string to int64.
+	StoreTaStore = "ta-store"
+	// StoreTcStore is window store "tc-store": string to int64.
+	StoreTcStore = "tc-store"
+	// StoreTefStore is window store "tef-store": string to int64.
+	StoreTefStore = "tef-store"
+	// StoreTgcStore is window store "tgc-store": string to int64.
+	StoreTgcStore = "tgc-store"
+	// StoreTrStore is window store "tr-store": string to int64.
+	StoreTrStore = "tr-store"
+	// StoreTsStore is window store "ts-store": string to int64.
+	StoreTsStore = "ts-store"
 	// StoreWordCountsStore is key-value store "word-counts-store": string to int64.
 	StoreWordCountsStore = "word-counts-store"
 )
@@ -304,6 +387,18 @@ type Serdes struct {
 	CountGroupByOutKey serde.Serde[string]
 	// CountGroupByOutValue encodes the values of topic "count-group-by-out" (int64).
 	CountGroupByOutValue serde.Serde[int64]
+	// EmitFinalVsSuppressInKey encodes the keys of topic "emit-final-vs-suppress-in" (string).
+	EmitFinalVsSuppressInKey serde.Serde[string]
+	// EmitFinalVsSuppressInValue encodes the values of topic "emit-final-vs-suppress-in" (string).
+	EmitFinalVsSuppressInValue serde.Serde[string]
+	// EmitFinalVsSuppressOutFinalKey encodes the keys of topic "emit-final-vs-suppress-out-final" (string).
+	EmitFinalVsSuppressOutFinalKey serde.Serde[string]
+	// EmitFinalVsSuppressOutFinalValue encodes the values of topic "emit-final-vs-suppress-out-final" (int64).
+	EmitFinalVsSuppressOutFinalValue serde.Serde[int64]
+	// EmitFinalVsSuppressOutSuppressKey encodes the keys of topic "emit-final-vs-suppress-out-suppress" (string).
+	EmitFinalVsSuppressOutSuppressKey serde.Serde[string]
+	// EmitFinalVsSuppressOutSuppressValue encodes the values of topic "emit-final-vs-suppress-out-suppress" (int64).
+	EmitFinalVsSuppressOutSuppressValue serde.Serde[int64]
 	// FilterInKey encodes the keys of topic "filter-in" (string).
 	FilterInKey serde.Serde[string]
 	// FilterInValue encodes the values of topic "filter-in" (string).
@@ -368,6 +463,14 @@ type Serdes struct {
 	ForeachNullableInKey serde.Serde[string]
 	// ForeachNullableInValue encodes the values of topic "foreach-nullable-in" (string).
 	ForeachNullableInValue serde.Serde[string]
+	// HoppingCountInKey encodes the keys of topic "hopping-count-in" (string).
+	HoppingCountInKey serde.Serde[string]
+	// HoppingCountInValue encodes the values of topic "hopping-count-in" (string).
+	HoppingCountInValue serde.Serde[string]
+	// HoppingCountOutKey encodes the keys of topic "hopping-count-out" (string).
+	HoppingCountOutKey serde.Serde[string]
+	// HoppingCountOutValue encodes the values of topic "hopping-count-out" (int64).
+	HoppingCountOutValue serde.Serde[int64]
 	// MapInKey encodes the keys of topic "map-in" (string).
 	MapInKey serde.Serde[string]
 	// MapInValue encodes the values of topic "map-in" (string).
@@ -452,6 +555,46 @@ type Serdes struct {
 	SelectKeyOutKey serde.Serde[string]
 	// SelectKeyOutValue encodes the values of topic "select-key-out" (string).
 	SelectKeyOutValue serde.Serde[string]
+	// SessionAggregateInKey encodes the keys of topic "session-aggregate-in" (string).
+	SessionAggregateInKey serde.Serde[string]
+	// SessionAggregateInValue encodes the values of topic "session-aggregate-in" (string).
+	SessionAggregateInValue serde.Serde[string]
+	// SessionAggregateOutKey encodes the keys of topic "session-aggregate-out" (string).
+	SessionAggregateOutKey serde.Serde[string]
+	// SessionAggregateOutValue encodes the values of topic "session-aggregate-out" (int64).
+	SessionAggregateOutValue serde.Serde[int64]
+	// SessionCountInKey encodes the keys of topic "session-count-in" (string).
+	SessionCountInKey serde.Serde[string]
+	// SessionCountInValue encodes the values of topic "session-count-in" (string).
+	SessionCountInValue serde.Serde[string]
+	// SessionCountOutKey encodes the keys of topic "session-count-out" (string).
+	SessionCountOutKey serde.Serde[string]
+	// SessionCountOutValue encodes the values of topic "session-count-out" (int64).
+	SessionCountOutValue serde.Serde[int64]
+	// SessionEmitFinalInKey encodes the keys of topic "session-emit-final-in" (string).
+	SessionEmitFinalInKey serde.Serde[string]
+	// SessionEmitFinalInValue encodes the values of topic "session-emit-final-in" (string).
+	SessionEmitFinalInValue serde.Serde[string]
+	// SessionEmitFinalOutKey encodes the keys of topic "session-emit-final-out" (string).
+	SessionEmitFinalOutKey serde.Serde[string]
+	// SessionEmitFinalOutValue encodes the values of topic "session-emit-final-out" (int64).
+	SessionEmitFinalOutValue serde.Serde[int64]
+	// SessionReduceInKey encodes the keys of topic "session-reduce-in" (string).
+	SessionReduceInKey serde.Serde[string]
+	// SessionReduceInValue encodes the values of topic "session-reduce-in" (int64).
+	SessionReduceInValue serde.Serde[int64]
+	// SessionReduceOutKey encodes the keys of topic "session-reduce-out" (string).
+	SessionReduceOutKey serde.Serde[string]
+	// SessionReduceOutValue encodes the values of topic "session-reduce-out" (int64).
+	SessionReduceOutValue serde.Serde[int64]
+	// SlidingCountInKey encodes the keys of topic "sliding-count-in" (string).
+	SlidingCountInKey serde.Serde[string]
+	// SlidingCountInValue encodes the values of topic "sliding-count-in" (string).
+	SlidingCountInValue serde.Serde[string]
+	// SlidingCountOutKey encodes the keys of topic "sliding-count-out" (string).
+	SlidingCountOutKey serde.Serde[string]
+	// SlidingCountOutValue encodes the values of topic "sliding-count-out" (int64).
+	SlidingCountOutValue serde.Serde[int64]
 	// TableAggregateInKey encodes the keys of topic "table-aggregate-in" (string).
 	TableAggregateInKey serde.Serde[string]
 	// TableAggregateInValue encodes the values of topic "table-aggregate-in" (string).
@@ -492,6 +635,54 @@ type Serdes struct {
 	TableReduceOutKey serde.Serde[string]
 	// TableReduceOutValue encodes the values of topic "table-reduce-out" (int64).
 	TableReduceOutValue serde.Serde[int64]
+	// TumblingAggregateInKey encodes the keys of topic "tumbling-aggregate-in" (string).
+	TumblingAggregateInKey serde.Serde[string]
+	// TumblingAggregateInValue encodes the values of topic "tumbling-aggregate-in" (string).
+	TumblingAggregateInValue serde.Serde[string]
+	// TumblingAggregateOutKey encodes the keys of topic "tumbling-aggregate-out" (string).
+	TumblingAggregateOutKey serde.Serde[string]
+	// TumblingAggregateOutValue encodes the values of topic "tumbling-aggregate-out" (int64).
+	TumblingAggregateOutValue serde.Serde[int64]
+	// TumblingCountInKey encodes the keys of topic "tumbling-count-in" (string).
+	TumblingCountInKey serde.Serde[string]
+	// TumblingCountInValue encodes the values of topic "tumbling-count-in" (string).
+	TumblingCountInValue serde.Serde[string]
+	// TumblingCountOutKey encodes the keys of topic "tumbling-count-out" (string).
+	TumblingCountOutKey serde.Serde[string]
+	// TumblingCountOutValue encodes the values of topic "tumbling-count-out" (int64).
+	TumblingCountOutValue serde.Serde[int64]
+	// TumblingEmitFinalInKey encodes the keys of topic "tumbling-emit-final-in" (string).
+	TumblingEmitFinalInKey serde.Serde[string]
+	// TumblingEmitFinalInValue encodes the values of topic "tumbling-emit-final-in" (string).
+	TumblingEmitFinalInValue serde.Serde[string]
+	// TumblingEmitFinalOutKey encodes the keys of topic "tumbling-emit-final-out" (string).
+	TumblingEmitFinalOutKey serde.Serde[string]
+	// TumblingEmitFinalOutValue encodes the values of topic "tumbling-emit-final-out" (int64).
+	TumblingEmitFinalOutValue serde.Serde[int64]
+	// TumblingGraceCountInKey encodes the keys of topic "tumbling-grace-count-in" (string).
+	TumblingGraceCountInKey serde.Serde[string]
+	// TumblingGraceCountInValue encodes the values of topic "tumbling-grace-count-in" (string).
+	TumblingGraceCountInValue serde.Serde[string]
+	// TumblingGraceCountOutKey encodes the keys of topic "tumbling-grace-count-out" (string).
+	TumblingGraceCountOutKey serde.Serde[string]
+	// TumblingGraceCountOutValue encodes the values of topic "tumbling-grace-count-out" (int64).
+	TumblingGraceCountOutValue serde.Serde[int64]
+	// TumblingReduceInKey encodes the keys of topic "tumbling-reduce-in" (string).
+	TumblingReduceInKey serde.Serde[string]
+	// TumblingReduceInValue encodes the values of topic "tumbling-reduce-in" (int64).
+	TumblingReduceInValue serde.Serde[int64]
+	// TumblingReduceOutKey encodes the keys of topic "tumbling-reduce-out" (string).
+	TumblingReduceOutKey serde.Serde[string]
+	// TumblingReduceOutValue encodes the values of topic "tumbling-reduce-out" (int64).
+	TumblingReduceOutValue serde.Serde[int64]
+	// TumblingSuppressInKey encodes the keys of topic "tumbling-suppress-in" (string).
+	TumblingSuppressInKey serde.Serde[string]
+	// TumblingSuppressInValue encodes the values of topic "tumbling-suppress-in" (string).
+	TumblingSuppressInValue serde.Serde[string]
+	// TumblingSuppressOutKey encodes the keys of topic "tumbling-suppress-out" (string).
+	TumblingSuppressOutKey serde.Serde[string]
+	// TumblingSuppressOutValue encodes the values of topic "tumbling-suppress-out" (int64).
+	TumblingSuppressOutValue serde.Serde[int64]
 	// WordcountInKey encodes the keys of topic "wordcount-in" (string).
 	WordcountInKey serde.Serde[string]
 	// WordcountInValue encodes the values of topic "wordcount-in" (string).
@@ -524,6 +715,18 @@ type Serdes struct {
 	StoreCountGroupByStoreKey serde.Serde[string]
 	// StoreCountGroupByStoreValue encodes the values of store "count-group-by-store".
 	StoreCountGroupByStoreValue serde.Serde[int64]
+	// StoreEfsCountStoreKey encodes the keys of store "efs-count-store".
+	StoreEfsCountStoreKey serde.Serde[string]
+	// StoreEfsCountStoreValue encodes the values of store "efs-count-store".
+	StoreEfsCountStoreValue serde.Serde[int64]
+	// StoreEfsFinalStoreKey encodes the keys of store "efs-final-store".
+	StoreEfsFinalStoreKey serde.Serde[string]
+	// StoreEfsFinalStoreValue encodes the values of store "efs-final-store".
+	StoreEfsFinalStoreValue serde.Serde[int64]
+	// StoreHcStoreKey encodes the keys of store "hc-store".
+	StoreHcStoreKey serde.Serde[string]
+	// StoreHcStoreValue encodes the values of store "hc-store".
+	StoreHcStoreValue serde.Serde[int64]
 	// StoreHomesStoreKey encodes the keys of store "homes-store".
 	StoreHomesStoreKey serde.Serde[string]
 	// StoreHomesStoreValue encodes the values of store "homes-store".
@@ -568,6 +771,50 @@ type Serdes struct {
 	StoreRowsStoreKey serde.Serde[string]
 	// StoreRowsStoreValue encodes the values of store "rows-store".
 	StoreRowsStoreValue serde.Serde[string]
+	// StoreSaStoreKey encodes the keys of store "sa-store".
+	StoreSaStoreKey serde.Serde[string]
+	// StoreSaStoreValue encodes the values of store "sa-store".
+	StoreSaStoreValue serde.Serde[int64]
+	// StoreScStoreKey encodes the keys of store "sc-store".
+	StoreScStoreKey serde.Serde[string]
+	// StoreScStoreValue encodes the values of store "sc-store".
+	StoreScStoreValue serde.Serde[int64]
+	// StoreSefStoreKey encodes the keys of store "sef-store".
+	StoreSefStoreKey serde.Serde[string]
+	// StoreSefStoreValue encodes the values of store "sef-store".
+	StoreSefStoreValue serde.Serde[int64]
+	// StoreSlcStoreKey encodes the keys of store "slc-store".
+	StoreSlcStoreKey serde.Serde[string]
+	// StoreSlcStoreValue encodes the values of store "slc-store".
+	StoreSlcStoreValue serde.Serde[int64]
+	// StoreSrStoreKey encodes the keys of store "sr-store".
+	StoreSrStoreKey serde.Serde[string]
+	// StoreSrStoreValue encodes the values of store "sr-store".
+	StoreSrStoreValue serde.Serde[int64]
+	// StoreTaStoreKey encodes the keys of store "ta-store".
+	StoreTaStoreKey serde.Serde[string]
+	// StoreTaStoreValue encodes the values of store "ta-store".
+	StoreTaStoreValue serde.Serde[int64]
+	// StoreTcStoreKey encodes the keys of store "tc-store".
+	StoreTcStoreKey serde.Serde[string]
+	// StoreTcStoreValue encodes the values of store "tc-store".
+	StoreTcStoreValue serde.Serde[int64]
+	// StoreTefStoreKey encodes the keys of store "tef-store".
+	StoreTefStoreKey serde.Serde[string]
+	// StoreTefStoreValue encodes the values of store "tef-store".
+	StoreTefStoreValue serde.Serde[int64]
+	// StoreTgcStoreKey encodes the keys of store "tgc-store".
+	StoreTgcStoreKey serde.Serde[string]
+	// StoreTgcStoreValue encodes the values of store "tgc-store".
+	StoreTgcStoreValue serde.Serde[int64]
+	// StoreTrStoreKey encodes the keys of store "tr-store".
+	StoreTrStoreKey serde.Serde[string]
+	// StoreTrStoreValue encodes the values of store "tr-store".
+	StoreTrStoreValue serde.Serde[int64]
+	// StoreTsStoreKey encodes the keys of store "ts-store".
+	StoreTsStoreKey serde.Serde[string]
+	// StoreTsStoreValue encodes the values of store "ts-store".
+	StoreTsStoreValue serde.Serde[int64]
 	// StoreWordCountsStoreKey encodes the keys of store "word-counts-store".
 	StoreWordCountsStoreKey serde.Serde[string]
 	// StoreWordCountsStoreValue encodes the values of store "word-counts-store".
@@ -600,205 +847,299 @@ type Serdes struct {
 	ByWordKey serde.Serde[string]
 	// ByWordValue encodes the values of oracle-by-word-repartition (string).
 	ByWordValue serde.Serde[string]
+	// StoreEfsSuppressBufferKey encodes the keys of store "efs-suppress-buffer" (string).
+	StoreEfsSuppressBufferKey serde.Serde[string]
+	// StoreEfsSuppressBufferValue encodes the values of store "efs-suppress-buffer" (int64).
+	StoreEfsSuppressBufferValue serde.Serde[int64]
+	// StoreTsFinalBufferKey encodes the keys of store "ts-final-buffer" (string).
+	StoreTsFinalBufferKey serde.Serde[string]
+	// StoreTsFinalBufferValue encodes the values of store "ts-final-buffer" (int64).
+	StoreTsFinalBufferValue serde.Serde[int64]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
-		AggregateByKeyInKey:             serde.String{},
-		AggregateByKeyInValue:           serde.String{},
-		AggregateByKeyNullableInKey:     serde.String{},
-		AggregateByKeyNullableInValue:   serde.String{},
-		AggregateByKeyNullableOutKey:    serde.String{},
-		AggregateByKeyNullableOutValue:  serde.Int64{},
-		AggregateByKeyOutKey:            serde.String{},
-		AggregateByKeyOutValue:          serde.Int64{},
-		AggregateGroupByInKey:           serde.String{},
-		AggregateGroupByInValue:         serde.String{},
-		AggregateGroupByOutKey:          serde.String{},
-		AggregateGroupByOutValue:        serde.Int64{},
-		BranchInKey:                     serde.String{},
-		BranchInValue:                   serde.String{},
-		BranchNoDefaultInKey:            serde.String{},
-		BranchNoDefaultInValue:          serde.String{},
-		BranchNoDefaultOutAKey:          serde.String{},
-		BranchNoDefaultOutAValue:        serde.String{},
-		BranchNoDefaultOutLongKey:       serde.String{},
-		BranchNoDefaultOutLongValue:     serde.String{},
-		BranchNullableInKey:             serde.String{},
-		BranchNullableInValue:           serde.String{},
-		BranchNullableOutDefaultKey:     serde.String{},
-		BranchNullableOutDefaultValue:   serde.String{},
-		BranchNullableOutNokeyKey:       serde.String{},
-		BranchNullableOutNokeyValue:     serde.String{},
-		BranchNullableOutNovalueKey:     serde.String{},
-		BranchNullableOutNovalueValue:   serde.String{},
-		BranchOutAKey:                   serde.String{},
-		BranchOutAValue:                 serde.String{},
-		BranchOutDefaultKey:             serde.String{},
-		BranchOutDefaultValue:           serde.String{},
-		BranchOutLongKey:                serde.String{},
-		BranchOutLongValue:              serde.String{},
-		ByFirstLetterKey:                serde.String{},
-		ByFirstLetterValue:              serde.String{},
-		ByFirstOfKeyKey:                 serde.String{},
-		ByFirstOfKeyValue:               serde.Int64{},
-		ByHomeKey:                       serde.String{},
-		ByHomeValue:                     serde.String{},
-		ByParityKey:                     serde.String{},
-		ByParityValue:                   serde.Int64{},
-		ByRegionKey:                     serde.String{},
-		ByRegionValue:                   serde.String{},
-		ByValueKey:                      serde.String{},
-		ByValueValue:                    serde.String{},
-		ByWordKey:                       serde.String{},
-		ByWordValue:                     serde.String{},
-		CountByKeyInKey:                 serde.String{},
-		CountByKeyInValue:               serde.String{},
-		CountByKeyNullableInKey:         serde.String{},
-		CountByKeyNullableInValue:       serde.String{},
-		CountByKeyNullableOutKey:        serde.String{},
-		CountByKeyNullableOutValue:      serde.Int64{},
-		CountByKeyOutKey:                serde.String{},
-		CountByKeyOutValue:              serde.Int64{},
-		CountGroupByInKey:               serde.String{},
-		CountGroupByInValue:             serde.String{},
-		CountGroupByOutKey:              serde.String{},
-		CountGroupByOutValue:            serde.Int64{},
-		FilterInKey:                     serde.String{},
-		FilterInValue:                   serde.String{},
-		FilterNotInKey:                  serde.String{},
-		FilterNotInValue:                serde.String{},
-		FilterNotNullableInKey:          serde.String{},
-		FilterNotNullableInValue:        serde.String{},
-		FilterNotNullableOutKey:         serde.String{},
-		FilterNotNullableOutValue:       serde.String{},
-		FilterNotOutKey:                 serde.String{},
-		FilterNotOutValue:               serde.String{},
-		FilterNullableInKey:             serde.String{},
-		FilterNullableInValue:           serde.String{},
-		FilterNullableOutKey:            serde.String{},
-		FilterNullableOutValue:          serde.String{},
-		FilterOutKey:                    serde.String{},
-		FilterOutValue:                  serde.String{},
-		FlatMapInKey:                    serde.String{},
-		FlatMapInValue:                  serde.String{},
-		FlatMapOutKey:                   serde.String{},
-		FlatMapOutValue:                 serde.Int64{},
-		FlatMapValuesInKey:              serde.String{},
-		FlatMapValuesInValue:            serde.String{},
-		FlatMapValuesNullableInKey:      serde.String{},
-		FlatMapValuesNullableInValue:    serde.String{},
-		FlatMapValuesNullableOutKey:     serde.String{},
-		FlatMapValuesNullableOutValue:   serde.String{},
-		FlatMapValuesOutKey:             serde.String{},
-		FlatMapValuesOutValue:           serde.String{},
-		ForeachInKey:                    serde.String{},
-		ForeachInValue:                  serde.String{},
-		ForeachNullableInKey:            serde.String{},
-		ForeachNullableInValue:          serde.String{},
-		MapInKey:                        serde.String{},
-		MapInValue:                      serde.String{},
-		MapOutKey:                       serde.String{},
-		MapOutValue:                     serde.Int64{},
-		MapValuesInKey:                  serde.String{},
-		MapValuesInValue:                serde.String{},
-		MapValuesNullableInKey:          serde.String{},
-		MapValuesNullableInValue:        serde.String{},
-		MapValuesNullableOutKey:         serde.String{},
-		MapValuesNullableOutValue:       serde.String{},
-		MapValuesOutKey:                 serde.String{},
-		MapValuesOutValue:               serde.String{},
-		MergeIn2Key:                     serde.String{},
-		MergeIn2Value:                   serde.String{},
-		MergeInKey:                      serde.String{},
-		MergeInValue:                    serde.String{},
-		MergeOutKey:                     serde.String{},
-		MergeOutValue:                   serde.String{},
-		PeekInKey:                       serde.String{},
-		PeekInValue:                     serde.String{},
-		PeekNullableInKey:               serde.String{},
-		PeekNullableInValue:             serde.String{},
-		PeekNullableOutKey:              serde.String{},
-		PeekNullableOutValue:            serde.String{},
-		PeekOutKey:                      serde.String{},
-		PeekOutValue:                    serde.String{},
-		ReduceByKeyInKey:                serde.String{},
-		ReduceByKeyInValue:              serde.Int64{},
-		ReduceByKeyNullableInKey:        serde.String{},
-		ReduceByKeyNullableInValue:      serde.Int64{},
-		ReduceByKeyNullableOutKey:       serde.String{},
-		ReduceByKeyNullableOutValue:     serde.Int64{},
-		ReduceByKeyOutKey:               serde.String{},
-		ReduceByKeyOutValue:             serde.Int64{},
-		ReduceGroupByInKey:              serde.String{},
-		ReduceGroupByInValue:            serde.Int64{},
-		ReduceGroupByOutKey:             serde.String{},
-		ReduceGroupByOutValue:           serde.Int64{},
-		SelectKeyInKey:                  serde.String{},
-		SelectKeyInValue:                serde.String{},
-		SelectKeyOutKey:                 serde.String{},
-		SelectKeyOutValue:               serde.String{},
-		StoreAggregateByKeyNStoreKey:    serde.String{},
-		StoreAggregateByKeyNStoreValue:  serde.Int64{},
-		StoreAggregateByKeyStoreKey:     serde.String{},
-		StoreAggregateByKeyStoreValue:   serde.Int64{},
-		StoreAggregateGroupByStoreKey:   serde.String{},
-		StoreAggregateGroupByStoreValue: serde.Int64{},
-		StoreCountByKeyNStoreKey:        serde.String{},
-		StoreCountByKeyNStoreValue:      serde.Int64{},
-		StoreCountByKeyStoreKey:         serde.String{},
-		StoreCountByKeyStoreValue:       serde.Int64{},
-		StoreCountGroupByStoreKey:       serde.String{},
-		StoreCountGroupByStoreValue:     serde.Int64{},
-		StoreHomesStoreKey:              serde.String{},
-		StoreHomesStoreValue:            serde.String{},
-		StoreNameLengthsStoreKey:        serde.String{},
-		StoreNameLengthsStoreValue:      serde.Int64{},
-		StoreNumbersStoreKey:            serde.String{},
-		StoreNumbersStoreValue:          serde.Int64{},
-		StoreParitySumsStoreKey:         serde.String{},
-		StoreParitySumsStoreValue:       serde.Int64{},
-		StorePerRegionStoreKey:          serde.String{},
-		StorePerRegionStoreValue:        serde.Int64{},
-		StoreReduceByKeyNStoreKey:       serde.String{},
-		StoreReduceByKeyNStoreValue:     serde.Int64{},
-		StoreReduceByKeyStoreKey:        serde.String{},
-		StoreReduceByKeyStoreValue:      serde.Int64{},
-		StoreReduceGroupByStoreKey:      serde.String{},
-		StoreReduceGroupByStoreValue:    serde.Int64{},
-		StoreRegionsStoreKey:            serde.String{},
-		StoreRegionsStoreValue:          serde.String{},
-		StoreRowsNStoreKey:              serde.String{},
-		StoreRowsNStoreValue:            serde.String{},
-		StoreRowsStoreKey:               serde.String{},
-		StoreRowsStoreValue:             serde.String{},
-		StoreWordCountsStoreKey:         serde.String{},
-		StoreWordCountsStoreValue:       serde.Int64{},
-		TableAggregateInKey:             serde.String{},
-		TableAggregateInValue:           serde.String{},
-		TableAggregateOutKey:            serde.String{},
-		TableAggregateOutValue:          serde.Int64{},
-		TableCountInKey:                 serde.String{},
-		TableCountInValue:               serde.String{},
-		TableCountOutKey:                serde.String{},
-		TableCountOutValue:              serde.Int64{},
-		TableInKey:                      serde.String{},
-		TableInValue:                    serde.String{},
-		TableNullableInKey:              serde.String{},
-		TableNullableInValue:            serde.String{},
-		TableNullableOutKey:             serde.String{},
-		TableNullableOutValue:           serde.String{},
-		TableOutKey:                     serde.String{},
-		TableOutValue:                   serde.String{},
-		TableReduceInKey:                serde.String{},
-		TableReduceInValue:              serde.Int64{},
-		TableReduceOutKey:               serde.String{},
-		TableReduceOutValue:             serde.Int64{},
-		WordcountInKey:                  serde.String{},
-		WordcountInValue:                serde.String{},
-		WordcountOutKey:                 serde.String{},
-		WordcountOutValue:               serde.Int64{},
+		AggregateByKeyInKey:                 serde.String{},
+		AggregateByKeyInValue:               serde.String{},
+		AggregateByKeyNullableInKey:         serde.String{},
+		AggregateByKeyNullableInValue:       serde.String{},
+		AggregateByKeyNullableOutKey:        serde.String{},
+		AggregateByKeyNullableOutValue:      serde.Int64{},
+		AggregateByKeyOutKey:                serde.String{},
+		AggregateByKeyOutValue:              serde.Int64{},
+		AggregateGroupByInKey:               serde.String{},
+		AggregateGroupByInValue:             serde.String{},
+		AggregateGroupByOutKey:              serde.String{},
+		AggregateGroupByOutValue:            serde.Int64{},
+		BranchInKey:                         serde.String{},
+		BranchInValue:                       serde.String{},
+		BranchNoDefaultInKey:                serde.String{},
+		BranchNoDefaultInValue:              serde.String{},
+		BranchNoDefaultOutAKey:              serde.String{},
+		BranchNoDefaultOutAValue:            serde.String{},
+		BranchNoDefaultOutLongKey:           serde.String{},
+		BranchNoDefaultOutLongValue:         serde.String{},
+		BranchNullableInKey:                 serde.String{},
+		BranchNullableInValue:               serde.String{},
+		BranchNullableOutDefaultKey:         serde.String{},
+		BranchNullableOutDefaultValue:       serde.String{},
+		BranchNullableOutNokeyKey:           serde.String{},
+		BranchNullableOutNokeyValue:         serde.String{},
+		BranchNullableOutNovalueKey:         serde.String{},
+		BranchNullableOutNovalueValue:       serde.String{},
+		BranchOutAKey:                       serde.String{},
+		BranchOutAValue:                     serde.String{},
+		BranchOutDefaultKey:                 serde.String{},
+		BranchOutDefaultValue:               serde.String{},
+		BranchOutLongKey:                    serde.String{},
+		BranchOutLongValue:                  serde.String{},
+		ByFirstLetterKey:                    serde.String{},
+		ByFirstLetterValue:                  serde.String{},
+		ByFirstOfKeyKey:                     serde.String{},
+		ByFirstOfKeyValue:                   serde.Int64{},
+		ByHomeKey:                           serde.String{},
+		ByHomeValue:                         serde.String{},
+		ByParityKey:                         serde.String{},
+		ByParityValue:                       serde.Int64{},
+		ByRegionKey:                         serde.String{},
+		ByRegionValue:                       serde.String{},
+		ByValueKey:                          serde.String{},
+		ByValueValue:                        serde.String{},
+		ByWordKey:                           serde.String{},
+		ByWordValue:                         serde.String{},
+		CountByKeyInKey:                     serde.String{},
+		CountByKeyInValue:                   serde.String{},
+		CountByKeyNullableInKey:             serde.String{},
+		CountByKeyNullableInValue:           serde.String{},
+		CountByKeyNullableOutKey:            serde.String{},
+		CountByKeyNullableOutValue:          serde.Int64{},
+		CountByKeyOutKey:                    serde.String{},
+		CountByKeyOutValue:                  serde.Int64{},
+		CountGroupByInKey:                   serde.String{},
+		CountGroupByInValue:                 serde.String{},
+		CountGroupByOutKey:                  serde.String{},
+		CountGroupByOutValue:                serde.Int64{},
+		EmitFinalVsSuppressInKey:            serde.String{},
+		EmitFinalVsSuppressInValue:          serde.String{},
+		EmitFinalVsSuppressOutFinalKey:      serde.String{},
+		EmitFinalVsSuppressOutFinalValue:    serde.Int64{},
+		EmitFinalVsSuppressOutSuppressKey:   serde.String{},
+		EmitFinalVsSuppressOutSuppressValue: serde.Int64{},
+		FilterInKey:                         serde.String{},
+		FilterInValue:                       serde.String{},
+		FilterNotInKey:                      serde.String{},
+		FilterNotInValue:                    serde.String{},
+		FilterNotNullableInKey:              serde.String{},
+		FilterNotNullableInValue:            serde.String{},
+		FilterNotNullableOutKey:             serde.String{},
+		FilterNotNullableOutValue:           serde.String{},
+		FilterNotOutKey:                     serde.String{},
+		FilterNotOutValue:                   serde.String{},
+		FilterNullableInKey:                 serde.String{},
+		FilterNullableInValue:               serde.String{},
+		FilterNullableOutKey:                serde.String{},
+		FilterNullableOutValue:              serde.String{},
+		FilterOutKey:                        serde.String{},
+		FilterOutValue:                      serde.String{},
+		FlatMapInKey:                        serde.String{},
+		FlatMapInValue:                      serde.String{},
+		FlatMapOutKey:                       serde.String{},
+		FlatMapOutValue:                     serde.Int64{},
+		FlatMapValuesInKey:                  serde.String{},
+		FlatMapValuesInValue:                serde.String{},
+		FlatMapValuesNullableInKey:          serde.String{},
+		FlatMapValuesNullableInValue:        serde.String{},
+		FlatMapValuesNullableOutKey:         serde.String{},
+		FlatMapValuesNullableOutValue:       serde.String{},
+		FlatMapValuesOutKey:                 serde.String{},
+		FlatMapValuesOutValue:               serde.String{},
+		ForeachInKey:                        serde.String{},
+		ForeachInValue:                      serde.String{},
+		ForeachNullableInKey:                serde.String{},
+		ForeachNullableInValue:              serde.String{},
+		HoppingCountInKey:                   serde.String{},
+		HoppingCountInValue:                 serde.String{},
+		HoppingCountOutKey:                  serde.String{},
+		HoppingCountOutValue:                serde.Int64{},
+		MapInKey:                            serde.String{},
+		MapInValue:                          serde.String{},
+		MapOutKey:                           serde.String{},
+		MapOutValue:                         serde.Int64{},
+		MapValuesInKey:                      serde.String{},
+		MapValuesInValue:                    serde.String{},
+		MapValuesNullableInKey:              serde.String{},
+		MapValuesNullableInValue:            serde.String{},
+		MapValuesNullableOutKey:             serde.String{},
+		MapValuesNullableOutValue:           serde.String{},
+		MapValuesOutKey:                     serde.String{},
+		MapValuesOutValue:                   serde.String{},
+		MergeIn2Key:                         serde.String{},
+		MergeIn2Value:                       serde.String{},
+		MergeInKey:                          serde.String{},
+		MergeInValue:                        serde.String{},
+		MergeOutKey:                         serde.String{},
+		MergeOutValue:                       serde.String{},
+		PeekInKey:                           serde.String{},
+		PeekInValue:                         serde.String{},
+		PeekNullableInKey:                   serde.String{},
+		PeekNullableInValue:                 serde.String{},
+		PeekNullableOutKey:                  serde.String{},
+		PeekNullableOutValue:                serde.String{},
+		PeekOutKey:                          serde.String{},
+		PeekOutValue:                        serde.String{},
+		ReduceByKeyInKey:                    serde.String{},
+		ReduceByKeyInValue:                  serde.Int64{},
+		ReduceByKeyNullableInKey:            serde.String{},
+		ReduceByKeyNullableInValue:          serde.Int64{},
+		ReduceByKeyNullableOutKey:           serde.String{},
+		ReduceByKeyNullableOutValue:         serde.Int64{},
+		ReduceByKeyOutKey:                   serde.String{},
+		ReduceByKeyOutValue:                 serde.Int64{},
+		ReduceGroupByInKey:                  serde.String{},
+		ReduceGroupByInValue:                serde.Int64{},
+		ReduceGroupByOutKey:                 serde.String{},
+		ReduceGroupByOutValue:               serde.Int64{},
+		SelectKeyInKey:                      serde.String{},
+		SelectKeyInValue:                    serde.String{},
+		SelectKeyOutKey:                     serde.String{},
+		SelectKeyOutValue:                   serde.String{},
+		SessionAggregateInKey:               serde.String{},
+		SessionAggregateInValue:             serde.String{},
+		SessionAggregateOutKey:              serde.String{},
+		SessionAggregateOutValue:            serde.Int64{},
+		SessionCountInKey:                   serde.String{},
+		SessionCountInValue:                 serde.String{},
+		SessionCountOutKey:                  serde.String{},
+		SessionCountOutValue:                serde.Int64{},
+		SessionEmitFinalInKey:               serde.String{},
+		SessionEmitFinalInValue:             serde.String{},
+		SessionEmitFinalOutKey:              serde.String{},
+		SessionEmitFinalOutValue:            serde.Int64{},
+		SessionReduceInKey:                  serde.String{},
+		SessionReduceInValue:                serde.Int64{},
+		SessionReduceOutKey:                 serde.String{},
+		SessionReduceOutValue:               serde.Int64{},
+		SlidingCountInKey:                   serde.String{},
+		SlidingCountInValue:                 serde.String{},
+		SlidingCountOutKey:                  serde.String{},
+		SlidingCountOutValue:                serde.Int64{},
+		StoreAggregateByKeyNStoreKey:        serde.String{},
+		StoreAggregateByKeyNStoreValue:      serde.Int64{},
+		StoreAggregateByKeyStoreKey:         serde.String{},
+		StoreAggregateByKeyStoreValue:       serde.Int64{},
+		StoreAggregateGroupByStoreKey:       serde.String{},
+		StoreAggregateGroupByStoreValue:     serde.Int64{},
+		StoreCountByKeyNStoreKey:            serde.String{},
+		StoreCountByKeyNStoreValue:          serde.Int64{},
+		StoreCountByKeyStoreKey:             serde.String{},
+		StoreCountByKeyStoreValue:           serde.Int64{},
+		StoreCountGroupByStoreKey:           serde.String{},
+		StoreCountGroupByStoreValue:         serde.Int64{},
+		StoreEfsCountStoreKey:               serde.String{},
+		StoreEfsCountStoreValue:             serde.Int64{},
+		StoreEfsFinalStoreKey:               serde.String{},
+		StoreEfsFinalStoreValue:             serde.Int64{},
+		StoreEfsSuppressBufferKey:           serde.String{},
+		StoreEfsSuppressBufferValue:         serde.Int64{},
+		StoreHcStoreKey:                     serde.String{},
+		StoreHcStoreValue:                   serde.Int64{},
+		StoreHomesStoreKey:                  serde.String{},
+		StoreHomesStoreValue:                serde.String{},
+		StoreNameLengthsStoreKey:            serde.String{},
+		StoreNameLengthsStoreValue:          serde.Int64{},
+		StoreNumbersStoreKey:                serde.String{},
+		StoreNumbersStoreValue:              serde.Int64{},
+		StoreParitySumsStoreKey:             serde.String{},
+		StoreParitySumsStoreValue:           serde.Int64{},
+		StorePerRegionStoreKey:              serde.String{},
+		StorePerRegionStoreValue:            serde.Int64{},
+		StoreReduceByKeyNStoreKey:           serde.String{},
+		StoreReduceByKeyNStoreValue:         serde.Int64{},
+		StoreReduceByKeyStoreKey:            serde.String{},
+		StoreReduceByKeyStoreValue:          serde.Int64{},
+		StoreReduceGroupByStoreKey:          serde.String{},
+		StoreReduceGroupByStoreValue:        serde.Int64{},
+		StoreRegionsStoreKey:                serde.String{},
+		StoreRegionsStoreValue:              serde.String{},
+		StoreRowsNStoreKey:                  serde.String{},
+		StoreRowsNStoreValue:                serde.String{},
+		StoreRowsStoreKey:                   serde.String{},
+		StoreRowsStoreValue:                 serde.String{},
+		StoreSaStoreKey:                     serde.String{},
+		StoreSaStoreValue:                   serde.Int64{},
+		StoreScStoreKey:                     serde.String{},
+		StoreScStoreValue:                   serde.Int64{},
+		StoreSefStoreKey:                    serde.String{},
+		StoreSefStoreValue:                  serde.Int64{},
+		StoreSlcStoreKey:                    serde.String{},
+		StoreSlcStoreValue:                  serde.Int64{},
+		StoreSrStoreKey:                     serde.String{},
+		StoreSrStoreValue:                   serde.Int64{},
+		StoreTaStoreKey:                     serde.String{},
+		StoreTaStoreValue:                   serde.Int64{},
+		StoreTcStoreKey:                     serde.String{},
+		StoreTcStoreValue:                   serde.Int64{},
+		StoreTefStoreKey:                    serde.String{},
+		StoreTefStoreValue:                  serde.Int64{},
+		StoreTgcStoreKey:                    serde.String{},
+		StoreTgcStoreValue:                  serde.Int64{},
+		StoreTrStoreKey:                     serde.String{},
+		StoreTrStoreValue:                   serde.Int64{},
+		StoreTsFinalBufferKey:               serde.String{},
+		StoreTsFinalBufferValue:             serde.Int64{},
+		StoreTsStoreKey:                     serde.String{},
+		StoreTsStoreValue:                   serde.Int64{},
+		StoreWordCountsStoreKey:             serde.String{},
+		StoreWordCountsStoreValue:           serde.Int64{},
+		TableAggregateInKey:                 serde.String{},
+		TableAggregateInValue:               serde.String{},
+		TableAggregateOutKey:                serde.String{},
+		TableAggregateOutValue:              serde.Int64{},
+		TableCountInKey:                     serde.String{},
+		TableCountInValue:                   serde.String{},
+		TableCountOutKey:                    serde.String{},
+		TableCountOutValue:                  serde.Int64{},
+		TableInKey:                          serde.String{},
+		TableInValue:                        serde.String{},
+		TableNullableInKey:                  serde.String{},
+		TableNullableInValue:                serde.String{},
+		TableNullableOutKey:                 serde.String{},
+		TableNullableOutValue:               serde.String{},
+		TableOutKey:                         serde.String{},
+		TableOutValue:                       serde.String{},
+		TableReduceInKey:                    serde.String{},
+		TableReduceInValue:                  serde.Int64{},
+		TableReduceOutKey:                   serde.String{},
+		TableReduceOutValue:                 serde.Int64{},
+		TumblingAggregateInKey:              serde.String{},
+		TumblingAggregateInValue:            serde.String{},
+		TumblingAggregateOutKey:             serde.String{},
+		TumblingAggregateOutValue:           serde.Int64{},
+		TumblingCountInKey:                  serde.String{},
+		TumblingCountInValue:                serde.String{},
+		TumblingCountOutKey:                 serde.String{},
+		TumblingCountOutValue:               serde.Int64{},
+		TumblingEmitFinalInKey:              serde.String{},
+		TumblingEmitFinalInValue:            serde.String{},
+		TumblingEmitFinalOutKey:             serde.String{},
+		TumblingEmitFinalOutValue:           serde.Int64{},
+		TumblingGraceCountInKey:             serde.String{},
+		TumblingGraceCountInValue:           serde.String{},
+		TumblingGraceCountOutKey:            serde.String{},
+		TumblingGraceCountOutValue:          serde.Int64{},
+		TumblingReduceInKey:                 serde.String{},
+		TumblingReduceInValue:               serde.Int64{},
+		TumblingReduceOutKey:                serde.String{},
+		TumblingReduceOutValue:              serde.Int64{},
+		TumblingSuppressInKey:               serde.String{},
+		TumblingSuppressInValue:             serde.String{},
+		TumblingSuppressOutKey:              serde.String{},
+		TumblingSuppressOutValue:            serde.Int64{},
+		WordcountInKey:                      serde.String{},
+		WordcountInValue:                    serde.String{},
+		WordcountOutKey:                     serde.String{},
+		WordcountOutValue:                   serde.Int64{},
 	}
 }
 
@@ -889,6 +1230,15 @@ type Processors interface {
 	// ParitySumsSubtract is the subtractor of reduce "parity-sums": the aggregate with an
 	// old row's value taken out.
 	ParitySumsSubtract(agg int64, value int64) int64
+	// SaLengthsInit is the initializer of windowed aggregate "sa-lengths": the aggregate of
+	// a key's window before its first record.
+	SaLengthsInit() int64
+	// SaLengthsAggregate is the aggregator of windowed aggregate "sa-lengths": a window's
+	// aggregate with one more record.
+	SaLengthsAggregate(key string, value string, agg int64) int64
+	// SaLengthsMerge is the session merger of windowed aggregate "sa-lengths": the aggregate
+	// of two sessions of key that a record bridges, the earlier one a.
+	SaLengthsMerge(key string, a int64, b int64) int64
 	// See is called with every record foreach "see" reads.
 	See(key string, value string)
 	// SeeN is called with every record foreach "see-n" reads.
@@ -917,6 +1267,9 @@ type Processors interface {
 	// SplitWordsN is the mapper of flatMapValues "split-words-n": the values one record
 	// becomes, each with its key.
 	SplitWordsN(key *string, value *string) []string
+	// SrSumReduce is the reducer of session reduce "sr-sum": a session's aggregate with one
+	// more value, and the aggregate of two sessions a record bridges (the earlier one agg).
+	SrSumReduce(agg int64, value int64) int64
 	// SumByFirstReduce is the reducer of reduce "sum-by-first": the aggregate with one more
 	// value.
 	SumByFirstReduce(agg int64, value int64) int64
@@ -926,6 +1279,15 @@ type Processors interface {
 	// SumByKeyNReduce is the reducer of reduce "sum-by-key-n": the aggregate with one more
 	// value.
 	SumByKeyNReduce(agg int64, value int64) int64
+	// TaLengthsInit is the initializer of windowed aggregate "ta-lengths": the aggregate of
+	// a key's window before its first record.
+	TaLengthsInit() int64
+	// TaLengthsAggregate is the aggregator of windowed aggregate "ta-lengths": a window's
+	// aggregate with one more record.
+	TaLengthsAggregate(key string, value string, agg int64) int64
+	// TrSumReduce is the reducer of windowed reduce "tr-sum": a window's aggregate with one
+	// more value.
+	TrSumReduce(agg int64, value int64) int64
 	// Upper is the mapper of mapValues "upper": the new value of a record (its key stays).
 	Upper(key string, value string) string
 	// UpperAndLength is the mapper of map "upper-and-length": the new key and value of a
@@ -955,6 +1317,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "count-by-key-in-source", TopicCountByKeyIn, s.CountByKeyInKey, s.CountByKeyInValue)
 	stream.AddSource(t, "count-by-key-nullable-in-source", TopicCountByKeyNullableIn, dsl.Nullable(s.CountByKeyNullableInKey), dsl.Nullable(s.CountByKeyNullableInValue))
 	stream.AddSource(t, "count-group-by-in-source", TopicCountGroupByIn, s.CountGroupByInKey, s.CountGroupByInValue)
+	stream.AddSource(t, "emit-final-vs-suppress-in-source", TopicEmitFinalVsSuppressIn, s.EmitFinalVsSuppressInKey, s.EmitFinalVsSuppressInValue)
 	stream.AddSource(t, "filter-in-source", TopicFilterIn, s.FilterInKey, s.FilterInValue)
 	stream.AddSource(t, "filter-not-in-source", TopicFilterNotIn, s.FilterNotInKey, s.FilterNotInValue)
 	stream.AddSource(t, "filter-not-nullable-in-source", TopicFilterNotNullableIn, dsl.Nullable(s.FilterNotNullableInKey), dsl.Nullable(s.FilterNotNullableInValue))
@@ -964,6 +1327,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "flat-map-values-nullable-in-source", TopicFlatMapValuesNullableIn, dsl.Nullable(s.FlatMapValuesNullableInKey), dsl.Nullable(s.FlatMapValuesNullableInValue))
 	stream.AddSource(t, "foreach-in-source", TopicForeachIn, s.ForeachInKey, s.ForeachInValue)
 	stream.AddSource(t, "foreach-nullable-in-source", TopicForeachNullableIn, dsl.Nullable(s.ForeachNullableInKey), dsl.Nullable(s.ForeachNullableInValue))
+	stream.AddSource(t, "hopping-count-in-source", TopicHoppingCountIn, s.HoppingCountInKey, s.HoppingCountInValue)
 	stream.AddSource(t, "map-in-source", TopicMapIn, s.MapInKey, s.MapInValue)
 	stream.AddSource(t, "map-values-in-source", TopicMapValuesIn, s.MapValuesInKey, s.MapValuesInValue)
 	stream.AddSource(t, "map-values-nullable-in-source", TopicMapValuesNullableIn, dsl.Nullable(s.MapValuesNullableInKey), dsl.Nullable(s.MapValuesNullableInValue))
@@ -975,6 +1339,17 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "reduce-by-key-nullable-in-source", TopicReduceByKeyNullableIn, dsl.Nullable(s.ReduceByKeyNullableInKey), dsl.Nullable(s.ReduceByKeyNullableInValue))
 	stream.AddSource(t, "reduce-group-by-in-source", TopicReduceGroupByIn, s.ReduceGroupByInKey, s.ReduceGroupByInValue)
 	stream.AddSource(t, "select-key-in-source", TopicSelectKeyIn, s.SelectKeyInKey, s.SelectKeyInValue)
+	stream.AddSource(t, "session-aggregate-in-source", TopicSessionAggregateIn, s.SessionAggregateInKey, s.SessionAggregateInValue)
+	stream.AddSource(t, "session-count-in-source", TopicSessionCountIn, s.SessionCountInKey, s.SessionCountInValue)
+	stream.AddSource(t, "session-emit-final-in-source", TopicSessionEmitFinalIn, s.SessionEmitFinalInKey, s.SessionEmitFinalInValue)
+	stream.AddSource(t, "session-reduce-in-source", TopicSessionReduceIn, s.SessionReduceInKey, s.SessionReduceInValue)
+	stream.AddSource(t, "sliding-count-in-source", TopicSlidingCountIn, s.SlidingCountInKey, s.SlidingCountInValue)
+	stream.AddSource(t, "tumbling-aggregate-in-source", TopicTumblingAggregateIn, s.TumblingAggregateInKey, s.TumblingAggregateInValue)
+	stream.AddSource(t, "tumbling-count-in-source", TopicTumblingCountIn, s.TumblingCountInKey, s.TumblingCountInValue)
+	stream.AddSource(t, "tumbling-emit-final-in-source", TopicTumblingEmitFinalIn, s.TumblingEmitFinalInKey, s.TumblingEmitFinalInValue)
+	stream.AddSource(t, "tumbling-grace-count-in-source", TopicTumblingGraceCountIn, s.TumblingGraceCountInKey, s.TumblingGraceCountInValue)
+	stream.AddSource(t, "tumbling-reduce-in-source", TopicTumblingReduceIn, s.TumblingReduceInKey, s.TumblingReduceInValue)
+	stream.AddSource(t, "tumbling-suppress-in-source", TopicTumblingSuppressIn, s.TumblingSuppressInKey, s.TumblingSuppressInValue)
 	stream.AddSource(t, "wordcount-in-source", TopicWordcountIn, s.WordcountInKey, s.WordcountInValue)
 	dsl.Branch(t, "split", []dsl.BranchDef[string, string]{{
 		Name: "long",
@@ -1048,7 +1423,21 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.Merge[*string, *string](t, "default-out-n", "split-n-default")
 	dsl.FilterNot(t, "drop-long", p.DropLong, "filter-not-in-source")
 	dsl.FilterNot(t, "drop-long-n", p.DropLongN, "filter-not-nullable-in-source")
+	// groupByKey efs-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "efs-group", "emit-final-vs-suppress-in-source")
+	dsl.WindowedCount[string, string](t, "efs-count", StoreEfsCountStore, dsl.TumblingWindows(10*time.Second), s.StoreEfsCountStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "efs-group")
+	dsl.WindowedCount[string, string](t, "efs-final", StoreEfsFinalStore, dsl.TumblingWindows(10*time.Second), s.StoreEfsFinalStoreKey, dsl.WindowOptions{
+		Emit:  dsl.EmitFinal,
+		Store: stream.StoreOptions{Changelog: true},
+	}, "efs-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "efs-final-out", "efs-final")
+	dsl.SuppressUntilWindowCloses[string, int64](t, "efs-suppress", "efs-suppress-buffer", dsl.TumblingWindows(10*time.Second), serde.TimeWindowed(s.StoreEfsSuppressBufferKey, 10*time.Second), s.StoreEfsSuppressBufferValue, dsl.SuppressOptions{Store: stream.StoreOptions{Changelog: true}}, "efs-count")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "efs-suppress-out", "efs-suppress")
 	dsl.SelectKey(t, "first-letter", p.FirstLetter, "select-key-in-source")
+	// groupByKey hc-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "hc-group", "hopping-count-in-source")
+	dsl.WindowedCount[string, string](t, "hc-count", StoreHcStore, dsl.HoppingWindows(10*time.Second, 5*time.Second), s.StoreHcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "hc-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "hc-stream", "hc-count")
 	dsl.Filter(t, "keep-long", p.KeepLong, "filter-in-source")
 	dsl.Filter(t, "keep-long-n", p.KeepLongN, "filter-nullable-in-source")
 	dsl.MapValues(t, "key-and-upper", p.KeyAndUpper, "map-values-in-source")
@@ -1081,16 +1470,67 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.Table[string, string](t, "rows-n", TopicTableNullableIn, s.TableNullableInKey, s.TableNullableInValue, StoreRowsNStore, stream.StoreOptions{Changelog: true})
 	dsl.ToStream[string, string](t, "rows-n-stream", "rows-n")
 	dsl.ToStream[string, string](t, "rows-stream", "rows")
+	// groupByKey sa-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "sa-group", "session-aggregate-in-source")
+	dsl.SessionAggregate[string, string, int64](t, "sa-lengths", StoreSaStore, dsl.SessionWindows(5*time.Second).Grace(10*time.Second), s.StoreSaStoreKey, s.StoreSaStoreValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.SaLengthsInit, p.SaLengthsAggregate, p.SaLengthsMerge, "sa-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "sa-stream", "sa-lengths")
+	// groupByKey sc-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "sc-group", "session-count-in-source")
+	dsl.SessionCount[string, string](t, "sc-count", StoreScStore, dsl.SessionWindows(5*time.Second).Grace(10*time.Second), s.StoreScStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "sc-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "sc-stream", "sc-count")
 	dsl.Foreach(t, "see", p.See, "foreach-in-source")
 	dsl.Foreach(t, "see-n", p.SeeN, "foreach-nullable-in-source")
+	// groupByKey sef-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "sef-group", "session-emit-final-in-source")
+	dsl.SessionCount[string, string](t, "sef-count", StoreSefStore, dsl.SessionWindows(5*time.Second).Grace(2*time.Second), s.StoreSefStoreKey, dsl.WindowOptions{
+		Emit:  dsl.EmitFinal,
+		Store: stream.StoreOptions{Changelog: true},
+	}, "sef-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "sef-stream", "sef-count")
+	// groupByKey slc-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "slc-group", "sliding-count-in-source")
+	dsl.WindowedCount[string, string](t, "slc-count", StoreSlcStore, dsl.SlidingWindows(10*time.Second, 5*time.Second), s.StoreSlcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "slc-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "slc-stream", "slc-count")
 	dsl.FlatMapValues(t, "split-words", p.SplitWords, "flat-map-values-in-source")
 	dsl.FlatMapValues(t, "split-words-n", p.SplitWordsN, "flat-map-values-nullable-in-source")
+	// groupByKey sr-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, int64](t, "sr-group", "session-reduce-in-source")
+	dsl.SessionReduce[string, int64](t, "sr-sum", StoreSrStore, dsl.SessionWindows(5*time.Second).Grace(10*time.Second), s.StoreSrStoreKey, s.StoreSrStoreValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.SrSumReduce, "sr-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "sr-stream", "sr-sum")
 	dsl.Reduce[string, int64](t, "sum-by-first", StoreReduceGroupByStore, s.StoreReduceGroupByStoreKey, s.StoreReduceGroupByStoreValue, stream.StoreOptions{Changelog: true}, p.SumByFirstReduce, "by-first-of-key")
 	dsl.ToStream[string, int64](t, "sum-by-first-stream", "sum-by-first")
 	dsl.Reduce[string, int64](t, "sum-by-key", StoreReduceByKeyStore, s.StoreReduceByKeyStoreKey, s.StoreReduceByKeyStoreValue, stream.StoreOptions{Changelog: true}, p.SumByKeyReduce, "reduce-by-key-group")
 	dsl.Reduce[string, int64](t, "sum-by-key-n", StoreReduceByKeyNStore, s.StoreReduceByKeyNStoreKey, s.StoreReduceByKeyNStoreValue, stream.StoreOptions{Changelog: true}, p.SumByKeyNReduce, "reduce-by-key-n-group")
 	dsl.ToStream[string, int64](t, "sum-by-key-n-stream", "sum-by-key-n")
 	dsl.ToStream[string, int64](t, "sum-by-key-stream", "sum-by-key")
+	// groupByKey ta-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "ta-group", "tumbling-aggregate-in-source")
+	dsl.WindowedAggregate[string, string, int64](t, "ta-lengths", StoreTaStore, dsl.TumblingWindows(10*time.Second), s.StoreTaStoreKey, s.StoreTaStoreValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.TaLengthsInit, p.TaLengthsAggregate, "ta-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "ta-stream", "ta-lengths")
+	// groupByKey tc-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "tc-group", "tumbling-count-in-source")
+	dsl.WindowedCount[string, string](t, "tc-count", StoreTcStore, dsl.TumblingWindows(10*time.Second), s.StoreTcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "tc-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "tc-stream", "tc-count")
+	// groupByKey tef-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "tef-group", "tumbling-emit-final-in-source")
+	dsl.WindowedCount[string, string](t, "tef-count", StoreTefStore, dsl.TumblingWindows(10*time.Second).Grace(2*time.Second), s.StoreTefStoreKey, dsl.WindowOptions{
+		Emit:  dsl.EmitFinal,
+		Store: stream.StoreOptions{Changelog: true},
+	}, "tef-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "tef-stream", "tef-count")
+	// groupByKey tgc-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "tgc-group", "tumbling-grace-count-in-source")
+	dsl.WindowedCount[string, string](t, "tgc-count", StoreTgcStore, dsl.TumblingWindows(10*time.Second).Grace(5*time.Second), s.StoreTgcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "tgc-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "tgc-stream", "tgc-count")
+	// groupByKey tr-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, int64](t, "tr-group", "tumbling-reduce-in-source")
+	dsl.WindowedReduce[string, int64](t, "tr-sum", StoreTrStore, dsl.TumblingWindows(10*time.Second), s.StoreTrStoreKey, s.StoreTrStoreValue, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, p.TrSumReduce, "tr-group")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "tr-stream", "tr-sum")
+	// groupByKey ts-group: the key is unchanged since the input was partitioned by it.
+	dsl.Merge[string, string](t, "ts-group", "tumbling-suppress-in-source")
+	dsl.WindowedCount[string, string](t, "ts-count", StoreTsStore, dsl.TumblingWindows(10*time.Second).Grace(2*time.Second), s.StoreTsStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "ts-group")
+	dsl.SuppressUntilWindowCloses[string, int64](t, "ts-final", "ts-final-buffer", dsl.TumblingWindows(10*time.Second).Grace(2*time.Second), serde.TimeWindowed(s.StoreTsFinalBufferKey, 10*time.Second), s.StoreTsFinalBufferValue, dsl.SuppressOptions{Store: stream.StoreOptions{Changelog: true}}, "ts-count")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "ts-stream", "ts-final")
 	dsl.Map(t, "upper-and-length", p.UpperAndLength, "map-in-source")
 	dsl.Count[string, string](t, "word-counts", StoreWordCountsStore, s.StoreWordCountsStoreKey, stream.StoreOptions{Changelog: true}, "by-word")
 	dsl.ToStream[string, int64](t, "word-counts-stream", "word-counts")
@@ -1109,6 +1549,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "count-by-key-nullable-out-sink", TopicCountByKeyNullableOut, s.CountByKeyNullableOutKey, dsl.Nullable(s.CountByKeyNullableOutValue), "count-by-key-n-stream")
 	stream.AddSink(t, "count-by-key-out-sink", TopicCountByKeyOut, s.CountByKeyOutKey, dsl.Nullable(s.CountByKeyOutValue), "count-by-key-stream")
 	stream.AddSink(t, "count-group-by-out-sink", TopicCountGroupByOut, s.CountGroupByOutKey, dsl.Nullable(s.CountGroupByOutValue), "count-by-value-stream")
+	stream.AddSinkWith(t, "emit-final-vs-suppress-out-final-sink", TopicEmitFinalVsSuppressOutFinal, serde.TimeWindowed(s.EmitFinalVsSuppressOutFinalKey, 10*time.Second), dsl.Nullable(s.EmitFinalVsSuppressOutFinalValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.EmitFinalVsSuppressOutFinalKey)}, "efs-final-out")
+	stream.AddSinkWith(t, "emit-final-vs-suppress-out-suppress-sink", TopicEmitFinalVsSuppressOutSuppress, serde.TimeWindowed(s.EmitFinalVsSuppressOutSuppressKey, 10*time.Second), dsl.Nullable(s.EmitFinalVsSuppressOutSuppressValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.EmitFinalVsSuppressOutSuppressKey)}, "efs-suppress-out")
 	stream.AddSink(t, "filter-not-nullable-out-sink", TopicFilterNotNullableOut, dsl.Nullable(s.FilterNotNullableOutKey), dsl.Nullable(s.FilterNotNullableOutValue), "drop-long-n")
 	stream.AddSink(t, "filter-not-out-sink", TopicFilterNotOut, s.FilterNotOutKey, s.FilterNotOutValue, "drop-long")
 	stream.AddSink(t, "filter-nullable-out-sink", TopicFilterNullableOut, dsl.Nullable(s.FilterNullableOutKey), dsl.Nullable(s.FilterNullableOutValue), "keep-long-n")
@@ -1116,6 +1558,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "flat-map-out-sink", TopicFlatMapOut, s.FlatMapOutKey, s.FlatMapOutValue, "word-lengths")
 	stream.AddSink(t, "flat-map-values-nullable-out-sink", TopicFlatMapValuesNullableOut, dsl.Nullable(s.FlatMapValuesNullableOutKey), s.FlatMapValuesNullableOutValue, "split-words-n")
 	stream.AddSink(t, "flat-map-values-out-sink", TopicFlatMapValuesOut, s.FlatMapValuesOutKey, s.FlatMapValuesOutValue, "split-words")
+	stream.AddSinkWith(t, "hopping-count-out-sink", TopicHoppingCountOut, serde.TimeWindowed(s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(s.HoppingCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.HoppingCountOutKey)}, "hc-stream")
 	stream.AddSink(t, "map-out-sink", TopicMapOut, s.MapOutKey, s.MapOutValue, "upper-and-length")
 	stream.AddSink(t, "map-values-nullable-out-sink", TopicMapValuesNullableOut, dsl.Nullable(s.MapValuesNullableOutKey), s.MapValuesNullableOutValue, "key-and-upper-n")
 	stream.AddSink(t, "map-values-out-sink", TopicMapValuesOut, s.MapValuesOutKey, s.MapValuesOutValue, "key-and-upper")
@@ -1126,11 +1569,22 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "reduce-by-key-out-sink", TopicReduceByKeyOut, s.ReduceByKeyOutKey, dsl.Nullable(s.ReduceByKeyOutValue), "sum-by-key-stream")
 	stream.AddSink(t, "reduce-group-by-out-sink", TopicReduceGroupByOut, s.ReduceGroupByOutKey, dsl.Nullable(s.ReduceGroupByOutValue), "sum-by-first-stream")
 	stream.AddSink(t, "select-key-out-sink", TopicSelectKeyOut, s.SelectKeyOutKey, s.SelectKeyOutValue, "first-letter")
+	stream.AddSinkWith(t, "session-aggregate-out-sink", TopicSessionAggregateOut, serde.SessionWindowed(s.SessionAggregateOutKey), dsl.Nullable(s.SessionAggregateOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.SessionAggregateOutKey)}, "sa-stream")
+	stream.AddSinkWith(t, "session-count-out-sink", TopicSessionCountOut, serde.SessionWindowed(s.SessionCountOutKey), dsl.Nullable(s.SessionCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.SessionCountOutKey)}, "sc-stream")
+	stream.AddSinkWith(t, "session-emit-final-out-sink", TopicSessionEmitFinalOut, serde.SessionWindowed(s.SessionEmitFinalOutKey), dsl.Nullable(s.SessionEmitFinalOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.SessionEmitFinalOutKey)}, "sef-stream")
+	stream.AddSinkWith(t, "session-reduce-out-sink", TopicSessionReduceOut, serde.SessionWindowed(s.SessionReduceOutKey), dsl.Nullable(s.SessionReduceOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.SessionReduceOutKey)}, "sr-stream")
+	stream.AddSinkWith(t, "sliding-count-out-sink", TopicSlidingCountOut, serde.TimeWindowed(s.SlidingCountOutKey, 10*time.Second), dsl.Nullable(s.SlidingCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.SlidingCountOutKey)}, "slc-stream")
 	stream.AddSink(t, "table-aggregate-out-sink", TopicTableAggregateOut, s.TableAggregateOutKey, dsl.Nullable(s.TableAggregateOutValue), "name-lengths-stream")
 	stream.AddSink(t, "table-count-out-sink", TopicTableCountOut, s.TableCountOutKey, dsl.Nullable(s.TableCountOutValue), "per-region-stream")
 	stream.AddSink(t, "table-nullable-out-sink", TopicTableNullableOut, s.TableNullableOutKey, dsl.Nullable(s.TableNullableOutValue), "rows-n-stream")
 	stream.AddSink(t, "table-out-sink", TopicTableOut, s.TableOutKey, dsl.Nullable(s.TableOutValue), "rows-stream")
 	stream.AddSink(t, "table-reduce-out-sink", TopicTableReduceOut, s.TableReduceOutKey, dsl.Nullable(s.TableReduceOutValue), "parity-sums-stream")
+	stream.AddSinkWith(t, "tumbling-aggregate-out-sink", TopicTumblingAggregateOut, serde.TimeWindowed(s.TumblingAggregateOutKey, 10*time.Second), dsl.Nullable(s.TumblingAggregateOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingAggregateOutKey)}, "ta-stream")
+	stream.AddSinkWith(t, "tumbling-count-out-sink", TopicTumblingCountOut, serde.TimeWindowed(s.TumblingCountOutKey, 10*time.Second), dsl.Nullable(s.TumblingCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingCountOutKey)}, "tc-stream")
+	stream.AddSinkWith(t, "tumbling-emit-final-out-sink", TopicTumblingEmitFinalOut, serde.TimeWindowed(s.TumblingEmitFinalOutKey, 10*time.Second), dsl.Nullable(s.TumblingEmitFinalOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingEmitFinalOutKey)}, "tef-stream")
+	stream.AddSinkWith(t, "tumbling-grace-count-out-sink", TopicTumblingGraceCountOut, serde.TimeWindowed(s.TumblingGraceCountOutKey, 10*time.Second), dsl.Nullable(s.TumblingGraceCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingGraceCountOutKey)}, "tgc-stream")
+	stream.AddSinkWith(t, "tumbling-reduce-out-sink", TopicTumblingReduceOut, serde.TimeWindowed(s.TumblingReduceOutKey, 10*time.Second), dsl.Nullable(s.TumblingReduceOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingReduceOutKey)}, "tr-stream")
+	stream.AddSinkWith(t, "tumbling-suppress-out-sink", TopicTumblingSuppressOut, serde.TimeWindowed(s.TumblingSuppressOutKey, 10*time.Second), dsl.Nullable(s.TumblingSuppressOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingSuppressOutKey)}, "ts-stream")
 	stream.AddSink(t, "wordcount-out-sink", TopicWordcountOut, s.WordcountOutKey, dsl.Nullable(s.WordcountOutValue), "word-counts-stream")
 	if err := t.Validate(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package generated
 
 import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
+	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
@@ -242,6 +243,36 @@ func (d *TestDriver) ReadCountGroupByOut() ([]stream.Record[string, *int64], err
 	return streamtest.Read(d.d, TopicCountGroupByOut, d.s.CountGroupByOutKey, dsl.Nullable(d.s.CountGroupByOutValue))
 }
 
+// PipeEmitFinalVsSuppressIn writes a record with timestamp ts to topic "emit-final-vs-suppress-in" and processes it.
+func (d *TestDriver) PipeEmitFinalVsSuppressIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicEmitFinalVsSuppressIn, d.s.EmitFinalVsSuppressInKey, d.s.EmitFinalVsSuppressInValue, key, value, ts)
+}
+
+// PipeEmitFinalVsSuppressInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "emit-final-vs-suppress-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeEmitFinalVsSuppressInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicEmitFinalVsSuppressIn, d.s.EmitFinalVsSuppressInValue, value, ts)
+}
+
+// PipeEmitFinalVsSuppressInTombstone writes a tombstone (a null value) for key to topic "emit-final-vs-suppress-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeEmitFinalVsSuppressInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicEmitFinalVsSuppressIn, d.s.EmitFinalVsSuppressInKey, key, ts)
+}
+
+// ReadEmitFinalVsSuppressOutFinal returns the records written to topic "emit-final-vs-suppress-out-final" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadEmitFinalVsSuppressOutFinal() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicEmitFinalVsSuppressOutFinal, serde.TimeWindowed(d.s.EmitFinalVsSuppressOutFinalKey, 10*time.Second), dsl.Nullable(d.s.EmitFinalVsSuppressOutFinalValue))
+}
+
+// ReadEmitFinalVsSuppressOutSuppress returns the records written to topic "emit-final-vs-suppress-out-suppress" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadEmitFinalVsSuppressOutSuppress() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicEmitFinalVsSuppressOutSuppress, serde.TimeWindowed(d.s.EmitFinalVsSuppressOutSuppressKey, 10*time.Second), dsl.Nullable(d.s.EmitFinalVsSuppressOutSuppressValue))
+}
+
 // PipeFilterIn writes a record with timestamp ts to topic "filter-in" and processes it.
 func (d *TestDriver) PipeFilterIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicFilterIn, d.s.FilterInKey, d.s.FilterInValue, key, value, ts)
@@ -385,6 +416,30 @@ func (d *TestDriver) PipeForeachInTombstone(key string, ts time.Time) error {
 // PipeForeachNullableIn writes a record with timestamp ts to topic "foreach-nullable-in" and processes it.
 func (d *TestDriver) PipeForeachNullableIn(key *string, value *string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicForeachNullableIn, dsl.Nullable(d.s.ForeachNullableInKey), dsl.Nullable(d.s.ForeachNullableInValue), key, value, ts)
+}
+
+// PipeHoppingCountIn writes a record with timestamp ts to topic "hopping-count-in" and processes it.
+func (d *TestDriver) PipeHoppingCountIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicHoppingCountIn, d.s.HoppingCountInKey, d.s.HoppingCountInValue, key, value, ts)
+}
+
+// PipeHoppingCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "hopping-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeHoppingCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicHoppingCountIn, d.s.HoppingCountInValue, value, ts)
+}
+
+// PipeHoppingCountInTombstone writes a tombstone (a null value) for key to topic "hopping-count-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeHoppingCountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicHoppingCountIn, d.s.HoppingCountInKey, key, ts)
+}
+
+// ReadHoppingCountOut returns the records written to topic "hopping-count-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadHoppingCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicHoppingCountOut, serde.TimeWindowed(d.s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(d.s.HoppingCountOutValue))
 }
 
 // PipeMapIn writes a record with timestamp ts to topic "map-in" and processes it.
@@ -599,6 +654,126 @@ func (d *TestDriver) ReadSelectKeyOut() ([]stream.Record[string, string], error)
 	return streamtest.Read(d.d, TopicSelectKeyOut, d.s.SelectKeyOutKey, d.s.SelectKeyOutValue)
 }
 
+// PipeSessionAggregateIn writes a record with timestamp ts to topic "session-aggregate-in" and processes it.
+func (d *TestDriver) PipeSessionAggregateIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSessionAggregateIn, d.s.SessionAggregateInKey, d.s.SessionAggregateInValue, key, value, ts)
+}
+
+// PipeSessionAggregateInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "session-aggregate-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSessionAggregateInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSessionAggregateIn, d.s.SessionAggregateInValue, value, ts)
+}
+
+// PipeSessionAggregateInTombstone writes a tombstone (a null value) for key to topic "session-aggregate-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSessionAggregateInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSessionAggregateIn, d.s.SessionAggregateInKey, key, ts)
+}
+
+// ReadSessionAggregateOut returns the records written to topic "session-aggregate-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadSessionAggregateOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicSessionAggregateOut, serde.SessionWindowed(d.s.SessionAggregateOutKey), dsl.Nullable(d.s.SessionAggregateOutValue))
+}
+
+// PipeSessionCountIn writes a record with timestamp ts to topic "session-count-in" and processes it.
+func (d *TestDriver) PipeSessionCountIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSessionCountIn, d.s.SessionCountInKey, d.s.SessionCountInValue, key, value, ts)
+}
+
+// PipeSessionCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "session-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSessionCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSessionCountIn, d.s.SessionCountInValue, value, ts)
+}
+
+// PipeSessionCountInTombstone writes a tombstone (a null value) for key to topic "session-count-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSessionCountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSessionCountIn, d.s.SessionCountInKey, key, ts)
+}
+
+// ReadSessionCountOut returns the records written to topic "session-count-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadSessionCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicSessionCountOut, serde.SessionWindowed(d.s.SessionCountOutKey), dsl.Nullable(d.s.SessionCountOutValue))
+}
+
+// PipeSessionEmitFinalIn writes a record with timestamp ts to topic "session-emit-final-in" and processes it.
+func (d *TestDriver) PipeSessionEmitFinalIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSessionEmitFinalIn, d.s.SessionEmitFinalInKey, d.s.SessionEmitFinalInValue, key, value, ts)
+}
+
+// PipeSessionEmitFinalInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "session-emit-final-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSessionEmitFinalInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSessionEmitFinalIn, d.s.SessionEmitFinalInValue, value, ts)
+}
+
+// PipeSessionEmitFinalInTombstone writes a tombstone (a null value) for key to topic "session-emit-final-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSessionEmitFinalInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSessionEmitFinalIn, d.s.SessionEmitFinalInKey, key, ts)
+}
+
+// ReadSessionEmitFinalOut returns the records written to topic "session-emit-final-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadSessionEmitFinalOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicSessionEmitFinalOut, serde.SessionWindowed(d.s.SessionEmitFinalOutKey), dsl.Nullable(d.s.SessionEmitFinalOutValue))
+}
+
+// PipeSessionReduceIn writes a record with timestamp ts to topic "session-reduce-in" and processes it.
+func (d *TestDriver) PipeSessionReduceIn(key string, value int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSessionReduceIn, d.s.SessionReduceInKey, d.s.SessionReduceInValue, key, value, ts)
+}
+
+// PipeSessionReduceInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "session-reduce-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSessionReduceInNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSessionReduceIn, d.s.SessionReduceInValue, value, ts)
+}
+
+// PipeSessionReduceInTombstone writes a tombstone (a null value) for key to topic "session-reduce-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSessionReduceInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSessionReduceIn, d.s.SessionReduceInKey, key, ts)
+}
+
+// ReadSessionReduceOut returns the records written to topic "session-reduce-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadSessionReduceOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicSessionReduceOut, serde.SessionWindowed(d.s.SessionReduceOutKey), dsl.Nullable(d.s.SessionReduceOutValue))
+}
+
+// PipeSlidingCountIn writes a record with timestamp ts to topic "sliding-count-in" and processes it.
+func (d *TestDriver) PipeSlidingCountIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSlidingCountIn, d.s.SlidingCountInKey, d.s.SlidingCountInValue, key, value, ts)
+}
+
+// PipeSlidingCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "sliding-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSlidingCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSlidingCountIn, d.s.SlidingCountInValue, value, ts)
+}
+
+// PipeSlidingCountInTombstone writes a tombstone (a null value) for key to topic "sliding-count-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSlidingCountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSlidingCountIn, d.s.SlidingCountInKey, key, ts)
+}
+
+// ReadSlidingCountOut returns the records written to topic "sliding-count-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadSlidingCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicSlidingCountOut, serde.TimeWindowed(d.s.SlidingCountOutKey, 10*time.Second), dsl.Nullable(d.s.SlidingCountOutValue))
+}
+
 // PipeTableAggregateIn writes a record with timestamp ts to topic "table-aggregate-in" and processes it.
 func (d *TestDriver) PipeTableAggregateIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicTableAggregateIn, d.s.TableAggregateInKey, d.s.TableAggregateInValue, key, value, ts)
@@ -712,6 +887,150 @@ func (d *TestDriver) ReadTableReduceOut() ([]stream.Record[string, *int64], erro
 	return streamtest.Read(d.d, TopicTableReduceOut, d.s.TableReduceOutKey, dsl.Nullable(d.s.TableReduceOutValue))
 }
 
+// PipeTumblingAggregateIn writes a record with timestamp ts to topic "tumbling-aggregate-in" and processes it.
+func (d *TestDriver) PipeTumblingAggregateIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingAggregateIn, d.s.TumblingAggregateInKey, d.s.TumblingAggregateInValue, key, value, ts)
+}
+
+// PipeTumblingAggregateInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-aggregate-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingAggregateInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingAggregateIn, d.s.TumblingAggregateInValue, value, ts)
+}
+
+// PipeTumblingAggregateInTombstone writes a tombstone (a null value) for key to topic "tumbling-aggregate-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingAggregateInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingAggregateIn, d.s.TumblingAggregateInKey, key, ts)
+}
+
+// ReadTumblingAggregateOut returns the records written to topic "tumbling-aggregate-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingAggregateOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingAggregateOut, serde.TimeWindowed(d.s.TumblingAggregateOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingAggregateOutValue))
+}
+
+// PipeTumblingCountIn writes a record with timestamp ts to topic "tumbling-count-in" and processes it.
+func (d *TestDriver) PipeTumblingCountIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingCountIn, d.s.TumblingCountInKey, d.s.TumblingCountInValue, key, value, ts)
+}
+
+// PipeTumblingCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingCountIn, d.s.TumblingCountInValue, value, ts)
+}
+
+// PipeTumblingCountInTombstone writes a tombstone (a null value) for key to topic "tumbling-count-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingCountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingCountIn, d.s.TumblingCountInKey, key, ts)
+}
+
+// ReadTumblingCountOut returns the records written to topic "tumbling-count-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingCountOut, serde.TimeWindowed(d.s.TumblingCountOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingCountOutValue))
+}
+
+// PipeTumblingEmitFinalIn writes a record with timestamp ts to topic "tumbling-emit-final-in" and processes it.
+func (d *TestDriver) PipeTumblingEmitFinalIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingEmitFinalIn, d.s.TumblingEmitFinalInKey, d.s.TumblingEmitFinalInValue, key, value, ts)
+}
+
+// PipeTumblingEmitFinalInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-emit-final-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingEmitFinalInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingEmitFinalIn, d.s.TumblingEmitFinalInValue, value, ts)
+}
+
+// PipeTumblingEmitFinalInTombstone writes a tombstone (a null value) for key to topic "tumbling-emit-final-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingEmitFinalInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingEmitFinalIn, d.s.TumblingEmitFinalInKey, key, ts)
+}
+
+// ReadTumblingEmitFinalOut returns the records written to topic "tumbling-emit-final-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingEmitFinalOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingEmitFinalOut, serde.TimeWindowed(d.s.TumblingEmitFinalOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingEmitFinalOutValue))
+}
+
+// PipeTumblingGraceCountIn writes a record with timestamp ts to topic "tumbling-grace-count-in" and processes it.
+func (d *TestDriver) PipeTumblingGraceCountIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingGraceCountIn, d.s.TumblingGraceCountInKey, d.s.TumblingGraceCountInValue, key, value, ts)
+}
+
+// PipeTumblingGraceCountInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-grace-count-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingGraceCountInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingGraceCountIn, d.s.TumblingGraceCountInValue, value, ts)
+}
+
+// PipeTumblingGraceCountInTombstone writes a tombstone (a null value) for key to topic "tumbling-grace-count-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingGraceCountInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingGraceCountIn, d.s.TumblingGraceCountInKey, key, ts)
+}
+
+// ReadTumblingGraceCountOut returns the records written to topic "tumbling-grace-count-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingGraceCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingGraceCountOut, serde.TimeWindowed(d.s.TumblingGraceCountOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingGraceCountOutValue))
+}
+
+// PipeTumblingReduceIn writes a record with timestamp ts to topic "tumbling-reduce-in" and processes it.
+func (d *TestDriver) PipeTumblingReduceIn(key string, value int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingReduceIn, d.s.TumblingReduceInKey, d.s.TumblingReduceInValue, key, value, ts)
+}
+
+// PipeTumblingReduceInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-reduce-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingReduceInNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingReduceIn, d.s.TumblingReduceInValue, value, ts)
+}
+
+// PipeTumblingReduceInTombstone writes a tombstone (a null value) for key to topic "tumbling-reduce-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingReduceInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingReduceIn, d.s.TumblingReduceInKey, key, ts)
+}
+
+// ReadTumblingReduceOut returns the records written to topic "tumbling-reduce-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingReduceOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingReduceOut, serde.TimeWindowed(d.s.TumblingReduceOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingReduceOutValue))
+}
+
+// PipeTumblingSuppressIn writes a record with timestamp ts to topic "tumbling-suppress-in" and processes it.
+func (d *TestDriver) PipeTumblingSuppressIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTumblingSuppressIn, d.s.TumblingSuppressInKey, d.s.TumblingSuppressInValue, key, value, ts)
+}
+
+// PipeTumblingSuppressInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "tumbling-suppress-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingSuppressInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTumblingSuppressIn, d.s.TumblingSuppressInValue, value, ts)
+}
+
+// PipeTumblingSuppressInTombstone writes a tombstone (a null value) for key to topic "tumbling-suppress-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTumblingSuppressInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTumblingSuppressIn, d.s.TumblingSuppressInKey, key, ts)
+}
+
+// ReadTumblingSuppressOut returns the records written to topic "tumbling-suppress-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadTumblingSuppressOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicTumblingSuppressOut, serde.TimeWindowed(d.s.TumblingSuppressOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingSuppressOutValue))
+}
+
 // PipeWordcountIn writes a record with timestamp ts to topic "wordcount-in" and processes it.
 func (d *TestDriver) PipeWordcountIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicWordcountIn, d.s.WordcountInKey, d.s.WordcountInValue, key, value, ts)
@@ -777,7 +1096,24 @@ func (d *TestDriver) CountByKeyStore() (state.KeyValueStore[string, dsl.ValueAnd
 func (d *TestDriver) CountGroupByStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreCountGroupByStore, d.s.StoreCountGroupByStoreKey)
 }
+func (d *TestDriver) EfsCountStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreEfsCountStore, 10*time.Second)
+}
 
+// EfsCountStore lists the windows operator "efs-count" (count) keeps in window store "efs-count-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) EfsFinalStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreEfsFinalStore, 10*time.Second)
+}
+
+// EfsFinalStore lists the windows operator "efs-final" (count) keeps in window store "efs-final-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) HcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHcStore, 10*time.Second)
+}
+
+// HcStore lists the windows operator "hc-count" (count) keeps in window store "hc-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
 // HomesStore is store "homes-store", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "homes" (table) keeps its rows in it, each with the timestamp of its last update.
@@ -854,7 +1190,72 @@ func (d *TestDriver) RowsNStore() (state.KeyValueStore[string, dsl.ValueAndTimes
 func (d *TestDriver) RowsStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreRowsStore, d.s.StoreRowsStoreKey)
 }
+func (d *TestDriver) SaStore() ([]streamtest.Window[string, int64], error) {
+	return streamtest.Sessions[string, int64](d.d, StoreSaStore)
+}
 
+// SaStore lists the sessions operator "sa-lengths" (aggregate) keeps in session store "sa-store", every
+// partition's, each with its aggregate.
+func (d *TestDriver) ScStore() ([]streamtest.Window[string, int64], error) {
+	return streamtest.Sessions[string, int64](d.d, StoreScStore)
+}
+
+// ScStore lists the sessions operator "sc-count" (count) keeps in session store "sc-store", every
+// partition's, each with its aggregate.
+func (d *TestDriver) SefStore() ([]streamtest.Window[string, int64], error) {
+	return streamtest.Sessions[string, int64](d.d, StoreSefStore)
+}
+
+// SefStore lists the sessions operator "sef-count" (count) keeps in session store "sef-store", every
+// partition's, each with its aggregate.
+func (d *TestDriver) SlcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreSlcStore, 10*time.Second)
+}
+
+// SlcStore lists the windows operator "slc-count" (count) keeps in window store "slc-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) SrStore() ([]streamtest.Window[string, int64], error) {
+	return streamtest.Sessions[string, int64](d.d, StoreSrStore)
+}
+
+// SrStore lists the sessions operator "sr-sum" (reduce) keeps in session store "sr-store", every
+// partition's, each with its aggregate.
+func (d *TestDriver) TaStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTaStore, 10*time.Second)
+}
+
+// TaStore lists the windows operator "ta-lengths" (aggregate) keeps in window store "ta-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) TcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTcStore, 10*time.Second)
+}
+
+// TcStore lists the windows operator "tc-count" (count) keeps in window store "tc-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) TefStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTefStore, 10*time.Second)
+}
+
+// TefStore lists the windows operator "tef-count" (count) keeps in window store "tef-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) TgcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTgcStore, 10*time.Second)
+}
+
+// TgcStore lists the windows operator "tgc-count" (count) keeps in window store "tgc-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) TrStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTrStore, 10*time.Second)
+}
+
+// TrStore lists the windows operator "tr-sum" (reduce) keeps in window store "tr-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) TsStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreTsStore, 10*time.Second)
+}
+
+// TsStore lists the windows operator "ts-count" (count) keeps in window store "ts-store", every
+// partition's, each with its aggregate and the timestamp of its last update.
 // WordCountsStore is store "word-counts-store", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "word-counts" (count) keeps its rows in it, each with the timestamp of its last update.

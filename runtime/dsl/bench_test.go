@@ -3,6 +3,7 @@ package dsl_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -76,6 +77,88 @@ func BenchmarkCount(b *testing.B) {
 				if i%1024 == 0 {
 					d.Output("out")
 					d.Changelog("counts")
+				}
+			}
+		})
+	}
+}
+
+// A windowed count per record, beside the plain count above: 1,000 keys, a
+// record a millisecond, one-minute tumbling or sliding windows, every
+// update or final results only (emitted as windows close).
+func BenchmarkWindowedCount(b *testing.B) {
+	s := serde.String{}
+	for _, c := range []struct {
+		name string
+		w    dsl.Windows
+		emit dsl.Emit
+	}{
+		{"tumbling/updates", dsl.TumblingWindows(time.Minute), dsl.EmitUpdates},
+		{"tumbling/final", dsl.TumblingWindows(time.Minute), dsl.EmitFinal},
+		{"sliding/updates", dsl.SlidingWindows(time.Minute, 0), dsl.EmitUpdates},
+		{"sliding/final", dsl.SlidingWindows(time.Minute, 0), dsl.EmitFinal},
+	} {
+		w, emit := c.w, c.emit
+		b.Run(c.name, func(b *testing.B) {
+			t := stream.NewTopology()
+			stream.AddSource(t, "in", "in", s, s)
+			dsl.WindowedCount[string, string](t, "count", "counts", w, s, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}, Emit: emit}, "in")
+			dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
+			stream.AddSink(t, "out", "out", dsl.WindowedKey(s, w), dsl.Nullable[int64](serde.Int64{}), "updates")
+			d, err := stream.NewLocalDriver(t, stream.LocalConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			keys := make([][]byte, 1000)
+			for i := range keys {
+				keys[i] = fmt.Appendf(nil, "key-%d", i)
+			}
+			value := []byte("v")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := d.Pipe("in", keys[i%len(keys)], value, nil, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+					b.Fatal(err)
+				}
+				if i%1024 == 0 {
+					d.Output("out")
+					d.Changelog("counts")
+				}
+			}
+		})
+	}
+}
+
+// A session count per record: 1,000 keys, a record a millisecond, a gap
+// of 10 s (so each key's session grows), every update or final results.
+func BenchmarkSessionCount(b *testing.B) {
+	s := serde.String{}
+	w := dsl.SessionWindows(10 * time.Second)
+	for _, emit := range []dsl.Emit{dsl.EmitUpdates, dsl.EmitFinal} {
+		b.Run(emit.String(), func(b *testing.B) {
+			t := stream.NewTopology()
+			stream.AddSource(t, "in", "in", s, s)
+			dsl.SessionCount[string, string](t, "count", "sessions", w, s, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}, Emit: emit}, "in")
+			dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
+			stream.AddSink(t, "out", "out", dsl.SessionKey(s), dsl.Nullable[int64](serde.Int64{}), "updates")
+			d, err := stream.NewLocalDriver(t, stream.LocalConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			keys := make([][]byte, 1000)
+			for i := range keys {
+				keys[i] = fmt.Appendf(nil, "key-%d", i)
+			}
+			value := []byte("v")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := d.Pipe("in", keys[i%len(keys)], value, nil, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+					b.Fatal(err)
+				}
+				if i%1024 == 0 {
+					d.Output("out")
+					d.Changelog("sessions")
 				}
 			}
 		})

@@ -28,6 +28,15 @@
 // stateless path and kgen's side is not nullable, kgen drops the record at
 // the source instead: that is on purpose (a null is never a zero value).
 //
+// # Joins with tables
+//
+// StreamTableJoin and StreamTableLeftJoin enrich a stream from a table's
+// current row; TableJoin, TableLeftJoin and TableOuterJoin keep a join of
+// two tables up to date, with Kafka Streams 4.4's semantics (emitted
+// results, tombstones, timestamps). A side that may have no row is a
+// pointer in the joiner, nil for no row. MaterializeTable stores a join's
+// result so it can be joined in turn. Joined topics must be co-partitioned.
+//
 // # Windows
 //
 // Windowed aggregations (WindowedCount, WindowedReduce, WindowedAggregate

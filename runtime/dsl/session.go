@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"bytes"
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -103,6 +104,26 @@ type sessionAgg[K, V, VA any] struct {
 	store         state.SessionStore[K, VA]
 	seen, emitted *stream.ObservedTime
 	idle          idleClock
+	// pending counts, with EmitFinal, the sessions in the store not yet
+	// emitted by their end, and ends orders those ends (an end whose count
+	// fell to 0 is dropped when it comes up), so emission reads the store
+	// only when a session has closed. Filled from the store at Init.
+	pending map[int64]int
+	ends    endHeap
+}
+
+// endHeap is a min-heap of session ends.
+type endHeap []int64
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
@@ -116,6 +137,19 @@ func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]
 	p.seen = ctx.ObservedTime("stream")
 	if p.opts.Emit == EmitFinal {
 		p.emitted = ctx.ObservedTime("emitted")
+		p.pending, p.ends = map[int64]int{}, p.ends[:0]
+		it, err := p.store.All()
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			if it.End() >= p.emitted.Millis() {
+				p.track(it.End(), 1)
+			}
+		}
+		if err := errors.Join(it.Err(), it.Close()); err != nil {
+			return fmt.Errorf("session aggregation %q: read the pending sessions: %w", ctx.NodeName(), err)
+		}
 		if p.opts.IdleClose > 0 {
 			p.idle.schedule(ctx, p.opts.IdleClose, p.seen, func() error {
 				return p.emitClosed(ctx, p.closeTime(), nil)
@@ -123,6 +157,19 @@ func (p *sessionAgg[K, V, VA]) Init(ctx *stream.Context[Windowed[K], Change[VA]]
 		}
 	}
 	return nil
+}
+
+// track counts n more (or fewer) pending sessions ending at end, with
+// EmitFinal.
+func (p *sessionAgg[K, V, VA]) track(end int64, n int) {
+	if p.pending == nil {
+		return
+	}
+	c, known := p.pending[end]
+	p.pending[end] = c + n
+	if !known {
+		heap.Push(&p.ends, end)
+	}
 }
 
 // closeTime is the stream time less grace and gap: a session ending before
@@ -178,12 +225,16 @@ func (p *sessionAgg[K, V, VA]) Process(ctx *stream.Context[Windowed[K], Change[V
 			if err := p.store.Remove(r.Key, f.start, f.end); err != nil {
 				return err
 			}
+			p.track(f.end, -1)
 			p.forward(ctx, r.Key, f.start, f.end, Change[VA]{Old: &f.v})
 		}
 	} else if len(found) == 1 {
 		old = &found[0].v
 	}
 	next := p.fold(r.Key, r.Value, agg, has)
+	if old == nil { // a new session: merged, or a record's own
+		p.track(merged.end, 1)
+	}
 	if err := p.store.Put(r.Key, merged.start, merged.end, next); err != nil {
 		if errors.Is(err, state.ErrExpired) {
 			ctx.RecordDropped(stream.DropExpiredWindow)
@@ -223,7 +274,13 @@ func (p *sessionAgg[K, V, VA]) emitClosed(ctx *stream.Context[Windowed[K], Chang
 		return nil
 	}
 	lo, hi := max(0, last), closeT-1
-	if hi >= lo {
+	closed := false
+	for len(p.ends) > 0 && p.ends[0] <= hi {
+		e := heap.Pop(&p.ends).(int64)
+		closed = closed || p.pending[e] > 0
+		delete(p.pending, e)
+	}
+	if hi >= lo && closed {
 		it, err := p.store.FindSessionsByEnd(lo, hi)
 		if err != nil {
 			return err

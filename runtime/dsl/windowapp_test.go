@@ -19,8 +19,10 @@ import (
 // final and with every update suppressed until the window closes to
 // suppressed; the stores keep windows an hour, so a window emitted before a
 // restart is still there to be emitted again if the restart forgot it was.
-// The stores are in memory, or in Pebble with onDisk.
-func finalApp(in, final, suppressed string, onDisk bool) *stream.Topology {
+// With sessions (and sliding), it also counts "in" in sessions of a 3 s gap
+// (sliding windows of 10 s) with emit final, to sessions (sliding). The
+// stores are in memory, or in Pebble with onDisk.
+func finalApp(in, final, suppressed, sessions, sliding string, onDisk bool) *stream.Topology {
 	s := serde.String{}
 	w := dsl.TumblingWindows(10 * time.Second)
 	keys := dsl.WindowedKey(s, w)
@@ -41,6 +43,19 @@ func finalApp(in, final, suppressed string, onDisk bool) *stream.Topology {
 	dsl.WindowedCount[string, string](t, "count", "counts", w, s, dsl.WindowOptions{Store: logged, Retention: time.Hour}, "in")
 	dsl.SuppressUntilWindowCloses(t, "suppress", "suppress-buffer", w, keys, serde.Int64{}, dsl.SuppressOptions{Store: logged}, "count")
 	sink(t, "suppress-sink", suppressed, "suppress")
+	if sessions != "" {
+		dsl.SessionCount[string, string](t, "sessions", "session-counts", dsl.SessionWindows(3*time.Second), s, dsl.WindowOptions{Store: logged, Emit: dsl.EmitFinal}, "in")
+		dsl.ToStream[dsl.Windowed[string], int64](t, "sessions-stream", "sessions")
+		stream.AddSinkWith(t, "sessions-sink", sessions, dsl.SessionKey(s), dsl.Nullable[int64](serde.Int64{}), stream.SinkConfig[dsl.Windowed[string], *int64]{
+			Partitioner: dsl.WindowedPartitioner[string, *int64](s),
+		}, "sessions-stream")
+		sw := dsl.SlidingWindows(10*time.Second, 0)
+		dsl.WindowedCount[string, string](t, "sliding", "sliding-counts", sw, s, dsl.WindowOptions{Store: logged, Emit: dsl.EmitFinal}, "in")
+		dsl.ToStream[dsl.Windowed[string], int64](t, "sliding-stream", "sliding")
+		stream.AddSinkWith(t, "sliding-sink", sliding, dsl.WindowedKey(s, sw), dsl.Nullable[int64](serde.Int64{}), stream.SinkConfig[dsl.Windowed[string], *int64]{
+			Partitioner: dsl.WindowedPartitioner[string, *int64](s),
+		}, "sliding-stream")
+	}
 	return t
 }
 
@@ -55,6 +70,7 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 		t.Run(g.String(), func(t *testing.T) {
 			c := kafkatest.New(t)
 			in, final, suppressed := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+			sessions, sliding := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
 			cl := c.Client(t)
 			keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 			produce := func(at ...int64) {
@@ -70,7 +86,7 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 			}
 			appID := "final-" + in
 			run := func(name string) func() {
-				app, err := stream.New(finalApp(in, final, suppressed, g == stream.ExactlyOnce), stream.Brokers(c.Seeds()...),
+				app, err := stream.New(finalApp(in, final, suppressed, sessions, sliding, g == stream.ExactlyOnce), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 					stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond),
 					stream.Logger(slog.New(slog.DiscardHandler)))
@@ -87,10 +103,14 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 					}
 				}
 			}
-			keySerde := dsl.WindowedKey(serde.String{}, dsl.TumblingWindows(10*time.Second))
+			timeKeys := dsl.WindowedKey(serde.String{}, dsl.TumblingWindows(10*time.Second))
 			// read waits until topic has n records and returns them as
 			// key@start=count, failing on a window seen twice.
 			read := func(topic string, n int) map[string]int64 {
+				keySerde := timeKeys
+				if topic == sessions {
+					keySerde = dsl.SessionKey(serde.String{})
+				}
 				t.Helper()
 				deadline := time.Now().Add(60 * time.Second)
 				for {
@@ -120,21 +140,32 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 				}
 			}
 			// [0,10 s) gets two records per key and closes at 12 s; [10,20 s)
-			// gets 12 s before the restart and 13 s after, and closes at 25 s;
-			// [20,30 s) gets 25 s and closes at 31 s.
+			// gets 12 s before the restart and closes at 20 s after it;
+			// [20,30 s) gets 20 and 25 s and closes at 31 s. Sessions (3 s
+			// gap): 1 s and 5 s close before the restart, 12 s is pending at
+			// the restart and closes after it without another record, and so
+			// do 20 s and 25 s. Sliding windows: [0,10 s] and [1.001,11.001 s]
+			// close before the restart; [2,12 s] and [5.001,15.001 s], made
+			// before it, close after it, with those made after it.
 			produce(1000, 5000, 12000)
 			stop := run("a")
-			for _, topic := range []string{final, suppressed} {
-				read(topic, len(keys))
-			}
+			read(final, len(keys))
+			read(suppressed, len(keys))
+			read(sessions, 2*len(keys))
+			read(sliding, 2*len(keys))
 			stop()
-			produce(13000, 25000, 31000)
+			produce(20000, 25000, 31000)
 			stop = run("b")
 			defer stop()
-			for _, topic := range []string{final, suppressed} {
-				got := read(topic, 3*len(keys))
+			for topic, want := range map[string]map[int64]int64{
+				final:      {0: 2, 10000: 1, 20000: 2},
+				suppressed: {0: 2, 10000: 1, 20000: 2},
+				sessions:   {1000: 1, 5000: 1, 12000: 1, 20000: 1, 25000: 1},
+				sliding:    {0: 2, 1001: 1, 2000: 2, 5001: 1, 10000: 2, 12001: 1, 15000: 2, 20001: 1},
+			} {
+				got := read(topic, len(want)*len(keys))
 				for _, k := range keys {
-					for start, n := range map[int64]int64{0: 2, 10000: 2, 20000: 1} {
+					for start, n := range want {
 						if id := fmt.Sprintf("%s@%d", k, start); got[id] != n {
 							t.Errorf("%s: window %s counted %d, want %d", topic, id, got[id], n)
 						}
@@ -169,7 +200,7 @@ func TestFinalResultsAcrossRebalances(t *testing.T) {
 	}
 	appID := "rebalance-" + in
 	run := func(name string) func() {
-		app, err := stream.New(finalApp(in, final, suppressed, false), stream.Brokers(c.Seeds()...),
+		app, err := stream.New(finalApp(in, final, suppressed, "", "", false), stream.Brokers(c.Seeds()...),
 			stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 			stream.Guarantee(stream.ExactlyOnce), stream.CommitInterval(100*time.Millisecond),
 			stream.Logger(slog.New(slog.DiscardHandler)))

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"bytes"
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,10 +59,12 @@ type WindowOptions struct {
 	// IdleClose of wall-clock time, the stream time follows the wall
 	// clock from where the last record left it, closing and emitting
 	// windows as if records kept arriving (checked every IdleClose/2 of
-	// wall-clock time). Records that arrive afterwards with older
-	// timestamps are late for the windows it closed and are dropped. Zero
-	// (the default) waits for records, as Kafka Streams does: an idle input
-	// emits nothing.
+	// wall-clock time; idleness starts at the first check after the last
+	// record, so a test driver must advance its wall clock in steps of at
+	// most IdleClose/2, as a real clock does). Records that arrive
+	// afterwards with older timestamps are late for the windows it closed
+	// and are dropped. Zero (the default) waits for records, as Kafka
+	// Streams does: an idle input emits nothing.
 	IdleClose time.Duration
 }
 
@@ -140,6 +143,7 @@ func addWindowed[K, V, VA any](t *stream.Topology, name, store string, w Windows
 		base.grace, size = w.grace, w.size
 		base.closedThrough = func(closeT int64) int64 { return closeT - w.size }
 		base.end = w.end
+		base.anyStart = w.anyStart
 		stream.AddProcessor(t, name, func() stream.Processor[K, V, Windowed[K], Change[VA]] {
 			return &timeWindowed[K, V, VA]{windowedBase: base, w: w, fold: fold}
 		}, parents...)
@@ -175,6 +179,9 @@ type windowedBase[K, VA any] struct {
 	// (stream time minus grace); end is a window's end from its start.
 	closedThrough func(closeT int64) int64
 	end           func(start int64) int64
+	// anyStart says whether a window can start in [lo, hi] (nil: any can),
+	// so that emission reads the store only when a window may have closed.
+	anyStart func(lo, hi int64) bool
 
 	store state.WindowStore[K, state.ValueAndTimestamp[VA]]
 	// seen is the operator's stream time; emitted the close time final
@@ -183,6 +190,14 @@ type windowedBase[K, VA any] struct {
 	// one: the windows themselves are in the store.
 	seen, emitted *stream.ObservedTime
 	idle          idleClock
+	// pending indexes, with EmitFinal and windows that may start anywhere
+	// (sliding), the windows in the store not yet emitted: by start, the
+	// keys (by serialized key) with a window there; starts orders the
+	// starts. Emission then reads those windows alone, as Kafka Streams
+	// reads its time-ordered store, instead of every window of the store's
+	// segments. Filled from the store at Init.
+	pending map[int64]map[string]K
+	starts  endHeap
 }
 
 func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]]) error {
@@ -196,6 +211,11 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 	b.seen = ctx.ObservedTime("stream")
 	if b.opts.Emit == EmitFinal {
 		b.emitted = ctx.ObservedTime("emitted")
+		if b.anyStart == nil {
+			if err := b.loadPending(); err != nil {
+				return fmt.Errorf("windowed aggregation %q: read the pending windows: %w", ctx.NodeName(), err)
+			}
+		}
 		if b.opts.IdleClose > 0 {
 			b.idle.schedule(ctx, b.opts.IdleClose, b.seen, func() error {
 				return b.emitClosed(ctx, b.seen.Millis()-b.grace, nil)
@@ -203,6 +223,90 @@ func (b *windowedBase[K, VA]) init(ctx *stream.Context[Windowed[K], Change[VA]])
 		}
 	}
 	return nil
+}
+
+// loadPending indexes the windows of the store that are not emitted yet.
+func (b *windowedBase[K, VA]) loadPending() error {
+	b.pending, b.starts = map[int64]map[string]K{}, b.starts[:0]
+	from := int64(0)
+	if last := b.emitted.Millis(); last >= 0 {
+		from = max(0, b.closedThrough(last)+1)
+	}
+	it, err := b.store.All()
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if it.Start() >= from {
+			if err := b.track(it.Key(), it.Start()); err != nil {
+				it.Close()
+				return err
+			}
+		}
+	}
+	return errors.Join(it.Err(), it.Close())
+}
+
+// track indexes key's new window at start, when pending windows are
+// indexed.
+func (b *windowedBase[K, VA]) track(key K, start int64) error {
+	if b.pending == nil {
+		return nil
+	}
+	kb, err := b.ks.Serialize(key)
+	if err != nil {
+		return fmt.Errorf("key of a window: %w", err)
+	}
+	keys := b.pending[start]
+	if keys == nil {
+		keys = map[string]K{}
+		b.pending[start] = keys
+		heap.Push(&b.starts, start)
+	}
+	keys[string(kb)] = key
+	return nil
+}
+
+// closedWindows returns the windows starting in [lo, hi], as indexed (and
+// forgets them), or, when windows are not indexed, as FetchAll gives them.
+func (b *windowedBase[K, VA]) closedWindows(lo, hi int64) ([]closedWindow[K, VA], error) {
+	var closed []closedWindow[K, VA]
+	if b.pending != nil {
+		for len(b.starts) > 0 && b.starts[0] <= hi {
+			start := heap.Pop(&b.starts).(int64)
+			keys := b.pending[start]
+			delete(b.pending, start)
+			if start < lo {
+				continue
+			}
+			for kb, key := range keys {
+				v, ok, err := b.store.Fetch(key, start)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					closed = append(closed, closedWindow[K, VA]{[]byte(kb), key, start, v})
+				}
+			}
+		}
+		return closed, nil
+	}
+	if b.anyStart != nil && !b.anyStart(lo, hi) {
+		return nil, nil
+	}
+	it, err := b.store.FetchAll(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	for it.Next() {
+		kb, err := b.ks.Serialize(it.Key())
+		if err != nil {
+			it.Close()
+			return nil, fmt.Errorf("key of a closed window: %w", err)
+		}
+		closed = append(closed, closedWindow[K, VA]{kb, it.Key(), it.Start(), it.Value()})
+	}
+	return closed, errors.Join(it.Err(), it.Close())
 }
 
 // observe moves the stream time to ts and returns the close time: windows
@@ -245,20 +349,8 @@ func (b *windowedBase[K, VA]) emitClosed(ctx *stream.Context[Windowed[K], Change
 	}
 	hi := b.closedThrough(closeT)
 	if hi >= lo {
-		it, err := b.store.FetchAll(lo, hi)
+		closed, err := b.closedWindows(lo, hi)
 		if err != nil {
-			return err
-		}
-		var closed []closedWindow[K, VA]
-		for it.Next() {
-			kb, err := b.ks.Serialize(it.Key())
-			if err != nil {
-				it.Close()
-				return fmt.Errorf("key of a closed window: %w", err)
-			}
-			closed = append(closed, closedWindow[K, VA]{kb, it.Key(), it.Start(), it.Value()})
-		}
-		if err := errors.Join(it.Err(), it.Close()); err != nil {
 			return err
 		}
 		slices.SortStableFunc(closed, func(a, b closedWindow[K, VA]) int {
@@ -300,6 +392,11 @@ func (b *windowedBase[K, VA]) put(ctx *stream.Context[Windowed[K], Change[VA]], 
 			return nil
 		}
 		return err
+	}
+	if old == nil {
+		if err := b.track(key, start); err != nil {
+			return err
+		}
 	}
 	if b.opts.Emit == EmitUpdates {
 		ctx.Forward(stream.Record[Windowed[K], Change[VA]]{

@@ -76,6 +76,12 @@ func (w TimeWindows) starts(ts int64) []int64 {
 	return out
 }
 
+// anyStart says whether a window starts in [lo, hi]: a multiple of advance
+// there (lo >= 0).
+func (w TimeWindows) anyStart(lo, hi int64) bool {
+	return (lo+w.advance-1)/w.advance*w.advance <= hi
+}
+
 // end is the end of the window that starts at start (exclusive), capped at
 // the largest time as Kafka Streams caps it.
 func (w TimeWindows) end(start int64) int64 { return addCapped(start, w.size) }

@@ -102,3 +102,21 @@ func TestMergeSessions(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeWindowAnyStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		w := HoppingWindows(time.Duration(10+rng.Int64N(20))*time.Millisecond, time.Duration(1+rng.Int64N(10))*time.Millisecond)
+		lo := rng.Int64N(100)
+		hi := lo + rng.Int64N(15) - 2
+		want := false
+		for s := int64(0); s <= hi; s += w.advance {
+			if s >= lo {
+				want = true
+			}
+		}
+		if got := w.anyStart(lo, hi); got != want {
+			t.Fatalf("advance %d, [%d, %d]: %v, want %v", w.advance, lo, hi, got, want)
+		}
+	}
+}

@@ -13,7 +13,9 @@ const GeneratedMark = "kgen, from kgen.yaml: do not edit"
 // StoreDoc describes one queryable store for the OpenAPI document: the
 // JSON Schemas of its keys and values as the API writes them.
 type StoreDoc struct {
-	Name  string
+	Name string
+	// Kind is "keyvalue" (or ""), "window" or "session".
+	Kind  string
 	Key   map[string]any
 	Value map[string]any
 }
@@ -89,6 +91,35 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 			return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref(schema)}}}
 		}
 		text := map[string]any{"type": "string"}
+		keyParam := map[string]any{"name": "key", "in": "path", "required": true, "description": "the key as text: a string as is, numbers in decimal, records as JSON", "schema": text}
+		switch s.Kind {
+		case "window":
+			schemas["Windows"+id+"Answer"] = obj(map[string]any{"key": ref(key), "served": ref("Served"),
+				"windows": map[string]any{"type": "array", "items": obj(map[string]any{"start": map[string]any{"type": "integer", "format": "int64"}, "value": ref(value)}, "start", "value")},
+			}, "key", "windows", "served")
+			bound := map[string]any{"type": "string"}
+			paths["/v1/stores/"+s.Name+"/keys/{key}/windows"] = map[string]any{"get": map[string]any{
+				"operationId": "windows" + id,
+				"summary":     "The windows of a key of store " + s.Name + " starting in [from, to], from the instance holding it",
+				"parameters": []any{keyParam,
+					query("from", "earliest window start: milliseconds since the epoch or RFC 3339; none: unbounded", bound),
+					query("to", "latest window start, likewise", bound), stale},
+				"responses": with(jsonOK("the windows, by start", "Windows"+id+"Answer")),
+			}}
+			continue
+		case "session":
+			ms := map[string]any{"type": "integer", "format": "int64"}
+			schemas["Sessions"+id+"Answer"] = obj(map[string]any{"key": ref(key), "served": ref("Served"),
+				"sessions": map[string]any{"type": "array", "items": obj(map[string]any{"start": ms, "end": ms, "value": ref(value)}, "start", "end", "value")},
+			}, "key", "sessions", "served")
+			paths["/v1/stores/"+s.Name+"/keys/{key}/sessions"] = map[string]any{"get": map[string]any{
+				"operationId": "sessions" + id,
+				"summary":     "The sessions of a key of store " + s.Name + ", from the instance holding it",
+				"parameters":  []any{keyParam, stale},
+				"responses":   with(jsonOK("the sessions, by start", "Sessions"+id+"Answer")),
+			}}
+			continue
+		}
 		paths["/v1/stores/"+s.Name+"/keys/{key}"] = map[string]any{"get": map[string]any{
 			"operationId": "get" + id,
 			"summary":     "The value of a key of store " + s.Name + ", from the instance holding it",

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/kgen-dev/kgen/runtime/dsl"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
 
@@ -329,3 +330,7 @@ func Plain[V any](v V) V { return v }
 // which keeps each value with the timestamp of its last update: answers
 // show the value.
 func Unstamped[V any](v dsl.ValueAndTimestamp[V]) V { return v.Value }
+
+// UnstampedWindow is the value function of a windowed aggregation's window
+// store, which keeps each window's value with its last update's timestamp.
+func UnstampedWindow[V any](v state.ValueAndTimestamp[V]) V { return v.Value }

@@ -7,6 +7,7 @@ import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
+	"time"
 )
 
 // The generated code below was written for runtime contract version 2; the runtime
@@ -22,6 +23,10 @@ const AppID = "queries"
 
 // Topics of the application.
 const (
+	// TopicMinuteWordCounts is topic "minute-word-counts": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
+	TopicMinuteWordCounts = "minute-word-counts"
+	// TopicVisitWordCounts is topic "visit-word-counts": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
+	TopicVisitWordCounts = "visit-word-counts"
 	// TopicWordCounts is topic "word-counts": key string (string), value int64 (int64).
 	TopicWordCounts = "word-counts"
 	// TopicWords is topic "words": key string (string), value string (string).
@@ -32,12 +37,24 @@ const (
 const (
 	// StoreCounts is key-value store "counts": string to int64.
 	StoreCounts = "counts"
+	// StoreMinuteCounts is window store "minute-counts": string to int64.
+	StoreMinuteCounts = "minute-counts"
+	// StoreVisitCounts is session store "visit-counts": string to int64.
+	StoreVisitCounts = "visit-counts"
 )
 
 // Serdes holds the serde of every topic and store side: what NewTopology builds the
 // topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
 // schema registry ids where a topic is avro-confluent.
 type Serdes struct {
+	// MinuteWordCountsKey encodes the keys of topic "minute-word-counts" (string).
+	MinuteWordCountsKey serde.Serde[string]
+	// MinuteWordCountsValue encodes the values of topic "minute-word-counts" (int64).
+	MinuteWordCountsValue serde.Serde[int64]
+	// VisitWordCountsKey encodes the keys of topic "visit-word-counts" (string).
+	VisitWordCountsKey serde.Serde[string]
+	// VisitWordCountsValue encodes the values of topic "visit-word-counts" (int64).
+	VisitWordCountsValue serde.Serde[int64]
 	// WordCountsKey encodes the keys of topic "word-counts" (string).
 	WordCountsKey serde.Serde[string]
 	// WordCountsValue encodes the values of topic "word-counts" (int64).
@@ -50,17 +67,33 @@ type Serdes struct {
 	StoreCountsKey serde.Serde[string]
 	// StoreCountsValue encodes the values of store "counts".
 	StoreCountsValue serde.Serde[int64]
+	// StoreMinuteCountsKey encodes the keys of store "minute-counts".
+	StoreMinuteCountsKey serde.Serde[string]
+	// StoreMinuteCountsValue encodes the values of store "minute-counts".
+	StoreMinuteCountsValue serde.Serde[int64]
+	// StoreVisitCountsKey encodes the keys of store "visit-counts".
+	StoreVisitCountsKey serde.Serde[string]
+	// StoreVisitCountsValue encodes the values of store "visit-counts".
+	StoreVisitCountsValue serde.Serde[int64]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
-		StoreCountsKey:   serde.String{},
-		StoreCountsValue: serde.Int64{},
-		WordCountsKey:    serde.String{},
-		WordCountsValue:  serde.Int64{},
-		WordsKey:         serde.String{},
-		WordsValue:       serde.String{},
+		MinuteWordCountsKey:    serde.String{},
+		MinuteWordCountsValue:  serde.Int64{},
+		StoreCountsKey:         serde.String{},
+		StoreCountsValue:       serde.Int64{},
+		StoreMinuteCountsKey:   serde.String{},
+		StoreMinuteCountsValue: serde.Int64{},
+		StoreVisitCountsKey:    serde.String{},
+		StoreVisitCountsValue:  serde.Int64{},
+		VisitWordCountsKey:     serde.String{},
+		VisitWordCountsValue:   serde.Int64{},
+		WordCountsKey:          serde.String{},
+		WordCountsValue:        serde.Int64{},
+		WordsKey:               serde.String{},
+		WordsValue:             serde.String{},
 	}
 }
 
@@ -84,7 +117,13 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	// groupByKey by-word: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "by-word", "words-source")
 	dsl.Count[string, string](t, "counted", StoreCounts, s.StoreCountsKey, stream.StoreOptions{Changelog: true}, "by-word")
+	dsl.WindowedCount[string, string](t, "per-minute", StoreMinuteCounts, dsl.TumblingWindows(time.Minute).Grace(10*time.Second), s.StoreMinuteCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-word")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "minute-out", "per-minute")
 	dsl.ToStream[string, int64](t, "updates", "counted")
+	dsl.SessionCount[string, string](t, "visits", StoreVisitCounts, dsl.SessionWindows(30*time.Minute), s.StoreVisitCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-word")
+	dsl.ToStream[dsl.Windowed[string], int64](t, "visits-out", "visits")
+	stream.AddSinkWith(t, "minute-word-counts-sink", TopicMinuteWordCounts, serde.TimeWindowed(s.MinuteWordCountsKey, time.Minute), dsl.Nullable(s.MinuteWordCountsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.MinuteWordCountsKey)}, "minute-out")
+	stream.AddSinkWith(t, "visit-word-counts-sink", TopicVisitWordCounts, serde.SessionWindowed(s.VisitWordCountsKey), dsl.Nullable(s.VisitWordCountsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitWordCountsKey)}, "visits-out")
 	stream.AddSink(t, "word-counts-sink", TopicWordCounts, s.WordCountsKey, dsl.Nullable(s.WordCountsValue), "updates")
 	if err := t.Validate(); err != nil {
 		return nil, err

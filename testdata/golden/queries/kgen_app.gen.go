@@ -8,6 +8,7 @@ import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/embedded"
 	queryapi "github.com/kgen-dev/kgen/runtime/queryapi"
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"net/http"
 )
@@ -20,8 +21,10 @@ type Config = appmain.Config
 // Topics maps every topic of kgen.yaml to its partition count (4 where the
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicWordCounts: 4,
-	TopicWords:      4,
+	TopicMinuteWordCounts: 4,
+	TopicVisitWordCounts:  4,
+	TopicWordCounts:       4,
+	TopicWords:            4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of
@@ -81,6 +84,100 @@ const OpenAPIDocument = `{
         ],
         "type": "object"
       },
+      "EntriesMinuteCountsAnswer": {
+        "properties": {
+          "entries": {
+            "items": {
+              "properties": {
+                "key": {
+                  "$ref": "#/components/schemas/KeyMinuteCounts"
+                },
+                "value": {
+                  "$ref": "#/components/schemas/ValueMinuteCounts"
+                }
+              },
+              "required": [
+                "key",
+                "value"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          },
+          "missing": {
+            "items": {
+              "$ref": "#/components/schemas/Missing"
+            },
+            "type": "array"
+          },
+          "next": {
+            "$ref": "#/components/schemas/KeyMinuteCounts"
+          },
+          "served": {
+            "items": {
+              "$ref": "#/components/schemas/Served"
+            },
+            "type": "array"
+          },
+          "truncated": {
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "entries",
+          "served",
+          "missing",
+          "truncated"
+        ],
+        "type": "object"
+      },
+      "EntriesVisitCountsAnswer": {
+        "properties": {
+          "entries": {
+            "items": {
+              "properties": {
+                "key": {
+                  "$ref": "#/components/schemas/KeyVisitCounts"
+                },
+                "value": {
+                  "$ref": "#/components/schemas/ValueVisitCounts"
+                }
+              },
+              "required": [
+                "key",
+                "value"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          },
+          "missing": {
+            "items": {
+              "$ref": "#/components/schemas/Missing"
+            },
+            "type": "array"
+          },
+          "next": {
+            "$ref": "#/components/schemas/KeyVisitCounts"
+          },
+          "served": {
+            "items": {
+              "$ref": "#/components/schemas/Served"
+            },
+            "type": "array"
+          },
+          "truncated": {
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "entries",
+          "served",
+          "missing",
+          "truncated"
+        ],
+        "type": "object"
+      },
       "Error": {
         "properties": {
           "error": {
@@ -113,6 +210,12 @@ const OpenAPIDocument = `{
         "type": "object"
       },
       "KeyCounts": {
+        "type": "string"
+      },
+      "KeyMinuteCounts": {
+        "type": "string"
+      },
+      "KeyVisitCounts": {
         "type": "string"
       },
       "Missing": {
@@ -162,6 +265,46 @@ const OpenAPIDocument = `{
         ],
         "type": "object"
       },
+      "SessionsVisitCountsAnswer": {
+        "properties": {
+          "key": {
+            "$ref": "#/components/schemas/KeyVisitCounts"
+          },
+          "served": {
+            "$ref": "#/components/schemas/Served"
+          },
+          "sessions": {
+            "items": {
+              "properties": {
+                "end": {
+                  "format": "int64",
+                  "type": "integer"
+                },
+                "start": {
+                  "format": "int64",
+                  "type": "integer"
+                },
+                "value": {
+                  "$ref": "#/components/schemas/ValueVisitCounts"
+                }
+              },
+              "required": [
+                "start",
+                "end",
+                "value"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          }
+        },
+        "required": [
+          "key",
+          "sessions",
+          "served"
+        ],
+        "type": "object"
+      },
       "Task": {
         "properties": {
           "Partition": {
@@ -196,6 +339,87 @@ const OpenAPIDocument = `{
         "required": [
           "key",
           "value",
+          "served"
+        ],
+        "type": "object"
+      },
+      "ValueMinuteCounts": {
+        "format": "int64",
+        "type": "integer"
+      },
+      "ValueMinuteCountsAnswer": {
+        "properties": {
+          "key": {
+            "$ref": "#/components/schemas/KeyMinuteCounts"
+          },
+          "served": {
+            "$ref": "#/components/schemas/Served"
+          },
+          "value": {
+            "$ref": "#/components/schemas/ValueMinuteCounts"
+          }
+        },
+        "required": [
+          "key",
+          "value",
+          "served"
+        ],
+        "type": "object"
+      },
+      "ValueVisitCounts": {
+        "format": "int64",
+        "type": "integer"
+      },
+      "ValueVisitCountsAnswer": {
+        "properties": {
+          "key": {
+            "$ref": "#/components/schemas/KeyVisitCounts"
+          },
+          "served": {
+            "$ref": "#/components/schemas/Served"
+          },
+          "value": {
+            "$ref": "#/components/schemas/ValueVisitCounts"
+          }
+        },
+        "required": [
+          "key",
+          "value",
+          "served"
+        ],
+        "type": "object"
+      },
+      "WindowsMinuteCountsAnswer": {
+        "properties": {
+          "key": {
+            "$ref": "#/components/schemas/KeyMinuteCounts"
+          },
+          "served": {
+            "$ref": "#/components/schemas/Served"
+          },
+          "windows": {
+            "items": {
+              "properties": {
+                "start": {
+                  "format": "int64",
+                  "type": "integer"
+                },
+                "value": {
+                  "$ref": "#/components/schemas/ValueMinuteCounts"
+                }
+              },
+              "required": [
+                "start",
+                "value"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          }
+        },
+        "required": [
+          "key",
+          "windows",
           "served"
         ],
         "type": "object"
@@ -424,6 +648,194 @@ const OpenAPIDocument = `{
         },
         "summary": "The value of a key of store counts, from the instance holding it"
       }
+    },
+    "/v1/stores/minute-counts/keys/{key}/windows": {
+      "get": {
+        "operationId": "windowsMinuteCounts",
+        "parameters": [
+          {
+            "description": "the key as text: a string as is, numbers in decimal, records as JSON",
+            "in": "path",
+            "name": "key",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "earliest window start: milliseconds since the epoch or RFC 3339; none: unbounded",
+            "in": "query",
+            "name": "from",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "latest window start, likewise",
+            "in": "query",
+            "name": "to",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "also answer from standbys and restoring copies (Served says so)",
+            "in": "query",
+            "name": "stale",
+            "required": false,
+            "schema": {
+              "type": "boolean"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/WindowsMinuteCountsAnswer"
+                }
+              }
+            },
+            "description": "the windows, by start"
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the key (or a parameter) does not parse; the message names the problem"
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the ops token is missing or wrong"
+          },
+          "421": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "another instance holds the key and it could not be forwarded there"
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "no instance may answer now (restoring, moving, owner unreachable): retry",
+            "headers": {
+              "Retry-After": {
+                "schema": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        },
+        "summary": "The windows of a key of store minute-counts starting in [from, to], from the instance holding it"
+      }
+    },
+    "/v1/stores/visit-counts/keys/{key}/sessions": {
+      "get": {
+        "operationId": "sessionsVisitCounts",
+        "parameters": [
+          {
+            "description": "the key as text: a string as is, numbers in decimal, records as JSON",
+            "in": "path",
+            "name": "key",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "also answer from standbys and restoring copies (Served says so)",
+            "in": "query",
+            "name": "stale",
+            "required": false,
+            "schema": {
+              "type": "boolean"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/SessionsVisitCountsAnswer"
+                }
+              }
+            },
+            "description": "the sessions, by start"
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the key (or a parameter) does not parse; the message names the problem"
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the ops token is missing or wrong"
+          },
+          "421": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "another instance holds the key and it could not be forwarded there"
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "no instance may answer now (restoring, moving, owner unreachable): retry",
+            "headers": {
+              "Retry-After": {
+                "schema": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        },
+        "summary": "The sessions of a key of store visit-counts, from the instance holding it"
+      }
     }
   },
   "security": [
@@ -448,6 +860,16 @@ func QueryHandlers(a *stream.App, forward *http.Client, s Serdes) (map[string]ht
 		return nil, err
 	}
 	out[StoreCounts] = queryapi.KeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64])
+	v1, err := stream.QueryWindow[string, state.ValueAndTimestamp[int64]](a, StoreMinuteCounts, s.StoreMinuteCountsKey)
+	if err != nil {
+		return nil, err
+	}
+	out[StoreMinuteCounts] = queryapi.Window(srv, v1, queryapi.ParseKey[string], queryapi.UnstampedWindow[int64])
+	v2, err := stream.QuerySession[string, int64](a, StoreVisitCounts, s.StoreVisitCountsKey)
+	if err != nil {
+		return nil, err
+	}
+	out[StoreVisitCounts] = queryapi.Session(srv, v2, queryapi.ParseKey[string], queryapi.Plain[int64])
 	return out, nil
 }
 
@@ -467,6 +889,16 @@ func NewQueryClient(baseURL string, opts queryapi.ClientOptions) *QueryClient {
 // Counts reads store "counts" (rows of operator "counted" (count), keys string).
 func (c *QueryClient) Counts() *queryapi.KeyValueClient[string, int64] {
 	return queryapi.KeyValueStore[string, int64](c.c, StoreCounts)
+}
+
+// MinuteCounts reads store "minute-counts" (windows of operator "per-minute" (count), keys string).
+func (c *QueryClient) MinuteCounts() *queryapi.WindowClient[string, int64] {
+	return queryapi.WindowStore[string, int64](c.c, StoreMinuteCounts)
+}
+
+// VisitCounts reads store "visit-counts" (sessions of operator "visits" (count), keys string).
+func (c *QueryClient) VisitCounts() *queryapi.SessionClient[string, int64] {
+	return queryapi.SessionStore[string, int64](c.c, StoreVisitCounts)
 }
 
 // Application describes the application to appmain, with p building its

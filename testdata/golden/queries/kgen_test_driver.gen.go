@@ -4,6 +4,7 @@ package queries
 
 import (
 	"github.com/kgen-dev/kgen/runtime/dsl"
+	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
@@ -28,6 +29,12 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if cfg.TopicPartitions == nil {
 		cfg.TopicPartitions = map[string]int32{}
 	}
+	if _, ok := cfg.TopicPartitions[TopicMinuteWordCounts]; !ok {
+		cfg.TopicPartitions[TopicMinuteWordCounts] = 4
+	}
+	if _, ok := cfg.TopicPartitions[TopicVisitWordCounts]; !ok {
+		cfg.TopicPartitions[TopicVisitWordCounts] = 4
+	}
 	if _, ok := cfg.TopicPartitions[TopicWordCounts]; !ok {
 		cfg.TopicPartitions[TopicWordCounts] = 4
 	}
@@ -50,6 +57,18 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 		d: d,
 		s: s,
 	}, nil
+}
+
+// ReadMinuteWordCounts returns the records written to topic "minute-word-counts" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadMinuteWordCounts() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicMinuteWordCounts, serde.TimeWindowed(d.s.MinuteWordCountsKey, time.Minute), dsl.Nullable(d.s.MinuteWordCountsValue))
+}
+
+// ReadVisitWordCounts returns the records written to topic "visit-word-counts" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadVisitWordCounts() ([]stream.Record[dsl.Windowed[string], *int64], error) {
+	return streamtest.Read(d.d, TopicVisitWordCounts, serde.SessionWindowed(d.s.VisitWordCountsKey), dsl.Nullable(d.s.VisitWordCountsValue))
 }
 
 // ReadWordCounts returns the records written to topic "word-counts" since the last read; a nil
@@ -82,7 +101,18 @@ func (d *TestDriver) PipeWordsTombstone(key string, ts time.Time) error {
 func (d *TestDriver) Counts() (state.KeyValueStore[string, dsl.ValueAndTimestamp[int64]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[int64]](d.d, StoreCounts, d.s.StoreCountsKey)
 }
+func (d *TestDriver) MinuteCounts() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
+	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreMinuteCounts, time.Minute)
+}
 
+// MinuteCounts lists the windows operator "per-minute" (count) keeps in window store "minute-counts", every
+// partition's, each with its aggregate and the timestamp of its last update.
+func (d *TestDriver) VisitCounts() ([]streamtest.Window[string, int64], error) {
+	return streamtest.Sessions[string, int64](d.d, StoreVisitCounts)
+}
+
+// VisitCounts lists the sessions operator "visits" (count) keeps in session store "visit-counts", every
+// partition's, each with its aggregate.
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the
 // wall-clock punctuations that fall due.
 func (d *TestDriver) AdvanceWallClock(dur time.Duration) error {

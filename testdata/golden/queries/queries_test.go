@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func startInstance(t *testing.T, seeds []string, name, ops, advertised string) {
 // words of b's tasks come back forwarded, those of c's are 503 with
 // Retry-After. Every answer validates against openapi.json.
 func TestQueriesTwoInstances(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, TopicWords, TopicWordCounts))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, slices.Collect(maps.Keys(Topics))...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestQueriesTwoInstances(t *testing.T) {
 			if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 				t.Errorf("GET %s: %d %s does not validate: %v", path, resp.StatusCode, body, err)
 			}
-		} else if strings.HasPrefix(path, "/v1/stores/counts/") {
+		} else if strings.HasPrefix(path, "/v1/stores/") && !strings.HasPrefix(path, "/v1/stores/nope/") {
 			t.Errorf("GET %s: not in openapi.json: %v", path, err)
 		}
 		return resp.StatusCode, resp.Header, string(body)
@@ -175,6 +176,41 @@ func TestQueriesTwoInstances(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("of %d words: %d answered by b through a, %d owned by the unreachable c", len(truth), byB, byC)
+
+	// The window and session stores of the same counts, through a: the
+	// windows of a word sum to its count (forwarded like the rest); its
+	// records are minutes apart at most, so they make one session.
+	windowed := 0
+	for _, w := range []string{"w00", "w01", "w02", "w03", "w04", "w05"} {
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			wins, _, werr := client.MinuteCounts().Fetch(context.Background(), w, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+			sess, _, serr := client.VisitCounts().Sessions(context.Background(), w)
+			var sum int64
+			for _, win := range wins {
+				sum += win.Value
+			}
+			if werr == nil && serr == nil && sum == truth[w] && len(sess) == 1 && sess[0].Value == truth[w] {
+				windowed++
+				break
+			}
+			var qe *queryapi.Error
+			if errors.As(werr, &qe) && strings.Contains(qe.ErrorAnswer.Error, deadC) {
+				break // c's
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: windows %v (%v), sessions %v (%v); want %d in all", w, wins, werr, sess, serr, truth[w])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if windowed == 0 {
+		t.Error("no word's windows and sessions read: all on c?")
+	}
+	get("/v1/stores/minute-counts/keys/w00/windows?from=0", true)
+	get("/v1/stores/visit-counts/keys/w00/sessions", true)
+	if status, _, body := get("/v1/stores/minute-counts/keys/w00/windows?to=soon", true); status != 400 || !strings.Contains(body, `to \"soon\"`) {
+		t.Errorf("to=soon: %d %s, want 400 naming it", status, body)
+	}
 
 	// A key the store lacks, of a task a or b holds (c's are 503).
 	missing := ""

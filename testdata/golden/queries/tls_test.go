@@ -10,11 +10,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,7 +65,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 // word through one of them, the other's forwarded over HTTPS with the
 // token passed on; plain HTTP and a wrong token are refused.
 func TestQueriesTLS(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, TopicWords, TopicWordCounts))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, slices.Collect(maps.Keys(Topics))...))
 	if err != nil {
 		t.Fatal(err)
 	}

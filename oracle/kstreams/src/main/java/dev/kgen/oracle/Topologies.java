@@ -13,8 +13,10 @@ import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
@@ -255,6 +257,62 @@ final class Topologies {
                         .reduce((agg, v) -> agg + v, (agg, v) -> agg - v == 0 ? null : agg - v)
                         .toStream().to("out", Produced.with(S, L));
                 break;
+            // Joins with tables: "in" is the stream (or the left table), "in2"
+            // the table (the right table). A joiner writes "left/right", "null"
+            // for a side with no row.
+            case "join-table-stream-inner":
+            case "join-table-stream-inner-nullable":
+                b.stream("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            case "join-table-stream-left":
+            case "join-table-stream-left-nullable":
+                b.stream("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-inner":
+                b.table("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-left":
+                b.table("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-outer":
+                b.table("in", Consumed.with(S, S))
+                        .outerJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .toStream().to("out", Produced.with(S, S));
+                break;
+            case "join-table-table-left-count":
+                // The join's old values reach an aggregation: the count of
+                // joined rows per right value.
+                b.table("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
+                        .groupBy((k, v) -> KeyValue.pair(v.substring(v.indexOf('/') + 1), k), Grouped.with(S, S))
+                        .count().toStream().to("out", Produced.with(S, L));
+                break;
+            case "join-table-table-materialized": {
+                // A table join's result, materialized, enriches the stream "in3".
+                KTable<String, String> joined = b.table("in", Consumed.with(S, S))
+                        .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r, Materialized.with(S, S));
+                joined.toStream().to("out-joined", Produced.with(S, S));
+                b.stream("in3", Consumed.with(S, S))
+                        .join(joined, (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
+            }
+            case "join-table-stream-count": {
+                // The table is an aggregation: the count of "in2" per key.
+                KTable<String, Long> counts = b.stream("in2", Consumed.with(S, S)).groupByKey(Grouped.with(S, S)).count();
+                b.stream("in", Consumed.with(S, S))
+                        .join(counts, (v, n) -> v + "/" + n, Joined.with(S, S, L))
+                        .to("out", Produced.with(S, S));
+                break;
+            }
             case "table":
             case "table-nullable":
                 b.table("in", Consumed.with(S, S), Materialized.as("table-store"))
