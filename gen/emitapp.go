@@ -80,6 +80,9 @@ func (e *emitter) app() ([]byte, error) {
 		app[jen.Id("RegisterSchemas")] = jen.Func().Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("cl").Op("*").Qual(pkgSR, "Client")).Error().Block(
 			jen.Return(jen.Id(idRegisterSchemas).Call(jen.Id("ctx"), jen.Id("cl"), jen.Op("&").Id("s"))))
 	}
+	if err := e.queries(f, app); err != nil {
+		return nil, err
+	}
 	f.Commentf("%s describes the application to appmain, with p building its", idApplication)
 	f.Comment("processors.")
 	f.Func().Id(idApplication).Params(jen.Id("p").Id(idProcessors)).Qual(pkgAppmain, "App").Block(

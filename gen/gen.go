@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/kgen-dev/kgen/gen/model"
+	"github.com/kgen-dev/kgen/runtime/queryapi"
 	"github.com/kgen-dev/kgen/schema"
 )
 
@@ -341,6 +342,15 @@ func (p *Project) Generate() (*Result, error) {
 		return nil, err
 	}
 	res.Files = append(res.Files, File{Path: FileApp, Data: app})
+	if len(e.queryable()) > 0 {
+		doc, err := e.openAPI()
+		if err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, File{Path: FileOpenAPI, Data: append(doc, '\n')})
+	} else if data, err := os.ReadFile(filepath.Join(p.Dir, FileOpenAPI)); err == nil && bytes.Contains(data, []byte(queryapi.GeneratedMark)) {
+		res.Obsolete = append(res.Obsolete, FileOpenAPI) // no store is queryable any more
+	}
 	if len(p.Avro) > 0 {
 		src, err := e.avro(p.Avro)
 		if err != nil {

@@ -70,6 +70,9 @@ func TestGolden(t *testing.T) {
 				if diff := cmp.Diff(string(want), string(f.Data)); diff != "" {
 					t.Errorf("%s differs (-want +got; go test ./gen/... -update rewrites):\n%s", f.Path, diff)
 				}
+				if !strings.HasSuffix(f.Path, ".go") {
+					continue // openapi.json
+				}
 				if formatted, err := format.Source(f.Data); err != nil || string(formatted) != string(f.Data) {
 					t.Errorf("%s is not gofmt-clean (%v)", f.Path, err)
 				}

@@ -43,6 +43,11 @@ const (
 	// idSerdes and idDefaultSerdes: the serdes a topology is built with.
 	idSerdes        = "Serdes"
 	idDefaultSerdes = "DefaultSerdes"
+	// The store queries (kgen_app.gen.go, with a queryable store).
+	idQueryHandlers   = "QueryHandlers"
+	idQueryClient     = "QueryClient"
+	idNewQueryClient  = "NewQueryClient"
+	idOpenAPIDocument = "OpenAPIDocument"
 )
 
 // fixedPackage lists the fixed package-level identifiers with what declares
@@ -65,6 +70,10 @@ var fixedPackage = []struct{ id, what string }{
 	{idFactories, "type Factories (scaffolded in " + FileFactories + ")"},
 	{idSerdes, "type Serdes in " + FileMain},
 	{idDefaultSerdes, "func DefaultSerdes in " + FileMain},
+	{idQueryHandlers, "func QueryHandlers in " + FileApp},
+	{idQueryClient, "type QueryClient in " + FileApp},
+	{idNewQueryClient, "func NewQueryClient in " + FileApp},
+	{idOpenAPIDocument, "const OpenAPIDocument in " + FileApp},
 }
 
 // Methods and fields of every generated processor context that no spec

@@ -56,7 +56,7 @@ types: {go: [./model], avro: [x.avsc]}
 topics:
   t: {key: string, value: string, format: string, key-format: string, partitions: 1, timestamp: ts, repartition: false, nullable: both, windowed: false, configs: {cleanup.policy: compact}}
 stores:
-  s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true}
+  s: {kind: keyvalue, key: string, value: string, format: json, backend: memory, changelog: true, queryable: true}
 processors:
   p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
 operators:
@@ -70,7 +70,7 @@ operators:
 	used := map[string][]string{
 		"spec":      {"app", "operators", "package", "processors", "stores", "topics", "types", "version"},
 		"topic":     {"configs", "format", "key", "key-format", "nullable", "partitions", "repartition", "timestamp", "value", "windowed"},
-		"store":     {"backend", "changelog", "format", "key", "kind", "value"},
+		"store":     {"backend", "changelog", "format", "key", "kind", "queryable", "value"},
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},

@@ -401,6 +401,7 @@ func (d *decoder) store(name Str, n *yaml.Node) *Store {
 		{"format", func(_, v *yaml.Node) { s.Format = d.str(v, what+": format") }},
 		{"backend", func(_, v *yaml.Node) { s.Backend = d.str(v, what+": backend") }},
 		{"changelog", func(_, v *yaml.Node) { s.Changelog = d.boolean(v, what+": changelog") }},
+		{"queryable", func(_, v *yaml.Node) { s.Queryable = d.boolean(v, what+": queryable") }},
 	}) {
 		d.require(n, what, "key", s.Key)
 		d.require(n, what, "value", s.Value)

@@ -9,6 +9,7 @@ package appmain
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -52,11 +54,15 @@ type App struct {
 	// schema registry (Config.SchemaRegistry, or an in-process one with the
 	// development broker).
 	RegisterSchemas func(context.Context, *sr.Client) error
-	// Queries, if set, returns the HTTP handlers of the application's store
-	// queries by store name (stream.KeyValueHandler), served on the ops
-	// endpoints (Config.MetricsAddr) at /v1/stores/{store}/keys/{key}. The
-	// instance's -advertised-address should reach them.
-	Queries func(*stream.App) (map[string]http.Handler, error)
+	// Queries, if set, returns the HTTP handlers of the application's
+	// queryable stores by store name (queryapi.KeyValue), served on the ops
+	// endpoints (Config.MetricsAddr) under /v1/stores/{store}/, each seeing
+	// the path after the store. forward is the client to reach other
+	// instances with (their -advertised-address), set up for the ops TLS.
+	Queries func(a *stream.App, forward *http.Client) (map[string]http.Handler, error)
+	// OpenAPI, if set, is the OpenAPI document of the query endpoints,
+	// served at /v1/openapi.json.
+	OpenAPI []byte
 }
 
 // Run runs app until ctx ends (or, with stream.ExitWhenCaughtUp, until the
@@ -115,6 +121,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 	// The ops endpoints bind first: an address in use stops the app before
 	// it joins the group, rather than leaving it running unobserved.
 	var ops net.Listener
+	var tc *tls.Config
 	var reg *prometheus.Registry
 	if cfg.MetricsAddr != "" {
 		ops, err = net.Listen("tcp", cfg.MetricsAddr)
@@ -122,6 +129,15 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return fmt.Errorf("%s: %w", setting("metrics-addr"), err)
 		}
 		defer ops.Close()
+		if err := checkOpsExposure(cfg, ops.Addr(), app.Queries != nil); err != nil {
+			return err
+		}
+		if tc, err = opsTLS(cfg); err != nil {
+			return err
+		}
+		if tc != nil {
+			ops = tls.NewListener(ops, tc)
+		}
 		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/metrics /healthz /readyz")
 		if reg, err = newRegistry(); err != nil {
 			return err
@@ -187,12 +203,13 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		}
 		handler := opsHandler(a, reg)
 		if app.Queries != nil {
-			qs, err := app.Queries(a)
+			qs, err := app.Queries(a, forwardClient(tc))
 			if err != nil {
 				return err
 			}
-			handler = withQueries(handler, qs)
+			handler = withQueries(handler, qs, app.OpenAPI)
 		}
+		handler = guardQueries(handler, cfg.OpsToken)
 		srv := opsServer(handler)
 		served := make(chan struct{})
 		go func() {
@@ -256,12 +273,32 @@ func devTopics(topics map[string]int32, cfg Config) map[string]int32 {
 	return out
 }
 
-// withQueries adds the store query handlers to the ops handler.
-func withQueries(ops http.Handler, queries map[string]http.Handler) http.Handler {
+// withQueries adds the store query handlers to the ops handler: each
+// store's under /v1/stores/{store}/, seeing the path after the store; an
+// unknown store is 404 naming the known ones.
+func withQueries(ops http.Handler, queries map[string]http.Handler, openapi []byte) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", ops)
+	names := make([]string, 0, len(queries))
 	for store, h := range queries {
-		mux.Handle("GET /v1/stores/"+store+"/keys/{key}", h)
+		names = append(names, store)
+		prefix := "/v1/stores/" + store
+		mux.Handle(prefix+"/", http.StripPrefix(prefix, h))
+	}
+	sort.Strings(names)
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if store, ok := strings.CutPrefix(r.URL.Path, "/v1/stores/"); ok {
+			store, _, _ = strings.Cut(store, "/")
+			opsError(w, http.StatusNotFound, fmt.Sprintf("no queryable store %q; the queryable stores are: %s", store, strings.Join(names, ", ")))
+			return
+		}
+		opsError(w, http.StatusNotFound, "no such endpoint: the store queries are under /v1/stores/{store}/, described by /v1/openapi.json")
+	})
+	if openapi != nil {
+		mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(openapi)
+		})
 	}
 	return mux
 }

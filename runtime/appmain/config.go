@@ -123,6 +123,17 @@ type Config struct {
 
 	MetricsAddr string // address of the /metrics (Prometheus), /healthz and /readyz endpoints; empty for none
 
+	// OpsTLSCertFile and OpsTLSKeyFile (PEM, both or neither) make the ops
+	// endpoints serve HTTPS. OpsToken, when set, is the bearer token every
+	// /v1/ request (the store queries) must carry. An application with
+	// queryable stores refuses a non-loopback MetricsAddr without both,
+	// unless OpsInsecure says the network is trusted: store contents are
+	// data, not metrics.
+	OpsTLSCertFile string
+	OpsTLSKeyFile  string
+	OpsToken       string
+	OpsInsecure    bool
+
 	// Reset resets the application instead of running it, as Kafka Streams'
 	// reset tool (stream.App.Reset): refused while the group has members;
 	// internal topics deleted, input offsets to the earliest (or to
@@ -243,6 +254,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	def("reset", &boolValue{p: &c.Reset}, "reset the application instead of running it: delete its internal topics, move its input offsets to the earliest (or -reset-to-time) and wipe this instance's local state; refused while any instance runs")
 	def("reset-to-time", str(&c.ResetToTime, checkTime), "with -reset, move the input offsets to the first record at or after this `time` (RFC 3339) instead of the earliest")
 	def("metrics-addr", str(&c.MetricsAddr, checkAddr), "`address` of the /metrics (Prometheus), /healthz and /readyz endpoints, e.g. :9090; empty for none")
+	def("ops-tls-cert", str(&c.OpsTLSCertFile, nil), "PEM `file` of the ops endpoints' certificate, with -ops-tls-key: serve them over HTTPS")
+	def("ops-tls-key", str(&c.OpsTLSKeyFile, nil), "PEM `file` of the ops endpoints' key, with -ops-tls-cert")
+	def("ops-token", str(&c.OpsToken, nil), "bearer `token` the store query endpoints (/v1/) require; prefer the variable, since flags show in ps")
+	def("ops-insecure", &boolValue{p: &c.OpsInsecure}, "serve store queries on a non-loopback -metrics-addr without -ops-tls-cert and -ops-token (a trusted network only)")
 	def("schema-registry", str(&c.SchemaRegistry, checkURL), "schema registry `URL` for avro-confluent topics; with the development broker, empty starts an in-process registry")
 }
 
@@ -329,6 +344,9 @@ func (c Config) Validate() error {
 		case c.SASLPassword == "" && c.SASLPasswordFile == "":
 			bad("%s %s needs %s or %s", setting("sasl-mechanism"), c.SASLMechanism, setting("sasl-password-file"), setting("sasl-password"))
 		}
+	}
+	if (c.OpsTLSCertFile == "") != (c.OpsTLSKeyFile == "") {
+		bad("%s and %s go together", setting("ops-tls-cert"), setting("ops-tls-key"))
 	}
 	if c.ResetToTime != "" {
 		check("reset-to-time", c.ResetToTime, checkTime)
