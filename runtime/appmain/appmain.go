@@ -122,7 +122,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return fmt.Errorf("%s: %w", setting("metrics-addr"), err)
 		}
 		defer ops.Close()
-		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/metrics /healthz /readyz")
+		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/ (the live page) /v1/status /metrics /healthz /readyz")
 		if reg, err = newRegistry(); err != nil {
 			return err
 		}
@@ -186,13 +186,18 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return err
 		}
 		handler := opsHandler(a, reg)
+		var queryable []string
 		if app.Queries != nil {
 			qs, err := app.Queries(a)
 			if err != nil {
 				return err
 			}
 			handler = withQueries(handler, qs)
+			for store := range qs {
+				queryable = append(queryable, store)
+			}
 		}
+		handler = LivePage(a, t, queryable, handler)
 		srv := opsServer(handler)
 		served := make(chan struct{})
 		go func() {
