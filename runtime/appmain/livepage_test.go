@@ -52,7 +52,9 @@ func wordCount(in, out string) func() (*stream.Topology, error) {
 	}
 }
 
-type wordCounter struct{ store state.KeyValueStore[string, int64] }
+type wordCounter struct {
+	store state.KeyValueStore[string, int64]
+}
 
 func (c *wordCounter) Init(ctx *stream.Context[string, int64]) (err error) {
 	c.store, err = stream.GetKeyValueStore[string, int64](ctx, "counts")
