@@ -334,7 +334,12 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		u.cm.uncommitted = true
 	}
 	if u.cm.due(now, processed) {
-		if err := u.cm.commit(context.Background()); err != nil {
+		// step runs under the query lock: the commit may let queries
+		// in while it waits on Kafka.
+		u.cm.queriesIn = true
+		err := u.cm.commit(context.Background())
+		u.cm.queriesIn = false
+		if err != nil {
 			return err
 		}
 	}
