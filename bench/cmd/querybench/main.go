@@ -3,7 +3,8 @@
 // store in Pebble with a changelog, or in memory) in this process, each
 // serving /v1/stores/counts/keys/{key} on loopback as the generated main
 // does, and wrk (Debian's package) asking instance a for a key a holds
-// (a local get) and for a key b holds (a forwarded get). It prints wrk's
+// (a local get), for a key b holds (a forwarded get), and b for that key
+// (the same get, not forwarded). It prints wrk's
 // requests per second, p50 and p99, and the records the two instances
 // processed per second in each window: with no queries, under local gets,
 // under forwarded gets, and with no queries again (to see drift).
@@ -151,13 +152,15 @@ func run(seeds []string, records, keys int, partitions int32, window time.Durati
 		return n
 	}
 	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
-	for _, w := range []struct{ name, key string }{{"no queries", ""}, {"local gets", local}, {"forwarded gets", remote}, {"no queries again", ""}} {
+	b := insts["b"]
+	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a.addr, local},
+		{"forwarded gets (a→b)", a.addr, remote}, {"local gets (b)", b.addr, remote}, {"no queries again", "", ""}} {
 		before, t := processed(), time.Now()
 		var res wrkResult
 		if w.key == "" {
 			time.Sleep(window)
 		} else {
-			url := "http://" + a.addr + "/v1/stores/counts/keys/" + w.key
+			url := "http://" + w.addr + "/v1/stores/counts/keys/" + w.key
 			if res, err = runWrk(wrk, threads, conns, window, url); err != nil {
 				return err
 			}
