@@ -83,10 +83,8 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	if err := c.outsideQueryLock(func() error { return u.rc.flush(ctx) }); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	for _, t := range u.tm.order {
-		if err := t.sm.committed(); err != nil {
-			return err
-		}
+	if err := c.committed(); err != nil {
+		return err
 	}
 	u.sb.checkpoint()
 	offsets := c.processed()
@@ -284,10 +282,8 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 		}
 		return u.tm.rebuild(ctx)
 	}
-	for _, t := range u.tm.order {
-		if err := t.sm.committed(); err != nil {
-			return err
-		}
+	if err := c.committed(); err != nil {
+		return err
 	}
 	c.committedOffsets(offsets)
 	u.sb.checkpoint()
@@ -297,8 +293,9 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	return nil
 }
 
-// outsideQueryLock runs wait, a wait on Kafka that touches no task or
-// store (the producer's flush, the offset or transaction commit), with the
+// outsideQueryLock runs wait, a wait that changes no task or store (the
+// producer's flush, the offset or transaction commit, the stores' syncs
+// and the checkpoint file once committed applied the writes), with the
 // query lock released when the unit's loop holds it (queriesIn): a commit
 // is the longest the loop holds it, and queries need not wait it out. What
 // they read meanwhile is right: prepare marked the cached writes clean but
@@ -334,6 +331,20 @@ func (c *committer) holdsDrops() bool {
 		}
 	}
 	return false
+}
+
+// committed runs every task's committed step, whose store syncs let
+// queries in when the loop commits.
+func (c *committer) committed() error {
+	for _, t := range c.u.tm.order {
+		t.sm.syncOutside = c.outsideQueryLock
+		err := t.sm.committed()
+		t.sm.syncOutside = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // testCommitWait, set by tests before any App runs, is called at the start
