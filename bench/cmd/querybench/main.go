@@ -28,6 +28,8 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -46,17 +48,29 @@ func main() {
 		brokers    = flag.String("brokers", "127.0.0.1:9092", "seed brokers, comma separated")
 		records    = flag.Int("records", 3_000_000, "input records to load")
 		keys       = flag.Int("keys", 10_000, "distinct keys")
+		valueSize  = flag.Int("value-size", 100, "bytes of each input value")
 		partitions = flag.Int("partitions", 4, "input partitions")
 		window     = flag.Duration("window", 5*time.Second, "length of each measured window")
 		threads    = flag.Int("threads", 1, "wrk threads")
 		conns      = flag.Int("connections", 4, "wrk connections")
 		store      = flag.String("store", "pebble", "pebble or memory")
 		wrk        = flag.String("wrk", "wrk", "the wrk binary")
+		mutexProf  = flag.String("mutexprofile", "", "write a mutex contention profile (where the lock holders let go) to this file")
 	)
 	flag.Parse()
-	if err := run(strings.Split(*brokers, ","), *records, *keys, int32(*partitions), *window, *threads, *conns, *store, *wrk); err != nil {
+	if *mutexProf != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer func() {
+			f, err := os.Create(*mutexProf)
+			if err == nil {
+				pprof.Lookup("mutex").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, *threads, *conns, *store, *wrk); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
-		os.Exit(1)
+		os.Exit(1) // no profile is written on failure
 	}
 }
 
@@ -66,7 +80,7 @@ type instance struct {
 	done chan error
 }
 
-func run(seeds []string, records, keys int, partitions int32, window time.Duration, threads, conns int, store, wrk string) error {
+func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, threads, conns int, store, wrk string) error {
 	if _, err := exec.LookPath(wrk); err != nil {
 		return fmt.Errorf("%s not found (apt-get install wrk): %w", wrk, err)
 	}
@@ -84,7 +98,7 @@ func run(seeds []string, records, keys int, partitions int32, window time.Durati
 	}
 	defer adm.DeleteTopics(context.Background(), in, out)
 	t0 := time.Now()
-	value := make([]byte, 100)
+	value := make([]byte, valueSize)
 	const batch = 50_000
 	for i := 0; i < records; i += batch {
 		recs := make([]*kgo.Record, 0, batch)
@@ -154,7 +168,7 @@ func run(seeds []string, records, keys int, partitions int32, window time.Durati
 	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
 	b := insts["b"]
 	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a.addr, local},
-		{"forwarded gets (a→b)", a.addr, remote}, {"local gets (b)", b.addr, remote}, {"no queries again", "", ""}} {
+		{"forwarded gets (a→b)", a.addr, remote}, {"no queries again", "", ""}, {"local gets (b)", b.addr, remote}} {
 		before, t := processed(), time.Now()
 		var res wrkResult
 		if w.key == "" {
