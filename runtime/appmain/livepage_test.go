@@ -258,3 +258,74 @@ func TestLivePageInChromium(t *testing.T) {
 		}
 	}
 }
+
+// TestStatus: /v1/status of a running one-instance word count names the
+// instance, lists every task as active here and the instance as holding
+// them, the store as queryable and both sub-topologies; / is the page.
+func TestStatus(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "status-" + in
+	addr := freeAddr(t)
+	cfg := appmain.Config{Brokers: c.Seeds(), AppID: appID, StateDir: t.TempDir(), InstanceID: "solo", MetricsAddr: addr, AdvertisedAddress: addr}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- appmain.Run(ctx, cfg, appmain.App{ID: appID, Topology: wordCount(in, out), Queries: countsQueries})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	var s appmain.Status
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status not running with its 4 tasks within a minute: %+v", s)
+		}
+		resp, err := http.Get("http://" + addr + "/v1/status")
+		if err != nil {
+			continue
+		}
+		s = appmain.Status{}
+		err = json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		if s.State == stream.Running.String() && len(s.Tasks) == 4 && len(s.Instances) == 1 && len(s.Instances[0].Active) == 4 {
+			break
+		}
+	}
+	if s.App != appID || s.Instance.ID != "solo" || s.Instance.Address != addr || !s.Instances[0].Self {
+		t.Errorf("status names %q, %+v, instances %+v; want %q, solo at %s, itself", s.App, s.Instance, s.Instances, appID, addr)
+	}
+	for _, task := range s.Tasks {
+		if task.Role != "active" {
+			t.Errorf("task %+v, want active", task)
+		}
+	}
+	if len(s.Stores) != 1 || s.Stores[0].Name != "counts" || !s.Stores[0].Queryable || s.Stores[0].Subtopology != 1 {
+		t.Errorf("stores %+v, want counts, queryable, in sub-topology 1", s.Stores)
+	}
+	if len(s.Topology.Groups) != 2 || len(s.Topology.Edges) == 0 {
+		t.Errorf("topology %+v, want 2 sub-topologies and edges", s.Topology)
+	}
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page bytes.Buffer
+	page.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(page.String(), "/v1/status") {
+		t.Errorf("GET /: %d %s, want the page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// Other paths still reach the ops endpoints.
+	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
