@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -56,8 +57,20 @@ func main() {
 		store      = flag.String("store", "pebble", "pebble or memory")
 		wrk        = flag.String("wrk", "wrk", "the wrk binary")
 		mutexProf  = flag.String("mutexprofile", "", "write a mutex contention profile (where the lock holders let go) to this file")
+		processes  = flag.Bool("processes", false, "run each instance in a process of its own, as deployed, rather than both in this one")
+		child      = flag.String("child", "", "internal: run instance NAME of -child-app on -child-in and -child-out, print its address, stop at the end of stdin")
+		childApp   = flag.String("child-app", "", "internal")
+		childIn    = flag.String("child-in", "", "internal")
+		childOut   = flag.String("child-out", "", "internal")
 	)
 	flag.Parse()
+	if *child != "" {
+		if err := runChild(strings.Split(*brokers, ","), *childApp, *childIn, *childOut, *child, *store); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *mutexProf != "" {
 		runtime.SetMutexProfileFraction(1)
 		defer func() {
@@ -68,7 +81,7 @@ func main() {
 			}
 		}()
 	}
-	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, *threads, *conns, *store, *wrk); err != nil {
+	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, *threads, *conns, *store, *wrk, *processes); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1) // no profile is written on failure
 	}
@@ -80,7 +93,7 @@ type instance struct {
 	done chan error
 }
 
-func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, threads, conns int, store, wrk string) error {
+func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, threads, conns int, store, wrk string, processes bool) error {
 	if _, err := exec.LookPath(wrk); err != nil {
 		return fmt.Errorf("%s not found (apt-get install wrk): %w", wrk, err)
 	}
@@ -111,24 +124,30 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 	}
 	fmt.Printf("loaded %d records over %d keys into %d partitions in %s\n", records, keys, partitions, time.Since(t0).Round(time.Millisecond))
 
-	var opener state.Opener
-	if store == "pebble" {
-		opener = pebblestore.Opener(pebblestore.Options{})
-	}
 	appID := "querybench-" + stamp
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	insts := map[string]*instance{}
+	addrs := map[string]string{}
 	for _, name := range []string{"a", "b"} {
-		inst, err := start(ctx, seeds, appID, in, out, name, opener)
+		var addr string
+		var stop func()
+		var err error
+		if processes {
+			addr, stop, err = startChild(seeds, appID, in, out, name, store)
+		} else {
+			var inst *instance
+			inst, err = start(ctx, seeds, appID, in, out, name, opener(store))
+			if inst != nil {
+				addr, stop = inst.addr, func() { cancel(); <-inst.done }
+			}
+		}
 		if err != nil {
 			return err
 		}
-		defer func() { <-inst.done }()
-		insts[name] = inst
+		defer stop()
+		addrs[name] = addr
 	}
-	defer cancel()
-	a := insts["a"]
+	a, b := addrs["a"], addrs["b"]
 
 	// A key each instance's tasks hold, once both run and hold a count.
 	var local, remote string
@@ -139,36 +158,45 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 		time.Sleep(200 * time.Millisecond)
 		for k := 0; k < keys && (local == "" || remote == ""); k++ {
 			key := fmt.Sprintf("key-%d", k)
-			loc, err := a.app.KeyOwner("counts", []byte(key))
-			if err != nil || loc.Active.ID == "" {
+			here, err := isLocal(a, key)
+			if err != nil {
 				break
 			}
-			if code, _ := get(a.addr, key); code != http.StatusOK {
+			if code, _ := get(a, key); code != http.StatusOK {
 				continue
 			}
-			if loc.LocalActive && local == "" {
+			if here && local == "" {
 				local = key
-			} else if !loc.LocalActive && remote == "" {
+			} else if !here && remote == "" {
 				remote = key
 			}
 		}
 	}
-	fmt.Printf("local key %s (a), forwarded key %s (b); wrk -t%d -c%d, windows of %s, store %s\n\n", local, remote, threads, conns, window, store)
+	mode := "both instances in this process"
+	if processes {
+		mode = "an instance per process"
+	}
+	fmt.Printf("local key %s (a), forwarded key %s (b); wrk -t%d -c%d, windows of %s, store %s, %s\n\n", local, remote, threads, conns, window, store, mode)
 
-	processed := func() uint64 { return insts["a"].app.Stats().Processed + insts["b"].app.Stats().Processed }
+	processed := func() uint64 {
+		var n uint64
+		for _, addr := range addrs {
+			st, _ := stats(addr)
+			n += st.Processed
+		}
+		return n
+	}
 	lag := func() int64 {
 		var n int64
-		for _, i := range insts {
-			for _, ts := range i.app.Stats().Tasks {
-				n += ts.Lag
-			}
+		for _, addr := range addrs {
+			st, _ := stats(addr)
+			n += st.Lag
 		}
 		return n
 	}
 	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
-	b := insts["b"]
-	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a.addr, local},
-		{"forwarded gets (a→b)", a.addr, remote}, {"no queries again", "", ""}, {"local gets (b)", b.addr, remote}} {
+	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
+		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}} {
 		before, t := processed(), time.Now()
 		var res wrkResult
 		if w.key == "" {
@@ -223,6 +251,23 @@ func start(ctx context.Context, seeds []string, appID, in, out, name string, ope
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/stores/counts/keys/{key}", stream.KeyValueHandler(view, func(s string) (string, error) { return s, nil }, nil))
+	// What the driver asks of an instance, in or out of its process.
+	mux.HandleFunc("GET /bench/stats", func(w http.ResponseWriter, _ *http.Request) {
+		st := app.Stats()
+		var lag int64
+		for _, ts := range st.Tasks {
+			lag += ts.Lag
+		}
+		json.NewEncoder(w).Encode(benchStats{Processed: st.Processed, Lag: lag})
+	})
+	mux.HandleFunc("GET /bench/local/{key}", func(w http.ResponseWriter, r *http.Request) {
+		loc, err := app.KeyOwner("counts", []byte(r.PathValue("key")))
+		if err != nil || loc.Active.ID == "" {
+			http.Error(w, "not known", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, loc.LocalActive)
+	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(l)
 	inst := &instance{app: app, addr: l.Addr().String(), done: make(chan error, 1)}
@@ -233,6 +278,86 @@ func start(ctx context.Context, seeds []string, appID, in, out, name string, ope
 		inst.done <- err
 	}()
 	return inst, nil
+}
+
+// opener is the store's backend: Pebble, or nil (memory).
+func opener(store string) state.Opener {
+	if store == "pebble" {
+		return pebblestore.Opener(pebblestore.Options{})
+	}
+	return nil
+}
+
+type benchStats struct {
+	Processed uint64 `json:"processed"`
+	Lag       int64  `json:"lag"`
+}
+
+func stats(addr string) (benchStats, error) {
+	var st benchStats
+	resp, err := http.Get("http://" + addr + "/bench/stats")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// isLocal says whether the instance at addr runs the task of key.
+func isLocal(addr, key string) (bool, error) {
+	resp, err := http.Get("http://" + addr + "/bench/local/" + key)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("%s", body)
+	}
+	return string(body) == "true", nil
+}
+
+// startChild runs an instance in a process of its own (this program with
+// -child) and returns its address once it serves.
+func startChild(seeds []string, appID, in, out, name, store string) (string, func(), error) {
+	cmd := exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
+		"-brokers", strings.Join(seeds, ","), "-store", store)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { stdin.Close(); cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		stop()
+		return "", nil, fmt.Errorf("instance %s did not start: %q %v", name, line, err)
+	}
+	return addr, stop, nil
+}
+
+// runChild is an instance's process: it prints "ready ADDR" and runs until
+// its stdin ends.
+func runChild(seeds []string, appID, in, out, name, store string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inst, err := start(ctx, seeds, appID, in, out, name, opener(store))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %s\n", inst.addr)
+	io.Copy(io.Discard, os.Stdin)
+	cancel()
+	return <-inst.done
 }
 
 type counter struct {
