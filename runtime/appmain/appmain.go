@@ -138,7 +138,7 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 		if tc != nil {
 			ops = tls.NewListener(ops, tc)
 		}
-		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/metrics /healthz /readyz")
+		logger.Info("ops endpoints listening", "addr", ops.Addr().String(), "paths", "/ (the live page) /v1/status /metrics /healthz /readyz")
 		if reg, err = newRegistry(); err != nil {
 			return err
 		}
@@ -202,13 +202,18 @@ func run(ctx context.Context, cfg Config, app App, logger *slog.Logger, opts []s
 			return err
 		}
 		handler := opsHandler(a, reg)
+		var queryable []string
 		if app.Queries != nil {
 			qs, err := app.Queries(a, forwardClient(tc))
 			if err != nil {
 				return err
 			}
 			handler = withQueries(handler, qs, app.OpenAPI)
+			for store := range qs {
+				queryable = append(queryable, store)
+			}
 		}
+		handler = LivePage(a, t, queryable, handler)
 		handler = guardQueries(handler, cfg.OpsToken)
 		srv := opsServer(handler)
 		served := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +21,13 @@ type committer struct {
 	u           *unit
 	lastCommit  time.Time
 	uncommitted bool // records processed since the last commit
+	// queriesIn is set while the unit's loop commits holding the query
+	// lock: the commit's waits on Kafka then let queries read
+	// (outsideQueryLock).
+	queriesIn bool
+	// openedToQueries counts the waits run with the query lock released,
+	// for tests (read by other goroutines).
+	openedToQueries atomic.Uint64
 
 	commits uint64
 	aborts  uint64
@@ -72,19 +80,19 @@ func (c *committer) atLeastOnce(ctx context.Context) error {
 	for _, t := range u.tm.order {
 		t.sm.prepare()
 	}
-	if err := u.rc.flush(ctx); err != nil {
+	if err := c.outsideQueryLock(func() error { return u.rc.flush(ctx) }); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	for _, t := range u.tm.order {
-		if err := t.sm.committed(); err != nil {
-			return err
-		}
+	if err := c.committed(); err != nil {
+		return err
 	}
 	u.sb.checkpoint()
 	offsets := c.processed()
 	var err error
 	if len(offsets) > 0 {
-		err = commitWithTimes(u.log, offsets, func() error { return commitOffsets(ctx, u.cl, offsets) })
+		err = c.outsideQueryLock(func() error {
+			return commitWithTimes(u.log, offsets, func() error { return commitOffsets(ctx, u.cl, offsets) })
+		})
 	}
 	if err != nil {
 		// Under at-least-once a failed offset commit only means some
@@ -242,14 +250,18 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	// Everything produced is acknowledged (dead letters of failed outputs
 	// included) before anything is committed; a record that failed for
 	// good stops the unit, and its transaction must not commit.
-	if err := u.rc.flush(endCtx); err != nil {
+	if err := c.outsideQueryLock(func() error { return u.rc.flush(endCtx) }); err != nil {
 		if ferr := u.rc.err(); ferr != nil {
 			u.rc.abort(ctx, true)
 			return fmt.Errorf("commit: %w", ferr)
 		}
 		return &restartError{fmt.Errorf("commit transaction: %w", err)}
 	}
-	committed, err := u.tx.commit(endCtx, offsets)
+	var committed bool
+	err := c.outsideQueryLock(func() (err error) {
+		committed, err = u.tx.commit(endCtx, offsets)
+		return err
+	})
 	if err != nil {
 		err = fmt.Errorf("commit transaction (outcome unknown): %w", err)
 		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
@@ -270,10 +282,8 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 		}
 		return u.tm.rebuild(ctx)
 	}
-	for _, t := range u.tm.order {
-		if err := t.sm.committed(); err != nil {
-			return err
-		}
+	if err := c.committed(); err != nil {
+		return err
 	}
 	c.committedOffsets(offsets)
 	u.sb.checkpoint()
@@ -282,6 +292,64 @@ func (c *committer) exactlyOnce(ctx context.Context) error {
 	u.pg.afterCommit(ctx)
 	return nil
 }
+
+// outsideQueryLock runs wait, a wait that changes no task or store (the
+// producer's flush, the offset or transaction commit, the stores' syncs
+// and the checkpoint file once committed applied the writes), with the
+// query lock released when the unit's loop holds it (queriesIn): a commit
+// is the longest the loop holds it, and queries need not wait it out. What
+// they read meanwhile is right: prepare marked the cached writes clean but
+// left them cached with their values, over stores that hold the last
+// commit, and no rebalance callback runs before the loop allows it. The
+// one exception is a range drop held for the commit: the cache no longer
+// hides the dropped keys, which the store still has, so a commit holding
+// one keeps the lock.
+func (c *committer) outsideQueryLock(wait func() error) error {
+	if !c.queriesIn || c.holdsDrops() {
+		return wait()
+	}
+	c.openedToQueries.Add(1)
+	c.u.qmu.Unlock()
+	defer c.u.qmu.Lock()
+	if testCommitWait != nil {
+		testCommitWait()
+	}
+	return wait()
+}
+
+// holdsDrops says whether a store of an active task holds a range drop for
+// the commit under way.
+func (c *committer) holdsDrops() bool {
+	for _, t := range c.u.tm.order {
+		if t.sm == nil {
+			continue
+		}
+		for _, s := range t.sm.order {
+			if len(s.heldDrops) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// committed runs every task's committed step, whose store syncs let
+// queries in when the loop commits.
+func (c *committer) committed() error {
+	for _, t := range c.u.tm.order {
+		t.sm.syncOutside = c.outsideQueryLock
+		err := t.sm.committed()
+		t.sm.syncOutside = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// testCommitWait, set by tests before any App runs, is called at the start
+// of each wait open to queries: it can widen the window queries read in.
+var testCommitWait func()
 
 // done closes a commit period, whatever its outcome.
 func (c *committer) done(start time.Time) {

@@ -218,7 +218,13 @@ func (a *App) readLocal(store string, id TaskID, stale bool, read func(b storeRe
 	served := Served{Instance: a.self(), Task: id}
 	restoring := false
 	// Active copies first: a standby is never preferred to a running task.
-	for pass := 0; pass < 2; pass++ {
+	// Standbys only when stale answers are allowed: otherwise the second
+	// pass would take every unit's query lock again for nothing.
+	passes := 1
+	if stale {
+		passes = 2
+	}
+	for pass := 0; pass < passes; pass++ {
 		for _, u := range units {
 			done, err := func() (bool, error) {
 				u.queriesWaiting.Add(1)

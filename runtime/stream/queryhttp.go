@@ -16,12 +16,23 @@ import (
 // must not send a query back and forth.
 const forwardedHeader = "Kgen-Forwarded-By"
 
+// forwardClient forwards queries when the caller gives no client: as
+// http.DefaultClient, but keeping as many idle connections to each owner
+// as queries run at once (the default keeps 2, so concurrent forwards
+// would open and close a connection each).
+var forwardClient = &http.Client{Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return t
+}()}
+
 // KeyValueHandler serves the key lookups of a key-value store over HTTP:
 // GET .../keys/{key} (the last path segment, unescaped, parsed by
 // parseKey) answers 200 with {"key", "value", "served"}, 404 when the
 // store holds no value for the key, 400 for a key parseKey refuses. A
 // key of a task another instance runs is forwarded to that instance's
-// advertised address with client (nil: http.DefaultClient) and its answer
+// advertised address with client (nil: a client like http.DefaultClient
+// that keeps more idle connections per owner) and its answer
 // relayed; with no address, or for a query already forwarded, the answer
 // is 421 naming the owner. While no instance may answer (a restore, a
 // move) it is 503 with Retry-After. ?stale=true allows answers from
@@ -29,7 +40,7 @@ const forwardedHeader = "Kgen-Forwarded-By"
 // written with encoding/json.
 func KeyValueHandler[K, V any](view *KeyValueView[K, V], parseKey func(string) (K, error), client *http.Client) http.Handler {
 	if client == nil {
-		client = http.DefaultClient
+		client = forwardClient
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {

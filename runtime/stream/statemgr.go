@@ -50,6 +50,20 @@ type stateManager struct {
 	// from: read from the checkpoint file at open, then the current ids once
 	// restoration has checked them (dropStale).
 	topicIDs map[string]state.TopicID
+	// syncOutside, set by a commit for its committed step, runs the
+	// stores' flushes (a WAL sync: disk time) and the checkpoint file's
+	// write with the query lock released (committer.outsideQueryLock):
+	// the stores hold the commit's writes by then, and a read of a
+	// store being synced is safe.
+	syncOutside func(func() error) error
+}
+
+// outside runs f through syncOutside when set.
+func (m *stateManager) outside(f func() error) error {
+	if m.syncOutside != nil {
+		return m.syncOutside(f)
+	}
+	return f()
 }
 
 type taskStore struct {
@@ -457,14 +471,14 @@ func (m *stateManager) checkpoint() error {
 				}
 			}
 		}
-		if err := s.inner.Flush(); err != nil {
+		if err := m.outside(s.inner.Flush); err != nil {
 			return fmt.Errorf("task %s: flush store %q: %w", m.id, s.def.name, err)
 		}
 	}
 	if m.dir == "" || len(hint.Offsets) == 0 {
 		return nil
 	}
-	if err := state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint); err != nil {
+	if err := m.outside(func() error { return state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint) }); err != nil {
 		return fmt.Errorf("task %s: %w", m.id, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,16 +159,24 @@ func (u *unit) queryLocked(fn func(context.Context, *kgo.Client, map[string][]in
 }
 
 // yieldToQueries lets the queries waiting for the query lock read, at a
-// point where every task's stores hold whole records' writes. A query
-// that has waited over a millisecond puts the mutex in starvation mode,
-// where Unlock hands it over to the waiter; one that has not may wait for
-// the next task.
+// point where every task's stores hold whole records' writes. Unlock alone
+// would not let them in: the unit would take the mutex back before a
+// woken waiter runs, until a waiter has waited a millisecond (the mutex's
+// starvation mode). So the unit steps aside until the waiters it saw have
+// the lock, a bounded number of times: a read takes microseconds.
 func (u *unit) yieldToQueries() {
 	if u.queriesWaiting.Load() > 0 {
 		u.qmu.Unlock()
+		for i := 0; i < yieldSpins && u.queriesWaiting.Load() > 0; i++ {
+			runtime.Gosched()
+		}
 		u.qmu.Lock()
 	}
 }
+
+// yieldSpins bounds how many times yieldToQueries gives its processor
+// away waiting for the queries to take the lock.
+const yieldSpins = 50
 
 // phase tells the App whether this unit is running: in the group, outside
 // a rebalance, with no active task restoring.
@@ -338,7 +347,12 @@ func (u *unit) step(fetches kgo.Fetches) error {
 		u.cm.uncommitted = true
 	}
 	if u.cm.due(now, processed) {
-		if err := u.cm.commit(context.Background()); err != nil {
+		// step runs under the query lock: the commit may let queries
+		// in while it waits on Kafka.
+		u.cm.queriesIn = true
+		err := u.cm.commit(context.Background())
+		u.cm.queriesIn = false
+		if err != nil {
 			return err
 		}
 	}

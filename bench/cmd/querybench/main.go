@@ -1,0 +1,432 @@
+// Command querybench measures interactive queries over HTTP while the app
+// processes input: two instances of a count per key (one unit each, the
+// store in Pebble with a changelog, or in memory) in this process, each
+// serving /v1/stores/counts/keys/{key} on loopback as the generated main
+// does, and wrk (Debian's package) asking instance a for a key a holds
+// (a local get), for a key b holds (a forwarded get), and b for that key
+// (the same get, not forwarded). It prints wrk's
+// requests per second, p50 and p99, and the records the two instances
+// processed per second in each window: with no queries, under local gets,
+// under forwarded gets, and with no queries again (to see drift).
+//
+//	go run ./bench/cmd/querybench -brokers 127.0.0.1:9092
+//
+// The input is loaded first and must outlast every window: the tool says
+// so when the app caught up during one (then raise -records).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kgen-dev/kgen/runtime/serde"
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
+	"github.com/kgen-dev/kgen/runtime/stream"
+)
+
+func main() {
+	var (
+		brokers    = flag.String("brokers", "127.0.0.1:9092", "seed brokers, comma separated")
+		records    = flag.Int("records", 3_000_000, "input records to load")
+		keys       = flag.Int("keys", 10_000, "distinct keys")
+		valueSize  = flag.Int("value-size", 100, "bytes of each input value")
+		partitions = flag.Int("partitions", 4, "input partitions")
+		window     = flag.Duration("window", 5*time.Second, "length of each measured window")
+		threads    = flag.Int("threads", 1, "wrk threads")
+		conns      = flag.Int("connections", 4, "wrk connections")
+		store      = flag.String("store", "pebble", "pebble or memory")
+		wrk        = flag.String("wrk", "wrk", "the wrk binary")
+		mutexProf  = flag.String("mutexprofile", "", "write a mutex contention profile (where the lock holders let go) to this file")
+		processes  = flag.Bool("processes", false, "run each instance in a process of its own, as deployed, rather than both in this one")
+		child      = flag.String("child", "", "internal: run instance NAME of -child-app on -child-in and -child-out, print its address, stop at the end of stdin")
+		childApp   = flag.String("child-app", "", "internal")
+		childIn    = flag.String("child-in", "", "internal")
+		childOut   = flag.String("child-out", "", "internal")
+	)
+	flag.Parse()
+	if *child != "" {
+		if err := runChild(strings.Split(*brokers, ","), *childApp, *childIn, *childOut, *child, *store); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *mutexProf != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer func() {
+			f, err := os.Create(*mutexProf)
+			if err == nil {
+				pprof.Lookup("mutex").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, *threads, *conns, *store, *wrk, *processes); err != nil {
+		fmt.Fprintln(os.Stderr, "querybench:", err)
+		os.Exit(1) // no profile is written on failure
+	}
+}
+
+type instance struct {
+	app  *stream.App
+	addr string
+	done chan error
+}
+
+func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, threads, conns int, store, wrk string, processes bool) error {
+	if _, err := exec.LookPath(wrk); err != nil {
+		return fmt.Errorf("%s not found (apt-get install wrk): %w", wrk, err)
+	}
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	stamp := time.Now().Format("20060102-150405")
+	in, out := "querybench-in-"+stamp, "querybench-out-"+stamp
+	if _, err := adm.CreateTopics(ctx, partitions, 1, nil, in, out); err != nil {
+		return err
+	}
+	defer adm.DeleteTopics(context.Background(), in, out)
+	t0 := time.Now()
+	value := make([]byte, valueSize)
+	const batch = 50_000
+	for i := 0; i < records; i += batch {
+		recs := make([]*kgo.Record, 0, batch)
+		for j := i; j < min(i+batch, records); j++ {
+			recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "key-%d", j%keys), Value: value})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("loaded %d records over %d keys into %d partitions in %s\n", records, keys, partitions, time.Since(t0).Round(time.Millisecond))
+
+	appID := "querybench-" + stamp
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	addrs := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		var addr string
+		var stop func()
+		var err error
+		if processes {
+			addr, stop, err = startChild(seeds, appID, in, out, name, store)
+		} else {
+			var inst *instance
+			inst, err = start(ctx, seeds, appID, in, out, name, opener(store))
+			if inst != nil {
+				addr, stop = inst.addr, func() { cancel(); <-inst.done }
+			}
+		}
+		if err != nil {
+			return err
+		}
+		defer stop()
+		addrs[name] = addr
+	}
+	a, b := addrs["a"], addrs["b"]
+
+	// A key each instance's tasks hold, once both run and hold a count.
+	var local, remote string
+	for deadline := time.Now().Add(2 * time.Minute); local == "" || remote == ""; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no key of a and of b answered within 2 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+		for k := 0; k < keys && (local == "" || remote == ""); k++ {
+			key := fmt.Sprintf("key-%d", k)
+			here, err := isLocal(a, key)
+			if err != nil {
+				break
+			}
+			if code, _ := get(a, key); code != http.StatusOK {
+				continue
+			}
+			if here && local == "" {
+				local = key
+			} else if !here && remote == "" {
+				remote = key
+			}
+		}
+	}
+	mode := "both instances in this process"
+	if processes {
+		mode = "an instance per process"
+	}
+	fmt.Printf("local key %s (a), forwarded key %s (b); wrk -t%d -c%d, windows of %s, store %s, %s\n\n", local, remote, threads, conns, window, store, mode)
+
+	processed := func() uint64 {
+		var n uint64
+		for _, addr := range addrs {
+			st, _ := stats(addr)
+			n += st.Processed
+		}
+		return n
+	}
+	lag := func() int64 {
+		var n int64
+		for _, addr := range addrs {
+			st, _ := stats(addr)
+			n += st.Lag
+		}
+		return n
+	}
+	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
+	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
+		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}} {
+		before, t := processed(), time.Now()
+		var res wrkResult
+		if w.key == "" {
+			time.Sleep(window)
+		} else {
+			url := "http://" + w.addr + "/v1/stores/counts/keys/" + w.key
+			if res, err = runWrk(wrk, threads, conns, window, url); err != nil {
+				return err
+			}
+		}
+		rate := float64(processed()-before) / time.Since(t).Seconds()
+		note := ""
+		if l := lag(); l == 0 {
+			note = "  (caught up during the window: raise -records)"
+		}
+		if w.key == "" {
+			fmt.Printf("%-22s %12s %10s %10s %16.0f%s\n", w.name, "-", "-", "-", rate, note)
+		} else {
+			fmt.Printf("%-22s %12.0f %10s %10s %16.0f%s\n", w.name, res.rps, res.p50, res.p99, rate, note)
+			if res.errors != "" {
+				fmt.Printf("  wrk: %s\n", res.errors)
+			}
+		}
+	}
+	return nil
+}
+
+// start runs one instance with its query endpoint on a loopback port.
+func start(ctx context.Context, seeds []string, appID, in, out, name string, opener state.Opener) (*instance, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
+	stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{} }, "in")
+	stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: opener, Changelog: true}, "count")
+	stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
+	dir, err := os.MkdirTemp("", "querybench-")
+	if err != nil {
+		return nil, err
+	}
+	app, err := stream.New(topo, stream.Brokers(seeds...), stream.AppID(appID), stream.StateDir(dir), stream.InstanceID(name),
+		stream.AdvertisedAddress(l.Addr().String()), stream.Parallelism(1),
+		stream.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return nil, err
+	}
+	view, err := stream.QueryKeyValue(app, "counts", serde.String{}, serde.Int64{})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/stores/counts/keys/{key}", stream.KeyValueHandler(view, func(s string) (string, error) { return s, nil }, nil))
+	// What the driver asks of an instance, in or out of its process.
+	mux.HandleFunc("GET /bench/stats", func(w http.ResponseWriter, _ *http.Request) {
+		st := app.Stats()
+		var lag int64
+		for _, ts := range st.Tasks {
+			lag += ts.Lag
+		}
+		json.NewEncoder(w).Encode(benchStats{Processed: st.Processed, Lag: lag})
+	})
+	mux.HandleFunc("GET /bench/local/{key}", func(w http.ResponseWriter, r *http.Request) {
+		loc, err := app.KeyOwner("counts", []byte(r.PathValue("key")))
+		if err != nil || loc.Active.ID == "" {
+			http.Error(w, "not known", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, loc.LocalActive)
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(l)
+	inst := &instance{app: app, addr: l.Addr().String(), done: make(chan error, 1)}
+	go func() {
+		err := app.Run(ctx)
+		srv.Close()
+		os.RemoveAll(dir)
+		inst.done <- err
+	}()
+	return inst, nil
+}
+
+// opener is the store's backend: Pebble, or nil (memory).
+func opener(store string) state.Opener {
+	if store == "pebble" {
+		return pebblestore.Opener(pebblestore.Options{})
+	}
+	return nil
+}
+
+type benchStats struct {
+	Processed uint64 `json:"processed"`
+	Lag       int64  `json:"lag"`
+}
+
+func stats(addr string) (benchStats, error) {
+	var st benchStats
+	resp, err := http.Get("http://" + addr + "/bench/stats")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// isLocal says whether the instance at addr runs the task of key.
+func isLocal(addr, key string) (bool, error) {
+	resp, err := http.Get("http://" + addr + "/bench/local/" + key)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("%s", body)
+	}
+	return string(body) == "true", nil
+}
+
+// startChild runs an instance in a process of its own (this program with
+// -child) and returns its address once it serves.
+func startChild(seeds []string, appID, in, out, name, store string) (string, func(), error) {
+	cmd := exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
+		"-brokers", strings.Join(seeds, ","), "-store", store)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { stdin.Close(); cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
+		stop()
+		return "", nil, fmt.Errorf("instance %s did not start: %q %v", name, line, err)
+	}
+	return addr, stop, nil
+}
+
+// runChild is an instance's process: it prints "ready ADDR" and runs until
+// its stdin ends.
+func runChild(seeds []string, appID, in, out, name, store string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inst, err := start(ctx, seeds, appID, in, out, name, opener(store))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %s\n", inst.addr)
+	io.Copy(io.Discard, os.Stdin)
+	cancel()
+	return <-inst.done
+}
+
+type counter struct {
+	store state.KeyValueStore[string, int64]
+}
+
+func (c *counter) Init(ctx *stream.Context[string, int64]) (err error) {
+	c.store, err = stream.GetKeyValueStore[string, int64](ctx, "counts")
+	return err
+}
+
+func (c *counter) Process(ctx *stream.Context[string, int64], r stream.Record[string, []byte]) error {
+	n, _, err := c.store.Get(r.Key)
+	if err != nil {
+		return err
+	}
+	n++
+	if err := c.store.Put(r.Key, n); err != nil {
+		return err
+	}
+	ctx.Forward(stream.Record[string, int64]{Key: r.Key, Value: n, Timestamp: r.Timestamp})
+	return nil
+}
+
+func get(addr, key string) (int, error) {
+	resp, err := http.Get("http://" + addr + "/v1/stores/counts/keys/" + key)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+type wrkResult struct {
+	rps      float64
+	p50, p99 string
+	errors   string // wrk's non-2xx and socket error lines, if any
+}
+
+var wrkPercentile = regexp.MustCompile(`^\s*(50|99)(?:\.000)?%\s+(\S+)`)
+
+// runWrk runs wrk with its latency distribution and reads the figures.
+func runWrk(wrk string, threads, conns int, d time.Duration, url string) (wrkResult, error) {
+	cmd := exec.Command(wrk, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s", "--latency", url)
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %v\n%s", err, outb)
+	}
+	var r wrkResult
+	sc := bufio.NewScanner(bytes.NewReader(outb))
+	for sc.Scan() {
+		line := sc.Text()
+		if m := wrkPercentile.FindStringSubmatch(line); m != nil {
+			if m[1] == "50" {
+				r.p50 = m[2]
+			} else {
+				r.p99 = m[2]
+			}
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Requests/sec:"); ok {
+			r.rps, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		if strings.Contains(line, "Non-2xx") || strings.Contains(line, "Socket errors") {
+			r.errors += strings.TrimSpace(line) + "; "
+		}
+	}
+	if r.rps == 0 || r.p50 == "" || r.p99 == "" {
+		return r, fmt.Errorf("wrk: unreadable output:\n%s", outb)
+	}
+	return r, nil
+}

@@ -1,0 +1,22 @@
+package stream
+
+import "testing"
+
+// CommitWaitsOpenToQueries is how many waits of commits (a producer flush,
+// an offset or transaction commit) the App's current units ran with the
+// query lock released.
+func CommitWaitsOpenToQueries(a *App) uint64 {
+	var n uint64
+	for _, u := range a.currentUnits() {
+		n += u.cm.openedToQueries.Load()
+	}
+	return n
+}
+
+// WidenCommitWaits makes every commit wait open to queries last at least
+// pause more, for the test's duration: a window too short to be hit on an
+// in-process broker becomes one queries land in.
+func WidenCommitWaits(t *testing.T, pause func()) {
+	testCommitWait = pause
+	t.Cleanup(func() { testCommitWait = nil })
+}
