@@ -240,16 +240,21 @@ func joinEmit(e *emitter, o *OpNode) []jen.Code {
 // its windows. Another window, another kind of join or another name leaves
 // them cut by the old windows, or behind.
 func joinAgainst(c *againstCtx, old, new *schema.Operator) {
-	if old.Window == nil {
-		return // a stream-table or table-table join keeps no state of its own
-	}
 	name := old.Name.Value
+	if old.Window == nil {
+		// A stream-table or table-table join reads its tables' stores and
+		// keeps no state of its own.
+		if new != nil && new.Op.Value != old.Op.Value {
+			c.Safe(new.Op.Pos, "join %q is now %s, was %s: it keeps no state of its own (it reads its tables' stores)", name, new.Op.Value, old.Op.Value)
+		}
+		return
+	}
 	if new == nil {
 		c.Breaking(c.AppPos, "join %q is gone (renamed or removed): the records of its windows in stores %s-left-store and %s-right-store are lost, and the new join starts with none", name, name, name)
 		return
 	}
 	if new.Op.Value != old.Op.Value {
-		c.Breaking(new.Op.Pos, "join %q is a %s, was a %s: its stores of unmatched records differ (a left or outer join keeps %s-outer-store), and results already emitted would not be those of the new kind", name, new.Op.Value, old.Op.Value, name)
+		c.Breaking(new.Op.Pos, "join %q is now %s, was %s: its stores of unmatched records differ (a left or outer join keeps %s-outer-store), and results already emitted would not be those of the new kind", name, new.Op.Value, old.Op.Value, name)
 		return
 	}
 	ow, nw := old.Window, new.Window
