@@ -68,3 +68,11 @@ func optS(v *string) string {
 	}
 	return *v
 }
+
+// ByValue keys a view by its value.
+func (Factories) ByValue(key string, value string) (newKey string) { return value }
+
+// Rekeyed is the joiner of join "rekeyed" (stream-stream).
+func (Factories) Rekeyed(key string, left int64, right string) (joined string) {
+	return fmt.Sprint(left) + "|" + right
+}

@@ -133,3 +133,16 @@ func TestTableTableJoins(t *testing.T) {
 	check(t, "left", read(t, d.ReadLeftTt, ptr), []kv{{"a", "10x-"}, {"a", "10x5"}, {"a", "<tombstone>"}})
 	check(t, "outer", read(t, d.ReadOuterTt, ptr), []kv{{"a", "10x-"}, {"a", "10x5"}, {"a", "-x5"}, {"b", "-x7"}})
 }
+
+// TestRekeyedJoin: views keyed by their value meet the clicks of that key in
+// one task, through the repartition topic, whatever partition they came from.
+func TestRekeyedJoin(t *testing.T) {
+	d := newDriver(t)
+	for _, k := range []string{"p", "q", "r", "s"} {
+		must(t, d.PipeViews(k, "user-"+k, at(time.Second)))
+	}
+	for _, k := range []string{"p", "q", "r", "s"} {
+		must(t, d.PipeClicks("user-"+k, 1, at(2*time.Second)))
+	}
+	check(t, "rekeyed", read(t, d.ReadRekeyedSs, str), []kv{{"user-p", "1|user-p"}, {"user-q", "1|user-q"}, {"user-r", "1|user-r"}, {"user-s", "1|user-s"}})
+}

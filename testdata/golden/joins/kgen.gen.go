@@ -43,6 +43,8 @@ const (
 	TopicOuterTt = "outer-tt"
 	// TopicPrices is topic "prices": key string (string), value int64 (int64).
 	TopicPrices = "prices"
+	// TopicRekeyedSs is topic "rekeyed-ss": key string (string), value string (string).
+	TopicRekeyedSs = "rekeyed-ss"
 	// TopicStock is topic "stock": key string (string), value int64 (int64).
 	TopicStock = "stock"
 	// TopicUsers is topic "users": key string (string), value string (string).
@@ -105,6 +107,10 @@ type Serdes struct {
 	PricesKey serde.Serde[string]
 	// PricesValue encodes the values of topic "prices" (int64).
 	PricesValue serde.Serde[int64]
+	// RekeyedSsKey encodes the keys of topic "rekeyed-ss" (string).
+	RekeyedSsKey serde.Serde[string]
+	// RekeyedSsValue encodes the values of topic "rekeyed-ss" (string).
+	RekeyedSsValue serde.Serde[string]
 	// StockKey encodes the keys of topic "stock" (string).
 	StockKey serde.Serde[string]
 	// StockValue encodes the values of topic "stock" (int64).
@@ -137,6 +143,10 @@ type Serdes struct {
 	StoreAnySideRightStoreKey serde.Serde[string]
 	// StoreAnySideRightStoreValue encodes the values of store "any-side-right-store" (string).
 	StoreAnySideRightStoreValue serde.Serde[string]
+	// ByValueRpKey encodes the keys of joins-by-value-rp-repartition (string).
+	ByValueRpKey serde.Serde[string]
+	// ByValueRpValue encodes the values of joins-by-value-rp-repartition (string).
+	ByValueRpValue serde.Serde[string]
 	// StoreClickViewsLeftStoreKey encodes the keys of store "click-views-left-store" (string).
 	StoreClickViewsLeftStoreKey serde.Serde[string]
 	// StoreClickViewsLeftStoreValue encodes the values of store "click-views-left-store" (int64).
@@ -153,11 +163,21 @@ type Serdes struct {
 	StoreMatchedRightStoreKey serde.Serde[string]
 	// StoreMatchedRightStoreValue encodes the values of store "matched-right-store" (string).
 	StoreMatchedRightStoreValue serde.Serde[string]
+	// StoreRekeyedLeftStoreKey encodes the keys of store "rekeyed-left-store" (string).
+	StoreRekeyedLeftStoreKey serde.Serde[string]
+	// StoreRekeyedLeftStoreValue encodes the values of store "rekeyed-left-store" (int64).
+	StoreRekeyedLeftStoreValue serde.Serde[int64]
+	// StoreRekeyedRightStoreKey encodes the keys of store "rekeyed-right-store" (string).
+	StoreRekeyedRightStoreKey serde.Serde[string]
+	// StoreRekeyedRightStoreValue encodes the values of store "rekeyed-right-store" (string).
+	StoreRekeyedRightStoreValue serde.Serde[string]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
+		ByValueRpKey:                   serde.String{},
+		ByValueRpValue:                 serde.String{},
 		ClicksKey:                      serde.String{},
 		ClicksValue:                    serde.Int64{},
 		InnerSsKey:                     serde.String{},
@@ -178,6 +198,8 @@ func DefaultSerdes() Serdes {
 		OuterTtValue:                   serde.String{},
 		PricesKey:                      serde.String{},
 		PricesValue:                    serde.Int64{},
+		RekeyedSsKey:                   serde.String{},
+		RekeyedSsValue:                 serde.String{},
 		StockKey:                       serde.String{},
 		StockValue:                     serde.Int64{},
 		StoreAnySideLeftStoreKey:       serde.String{},
@@ -194,6 +216,10 @@ func DefaultSerdes() Serdes {
 		StoreMatchedRightStoreValue:    serde.String{},
 		StorePricesKey:                 serde.String{},
 		StorePricesValue:               serde.Int64{},
+		StoreRekeyedLeftStoreKey:       serde.String{},
+		StoreRekeyedLeftStoreValue:     serde.Int64{},
+		StoreRekeyedRightStoreKey:      serde.String{},
+		StoreRekeyedRightStoreValue:    serde.String{},
 		StoreStockKey:                  serde.String{},
 		StoreStockValue:                serde.Int64{},
 		StoreUsersKey:                  serde.String{},
@@ -222,6 +248,8 @@ type Processors interface {
 	// Both is the joiner of join "both" (table-table): the joined value of a key's left and
 	// right values.
 	Both(key string, left int64, right int64) string
+	// ByValue is the key selector of selectKey "by-value": the new key of a record.
+	ByValue(key string, value string) string
 	// ClickViews is the joiner of leftJoin "click-views" (stream-stream): the joined value
 	// of a key's left and right values (right nil where there is none).
 	ClickViews(key string, left int64, right *string) string
@@ -237,6 +265,9 @@ type Processors interface {
 	// Priced is the joiner of leftJoin "priced" (table-table): the joined value of a key's
 	// left and right values (right nil where there is none).
 	Priced(key string, left int64, right *int64) string
+	// Rekeyed is the joiner of join "rekeyed" (stream-stream): the joined value of a key's
+	// left and right values.
+	Rekeyed(key string, left int64, right string) string
 	// WithUser is the joiner of join "with-user" (stream-table): the joined value of a key's
 	// left and right values.
 	WithUser(key string, left int64, right string) string
@@ -264,6 +295,9 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Store: StoreStock,
 	}, p.Both)
 	dsl.ToStream[string, string](t, "both-out", "both")
+	dsl.SelectKey(t, "by-value", p.ByValue, "views-source")
+	// repartition by-value-rp writes its records through joins-by-value-rp-repartition, read back by key.
+	stream.AddRepartition(t, "by-value-rp", s.ByValueRpKey, s.ByValueRpValue, stream.RepartitionOptions{Partitions: 4}, "by-value")
 	// click-views joins clicks with views in {before: 2s, after: 10s, grace: 0s}, keeping each side in click-views-left-store and click-views-right-store.
 	dsl.LeftJoinStreams[string, int64, string, string](t, "click-views", dsl.JoinWindowsOf(2*time.Second).After(10*time.Second), s.StoreClickViewsLeftStoreKey, s.StoreClickViewsLeftStoreValue, s.StoreClickViewsRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.ClickViews, "clicks-source", "views-source")
 	// either joins the rows of tables price-table and stock-table, each update looking up the other's store.
@@ -289,6 +323,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Store: StoreStock,
 	}, p.Priced)
 	dsl.ToStream[string, string](t, "priced-out", "priced")
+	// rekeyed joins clicks with by-value-rp in {before: 5s, after: 5s, grace: 0s}, keeping each side in rekeyed-left-store and rekeyed-right-store.
+	dsl.JoinStreams[string, int64, string, string](t, "rekeyed", dsl.JoinWindowsOf(5*time.Second), s.StoreRekeyedLeftStoreKey, s.StoreRekeyedLeftStoreValue, s.StoreRekeyedRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Rekeyed, "clicks-source", "by-value-rp")
 	// with-user looks each record of clicks up in table "user-table"'s store users.
 	dsl.StreamTableJoinWithKey[string, int64, string, string](t, "with-user", StoreUsers, p.WithUser, "clicks-source")
 	stream.AddSink(t, "inner-ss-sink", TopicInnerSs, s.InnerSsKey, s.InnerSsValue, "matched")
@@ -299,6 +335,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "left-tt-sink", TopicLeftTt, s.LeftTtKey, dsl.Nullable(s.LeftTtValue), "priced-out")
 	stream.AddSink(t, "outer-ss-sink", TopicOuterSs, s.OuterSsKey, s.OuterSsValue, "any-side")
 	stream.AddSink(t, "outer-tt-sink", TopicOuterTt, s.OuterTtKey, dsl.Nullable(s.OuterTtValue), "either-out")
+	stream.AddSink(t, "rekeyed-ss-sink", TopicRekeyedSs, s.RekeyedSsKey, s.RekeyedSsValue, "rekeyed")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -17,19 +17,20 @@ type Config = appmain.Config
 // Topics maps every topic of kgen.yaml to its partition count (4 where the
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicClicks:  4,
-	TopicInnerSs: 4,
-	TopicInnerSt: 4,
-	TopicInnerTt: 4,
-	TopicLeftSs:  4,
-	TopicLeftSt:  4,
-	TopicLeftTt:  4,
-	TopicOuterSs: 4,
-	TopicOuterTt: 4,
-	TopicPrices:  4,
-	TopicStock:   4,
-	TopicUsers:   4,
-	TopicViews:   4,
+	TopicClicks:    4,
+	TopicInnerSs:   4,
+	TopicInnerSt:   4,
+	TopicInnerTt:   4,
+	TopicLeftSs:    4,
+	TopicLeftSt:    4,
+	TopicLeftTt:    4,
+	TopicOuterSs:   4,
+	TopicOuterTt:   4,
+	TopicPrices:    4,
+	TopicRekeyedSs: 4,
+	TopicStock:     4,
+	TopicUsers:     4,
+	TopicViews:     4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

@@ -122,6 +122,11 @@ func (d *TestDriver) DeletePrices(key string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicPrices, d.s.PricesKey, dsl.Nullable(d.s.PricesValue), key, nil, ts)
 }
 
+// ReadRekeyedSs returns the records written to topic "rekeyed-ss" since the last read.
+func (d *TestDriver) ReadRekeyedSs() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicRekeyedSs, d.s.RekeyedSsKey, d.s.RekeyedSsValue)
+}
+
 // PipeStock writes a record with timestamp ts to topic "stock" and processes it.
 func (d *TestDriver) PipeStock(key string, value int64, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicStock, d.s.StockKey, d.s.StockValue, key, value, ts)
