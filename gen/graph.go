@@ -61,6 +61,9 @@ func Diagram(g *Graph) stream.Diagram {
 		if o.Windows != nil && o.kind.Aggregation {
 			kind += " " + o.Windows.String() // its windows, as the spec writes them
 		}
+		if o.kind.Inputs == leftRight && o.Window != nil {
+			kind += " " + o.Window.String() // a stream-stream join's window
+		}
 		if o.Emit.Value == schema.EmitFinal {
 			kind += ", emit final"
 		}

@@ -131,6 +131,10 @@ func windowedAggregation(agg func(r *resolver, o *OpNode, in TypeRef) TypeRef) f
 		if w.Kind.Value == "" {
 			return // reported by the loader
 		}
+		if w.Kind.Value == schema.WindowJoin {
+			r.errs.add(w.Kind.Pos, "%s: within, before and after are a stream-stream join's window; an aggregation's is {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}", o.what())
+			return
+		}
 		if o.IdleClose.Set() && o.Emit.Value != schema.EmitFinal {
 			r.errs.add(o.IdleClose.Pos, "%s: idle-close lets the wall clock close windows for emit: final; with updates every result is emitted as it happens (add emit: final)", o.what())
 		}

@@ -43,6 +43,9 @@ type OpNode struct {
 	// KeyFormat and ValueFormat are the formats of a grouping's
 	// repartition topic.
 	KeyFormat, ValueFormat string
+	// RightFormat is the value format of a stream-stream join's right
+	// side's window store (ValueFormat the left side's).
+	RightFormat string
 	// Arms are a branch's arms, the default last; Split is an arm's branch,
 	// ArmName its own name and Default whether it is the default arm.
 	Arms    []*OpNode

@@ -189,7 +189,7 @@ func kindOf(op *schema.Operator, errs *errList) *opKind {
 	}
 	if !ok {
 		if slices.Contains(schema.PlannedOps, op.Op.Value) {
-			errs.add(op.Op.Pos, "%s: op %s is planned (joins, global tables and cogroup come next) but not supported by this kgen yet", what, op.Op.Value)
+			errs.add(op.Op.Pos, "%s: op %s is planned (global tables and cogroup come next) but not supported by this kgen yet", what, op.Op.Value)
 			return nil
 		}
 		errs.add(op.Op.Pos, "%s: unknown op %q (want one of %s)%s", what, op.Op.Value, strings.Join(names, ", "), schema.Suggest(op.Op.Value, names))

@@ -14,7 +14,7 @@ import (
 
 // PlannedOps are operator kinds the spec format reserves for what comes next
 // (joins, global tables, cogroup): a spec naming one is told so.
-var PlannedOps = []string{"cogroup", "globalTable", "join", "leftJoin", "outerJoin"}
+var PlannedOps = []string{"cogroup", "globalTable"}
 
 // PlannedOperatorKeys are operator keys reserved for what comes next.
 var PlannedOperatorKeys = []string{"foreign-key", "query", "versioned"}

@@ -22,6 +22,12 @@ func TestParseErrors(t *testing.T) {
 		{"window of no kind", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{
 			`kgen.yaml:4:47: operator "o": window: say its kind: {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}, with grace: DURATION`,
 			`kgen.yaml:4:48: unknown key "size" in operator "o": window`}},
+		{"join window: within and before", "version: 1\napp: a\noperators:\n  o: {op: join, from: [l, r], value: string, window: {within: 5s, before: 1s}}\n", []string{
+			`kgen.yaml:4:67: operator "o": window: both within and before: within sets before and after`}},
+		{"join window: empty", "version: 1\napp: a\noperators:\n  o: {op: join, from: [l, r], value: string, window: {before: 0s, after: 0s}}\n", []string{
+			`kgen.yaml:4:55: operator "o": window: a join window needs a positive before plus after (within: D, or before: B and after: A)`}},
+		{"join window with an aggregation's", "version: 1\napp: a\noperators:\n  o: {op: join, from: [l, r], value: string, window: {tumbling: 5s, within: 1s}}\n", []string{
+			`kgen.yaml:4:69: operator "o": window: both tumbling and within: a window is of one kind (tumbling, hopping, sliding, session, or a join's within or before/after)`}},
 		{"session gap of a mapping", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {session: {gaps: 5m}}}\n", []string{
 			`kgen.yaml:4:57: operator "o": window: session: want {gap: DURATION} (the inactivity gap)`,
 			`kgen.yaml:4:58: unknown key "gaps" in operator "o": window: session (did you mean "gap"?)`}},

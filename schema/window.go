@@ -16,6 +16,9 @@ const (
 	WindowHopping  = "hopping"
 	WindowSliding  = "sliding"
 	WindowSession  = "session"
+	// WindowJoin is a stream-stream join's window ({within: D} or
+	// {before: B, after: A}), not one of the aggregation windows.
+	WindowJoin = "join"
 )
 
 // WindowKinds lists the window kinds, as the spec spells them.
@@ -65,7 +68,10 @@ type Window struct {
 	Advance Dur
 	Gap     Dur
 	Grace   Dur
-	Pos     Pos
+	// Before and After are a join window's reach from a left record
+	// (within: sets both), Kind then being WindowJoin.
+	Before, After Dur
+	Pos           Pos
 }
 
 // Suppress is a suppress operator's until: (what it waits for) and
@@ -130,6 +136,14 @@ func (d *decoder) window(n *yaml.Node, what string) *Window {
 		w.Kind = Str{Value: k.Value, Pos: d.pos(k)}
 		return true
 	}
+	joinKind := func(k *yaml.Node) bool {
+		if w.Kind.Value != "" {
+			d.errs.add(d.pos(k), "%s: both %s and %s: a window is of one kind (%s, or a join's within or before/after)", what, w.Kind.Value, k.Value, strings.Join(WindowKinds, ", "))
+			return false
+		}
+		w.Kind = Str{Value: WindowJoin, Pos: d.pos(k)}
+		return true
+	}
 	if !d.mapping(n, what, []field{
 		{WindowTumbling, func(k, v *yaml.Node) {
 			if kind(k) {
@@ -175,8 +189,42 @@ func (d *decoder) window(n *yaml.Node, what string) *Window {
 			w.Gap = d.duration(v, sw+" (the inactivity gap)", false)
 		}},
 		{"grace", func(_, v *yaml.Node) { w.Grace = d.duration(v, what+": grace", true) }},
+		// A stream-stream join's window: within, or before and after.
+		{"within", func(k, v *yaml.Node) {
+			if joinKind(k) {
+				w.Before = d.duration(v, what+": within (the time difference)", false)
+				w.After = w.Before
+			}
+		}},
+		{"before", func(k, v *yaml.Node) {
+			if w.Kind.Value == WindowJoin && w.Before.Set() && w.After.Value == w.Before.Value && w.After.Pos == w.Before.Pos {
+				d.errs.add(d.pos(k), "%s: both within and before: within sets before and after", what)
+				return
+			}
+			if w.Kind.Value == "" || w.Kind.Value == WindowJoin {
+				w.Kind = cmpStr(w.Kind, Str{Value: WindowJoin, Pos: d.pos(k)})
+				w.Before = d.duration(v, what+": before", true)
+				return
+			}
+			joinKind(k)
+		}},
+		{"after", func(k, v *yaml.Node) {
+			if w.Kind.Value == WindowJoin && w.After.Set() && w.After.Pos == w.Before.Pos {
+				d.errs.add(d.pos(k), "%s: both within and after: within sets before and after", what)
+				return
+			}
+			if w.Kind.Value == "" || w.Kind.Value == WindowJoin {
+				w.Kind = cmpStr(w.Kind, Str{Value: WindowJoin, Pos: d.pos(k)})
+				w.After = d.duration(v, what+": after", true)
+				return
+			}
+			joinKind(k)
+		}},
 	}) {
 		return w
+	}
+	if w.Kind.Value == WindowJoin && w.Before.Value+w.After.Value <= 0 {
+		d.errs.add(w.Kind.Pos, "%s: a join window needs a positive before plus after (within: D, or before: B and after: A)", what)
 	}
 	if w.Kind.Value == "" {
 		d.errs.add(w.Pos, "%s: say its kind: {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}, with grace: DURATION", what)
@@ -274,8 +322,18 @@ func (w *Window) String() string {
 		s = fmt.Sprintf("hopping: {size: %s, advance: %s}", DurationText(w.Size.Value), DurationText(w.Advance.Value))
 	case WindowSession:
 		s = "session: " + DurationText(w.Gap.Value)
+	case WindowJoin:
+		s = fmt.Sprintf("before: %s, after: %s", DurationText(w.Before.Value), DurationText(w.After.Value))
 	default:
 		s = w.Kind.Value + ": " + DurationText(w.Size.Value)
 	}
 	return "{" + s + ", grace: " + DurationText(w.Grace.Value) + "}"
+}
+
+// cmpStr keeps a kind already set (where it was first written), else takes s.
+func cmpStr(old, s Str) Str {
+	if old.Value != "" {
+		return old
+	}
+	return s
 }

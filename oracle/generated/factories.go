@@ -177,3 +177,34 @@ func (Factories) SaLengthsAggregate(_ string, value string, agg int64) int64 {
 	return agg + int64(len(value))
 }
 func (Factories) SaLengthsMerge(_ string, a, b int64) int64 { return a + b }
+
+// orNull is Java's "" + s: the string, or "null".
+func orNull(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return *s
+}
+
+func (Factories) JtsiJoin(_ string, left string, right string) string { return left + "/" + right }
+func (Factories) JtslJoin(_ string, left string, right *string) string {
+	return left + "/" + orNull(right)
+}
+func (Factories) JttiJoin(_ string, left string, right string) string { return left + "/" + right }
+func (Factories) JttlJoin(_ string, left string, right *string) string {
+	return left + "/" + orNull(right)
+}
+func (Factories) JttoJoin(_ string, left *string, right *string) string {
+	return orNull(left) + "/" + orNull(right)
+}
+
+func (Factories) JssInner(_ string, left string, right string) string { return left + "|" + right }
+func (Factories) JssLeft(_ string, left string, right *string) string {
+	return left + "|" + orNull(right)
+}
+func (Factories) JssOuter(_ string, left *string, right *string) string {
+	return orNull(left) + "|" + orNull(right)
+}
+func (Factories) JssOuterAsym(_ string, left *string, right *string) string {
+	return orNull(left) + "|" + orNull(right)
+}

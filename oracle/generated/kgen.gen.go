@@ -111,6 +111,60 @@ const (
 	TopicHoppingCountIn = "hopping-count-in"
 	// TopicHoppingCountOut is topic "hopping-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicHoppingCountOut = "hopping-count-out"
+	// TopicJoinSsInnerLeft is topic "join-ss-inner-left": key string (string), value string (string).
+	TopicJoinSsInnerLeft = "join-ss-inner-left"
+	// TopicJoinSsInnerOut is topic "join-ss-inner-out": key string (string), value string (string).
+	TopicJoinSsInnerOut = "join-ss-inner-out"
+	// TopicJoinSsInnerRight is topic "join-ss-inner-right": key string (string), value string (string).
+	TopicJoinSsInnerRight = "join-ss-inner-right"
+	// TopicJoinSsLeftLeft is topic "join-ss-left-left": key string (string), value string (string).
+	TopicJoinSsLeftLeft = "join-ss-left-left"
+	// TopicJoinSsLeftOut is topic "join-ss-left-out": key string (string), value string (string).
+	TopicJoinSsLeftOut = "join-ss-left-out"
+	// TopicJoinSsLeftRight is topic "join-ss-left-right": key string (string), value string (string).
+	TopicJoinSsLeftRight = "join-ss-left-right"
+	// TopicJoinSsOuterAsymLeft is topic "join-ss-outer-asym-left": key string (string), value string (string).
+	TopicJoinSsOuterAsymLeft = "join-ss-outer-asym-left"
+	// TopicJoinSsOuterAsymOut is topic "join-ss-outer-asym-out": key string (string), value string (string).
+	TopicJoinSsOuterAsymOut = "join-ss-outer-asym-out"
+	// TopicJoinSsOuterAsymRight is topic "join-ss-outer-asym-right": key string (string), value string (string).
+	TopicJoinSsOuterAsymRight = "join-ss-outer-asym-right"
+	// TopicJoinSsOuterLeft is topic "join-ss-outer-left": key string (string), value string (string).
+	TopicJoinSsOuterLeft = "join-ss-outer-left"
+	// TopicJoinSsOuterOut is topic "join-ss-outer-out": key string (string), value string (string).
+	TopicJoinSsOuterOut = "join-ss-outer-out"
+	// TopicJoinSsOuterRight is topic "join-ss-outer-right": key string (string), value string (string).
+	TopicJoinSsOuterRight = "join-ss-outer-right"
+	// TopicJoinTableStreamInnerIn is topic "join-table-stream-inner-in": key string (string), value string (string).
+	TopicJoinTableStreamInnerIn = "join-table-stream-inner-in"
+	// TopicJoinTableStreamInnerIn2 is topic "join-table-stream-inner-in2": key string (string), value string (string).
+	TopicJoinTableStreamInnerIn2 = "join-table-stream-inner-in2"
+	// TopicJoinTableStreamInnerOut is topic "join-table-stream-inner-out": key string (string), value string (string).
+	TopicJoinTableStreamInnerOut = "join-table-stream-inner-out"
+	// TopicJoinTableStreamLeftIn is topic "join-table-stream-left-in": key string (string), value string (string).
+	TopicJoinTableStreamLeftIn = "join-table-stream-left-in"
+	// TopicJoinTableStreamLeftIn2 is topic "join-table-stream-left-in2": key string (string), value string (string).
+	TopicJoinTableStreamLeftIn2 = "join-table-stream-left-in2"
+	// TopicJoinTableStreamLeftOut is topic "join-table-stream-left-out": key string (string), value string (string).
+	TopicJoinTableStreamLeftOut = "join-table-stream-left-out"
+	// TopicJoinTableTableInnerIn is topic "join-table-table-inner-in": key string (string), value string (string).
+	TopicJoinTableTableInnerIn = "join-table-table-inner-in"
+	// TopicJoinTableTableInnerIn2 is topic "join-table-table-inner-in2": key string (string), value string (string).
+	TopicJoinTableTableInnerIn2 = "join-table-table-inner-in2"
+	// TopicJoinTableTableInnerOut is topic "join-table-table-inner-out": key string (string), value string (string).
+	TopicJoinTableTableInnerOut = "join-table-table-inner-out"
+	// TopicJoinTableTableLeftIn is topic "join-table-table-left-in": key string (string), value string (string).
+	TopicJoinTableTableLeftIn = "join-table-table-left-in"
+	// TopicJoinTableTableLeftIn2 is topic "join-table-table-left-in2": key string (string), value string (string).
+	TopicJoinTableTableLeftIn2 = "join-table-table-left-in2"
+	// TopicJoinTableTableLeftOut is topic "join-table-table-left-out": key string (string), value string (string).
+	TopicJoinTableTableLeftOut = "join-table-table-left-out"
+	// TopicJoinTableTableOuterIn is topic "join-table-table-outer-in": key string (string), value string (string).
+	TopicJoinTableTableOuterIn = "join-table-table-outer-in"
+	// TopicJoinTableTableOuterIn2 is topic "join-table-table-outer-in2": key string (string), value string (string).
+	TopicJoinTableTableOuterIn2 = "join-table-table-outer-in2"
+	// TopicJoinTableTableOuterOut is topic "join-table-table-outer-out": key string (string), value string (string).
+	TopicJoinTableTableOuterOut = "join-table-table-outer-out"
 	// TopicMapIn is topic "map-in": key string (string), value string (string).
 	TopicMapIn = "map-in"
 	// TopicMapOut is topic "map-out": key string (string), value int64 (int64).
@@ -245,6 +299,22 @@ const (
 	StoreHcStore = "hc-store"
 	// StoreHomesStore is key-value store "homes-store": string to string.
 	StoreHomesStore = "homes-store"
+	// StoreJtsiTableStore is key-value store "jtsi-table-store": string to string.
+	StoreJtsiTableStore = "jtsi-table-store"
+	// StoreJtslTableStore is key-value store "jtsl-table-store": string to string.
+	StoreJtslTableStore = "jtsl-table-store"
+	// StoreJttiLeftStore is key-value store "jtti-left-store": string to string.
+	StoreJttiLeftStore = "jtti-left-store"
+	// StoreJttiRightStore is key-value store "jtti-right-store": string to string.
+	StoreJttiRightStore = "jtti-right-store"
+	// StoreJttlLeftStore is key-value store "jttl-left-store": string to string.
+	StoreJttlLeftStore = "jttl-left-store"
+	// StoreJttlRightStore is key-value store "jttl-right-store": string to string.
+	StoreJttlRightStore = "jttl-right-store"
+	// StoreJttoLeftStore is key-value store "jtto-left-store": string to string.
+	StoreJttoLeftStore = "jtto-left-store"
+	// StoreJttoRightStore is key-value store "jtto-right-store": string to string.
+	StoreJttoRightStore = "jtto-right-store"
 	// StoreNameLengthsStore is key-value store "name-lengths-store": string to int64.
 	StoreNameLengthsStore = "name-lengths-store"
 	// StoreNumbersStore is key-value store "numbers-store": string to int64.
@@ -471,6 +541,114 @@ type Serdes struct {
 	HoppingCountOutKey serde.Serde[string]
 	// HoppingCountOutValue encodes the values of topic "hopping-count-out" (int64).
 	HoppingCountOutValue serde.Serde[int64]
+	// JoinSsInnerLeftKey encodes the keys of topic "join-ss-inner-left" (string).
+	JoinSsInnerLeftKey serde.Serde[string]
+	// JoinSsInnerLeftValue encodes the values of topic "join-ss-inner-left" (string).
+	JoinSsInnerLeftValue serde.Serde[string]
+	// JoinSsInnerOutKey encodes the keys of topic "join-ss-inner-out" (string).
+	JoinSsInnerOutKey serde.Serde[string]
+	// JoinSsInnerOutValue encodes the values of topic "join-ss-inner-out" (string).
+	JoinSsInnerOutValue serde.Serde[string]
+	// JoinSsInnerRightKey encodes the keys of topic "join-ss-inner-right" (string).
+	JoinSsInnerRightKey serde.Serde[string]
+	// JoinSsInnerRightValue encodes the values of topic "join-ss-inner-right" (string).
+	JoinSsInnerRightValue serde.Serde[string]
+	// JoinSsLeftLeftKey encodes the keys of topic "join-ss-left-left" (string).
+	JoinSsLeftLeftKey serde.Serde[string]
+	// JoinSsLeftLeftValue encodes the values of topic "join-ss-left-left" (string).
+	JoinSsLeftLeftValue serde.Serde[string]
+	// JoinSsLeftOutKey encodes the keys of topic "join-ss-left-out" (string).
+	JoinSsLeftOutKey serde.Serde[string]
+	// JoinSsLeftOutValue encodes the values of topic "join-ss-left-out" (string).
+	JoinSsLeftOutValue serde.Serde[string]
+	// JoinSsLeftRightKey encodes the keys of topic "join-ss-left-right" (string).
+	JoinSsLeftRightKey serde.Serde[string]
+	// JoinSsLeftRightValue encodes the values of topic "join-ss-left-right" (string).
+	JoinSsLeftRightValue serde.Serde[string]
+	// JoinSsOuterAsymLeftKey encodes the keys of topic "join-ss-outer-asym-left" (string).
+	JoinSsOuterAsymLeftKey serde.Serde[string]
+	// JoinSsOuterAsymLeftValue encodes the values of topic "join-ss-outer-asym-left" (string).
+	JoinSsOuterAsymLeftValue serde.Serde[string]
+	// JoinSsOuterAsymOutKey encodes the keys of topic "join-ss-outer-asym-out" (string).
+	JoinSsOuterAsymOutKey serde.Serde[string]
+	// JoinSsOuterAsymOutValue encodes the values of topic "join-ss-outer-asym-out" (string).
+	JoinSsOuterAsymOutValue serde.Serde[string]
+	// JoinSsOuterAsymRightKey encodes the keys of topic "join-ss-outer-asym-right" (string).
+	JoinSsOuterAsymRightKey serde.Serde[string]
+	// JoinSsOuterAsymRightValue encodes the values of topic "join-ss-outer-asym-right" (string).
+	JoinSsOuterAsymRightValue serde.Serde[string]
+	// JoinSsOuterLeftKey encodes the keys of topic "join-ss-outer-left" (string).
+	JoinSsOuterLeftKey serde.Serde[string]
+	// JoinSsOuterLeftValue encodes the values of topic "join-ss-outer-left" (string).
+	JoinSsOuterLeftValue serde.Serde[string]
+	// JoinSsOuterOutKey encodes the keys of topic "join-ss-outer-out" (string).
+	JoinSsOuterOutKey serde.Serde[string]
+	// JoinSsOuterOutValue encodes the values of topic "join-ss-outer-out" (string).
+	JoinSsOuterOutValue serde.Serde[string]
+	// JoinSsOuterRightKey encodes the keys of topic "join-ss-outer-right" (string).
+	JoinSsOuterRightKey serde.Serde[string]
+	// JoinSsOuterRightValue encodes the values of topic "join-ss-outer-right" (string).
+	JoinSsOuterRightValue serde.Serde[string]
+	// JoinTableStreamInnerInKey encodes the keys of topic "join-table-stream-inner-in" (string).
+	JoinTableStreamInnerInKey serde.Serde[string]
+	// JoinTableStreamInnerInValue encodes the values of topic "join-table-stream-inner-in" (string).
+	JoinTableStreamInnerInValue serde.Serde[string]
+	// JoinTableStreamInnerIn2Key encodes the keys of topic "join-table-stream-inner-in2" (string).
+	JoinTableStreamInnerIn2Key serde.Serde[string]
+	// JoinTableStreamInnerIn2Value encodes the values of topic "join-table-stream-inner-in2" (string).
+	JoinTableStreamInnerIn2Value serde.Serde[string]
+	// JoinTableStreamInnerOutKey encodes the keys of topic "join-table-stream-inner-out" (string).
+	JoinTableStreamInnerOutKey serde.Serde[string]
+	// JoinTableStreamInnerOutValue encodes the values of topic "join-table-stream-inner-out" (string).
+	JoinTableStreamInnerOutValue serde.Serde[string]
+	// JoinTableStreamLeftInKey encodes the keys of topic "join-table-stream-left-in" (string).
+	JoinTableStreamLeftInKey serde.Serde[string]
+	// JoinTableStreamLeftInValue encodes the values of topic "join-table-stream-left-in" (string).
+	JoinTableStreamLeftInValue serde.Serde[string]
+	// JoinTableStreamLeftIn2Key encodes the keys of topic "join-table-stream-left-in2" (string).
+	JoinTableStreamLeftIn2Key serde.Serde[string]
+	// JoinTableStreamLeftIn2Value encodes the values of topic "join-table-stream-left-in2" (string).
+	JoinTableStreamLeftIn2Value serde.Serde[string]
+	// JoinTableStreamLeftOutKey encodes the keys of topic "join-table-stream-left-out" (string).
+	JoinTableStreamLeftOutKey serde.Serde[string]
+	// JoinTableStreamLeftOutValue encodes the values of topic "join-table-stream-left-out" (string).
+	JoinTableStreamLeftOutValue serde.Serde[string]
+	// JoinTableTableInnerInKey encodes the keys of topic "join-table-table-inner-in" (string).
+	JoinTableTableInnerInKey serde.Serde[string]
+	// JoinTableTableInnerInValue encodes the values of topic "join-table-table-inner-in" (string).
+	JoinTableTableInnerInValue serde.Serde[string]
+	// JoinTableTableInnerIn2Key encodes the keys of topic "join-table-table-inner-in2" (string).
+	JoinTableTableInnerIn2Key serde.Serde[string]
+	// JoinTableTableInnerIn2Value encodes the values of topic "join-table-table-inner-in2" (string).
+	JoinTableTableInnerIn2Value serde.Serde[string]
+	// JoinTableTableInnerOutKey encodes the keys of topic "join-table-table-inner-out" (string).
+	JoinTableTableInnerOutKey serde.Serde[string]
+	// JoinTableTableInnerOutValue encodes the values of topic "join-table-table-inner-out" (string).
+	JoinTableTableInnerOutValue serde.Serde[string]
+	// JoinTableTableLeftInKey encodes the keys of topic "join-table-table-left-in" (string).
+	JoinTableTableLeftInKey serde.Serde[string]
+	// JoinTableTableLeftInValue encodes the values of topic "join-table-table-left-in" (string).
+	JoinTableTableLeftInValue serde.Serde[string]
+	// JoinTableTableLeftIn2Key encodes the keys of topic "join-table-table-left-in2" (string).
+	JoinTableTableLeftIn2Key serde.Serde[string]
+	// JoinTableTableLeftIn2Value encodes the values of topic "join-table-table-left-in2" (string).
+	JoinTableTableLeftIn2Value serde.Serde[string]
+	// JoinTableTableLeftOutKey encodes the keys of topic "join-table-table-left-out" (string).
+	JoinTableTableLeftOutKey serde.Serde[string]
+	// JoinTableTableLeftOutValue encodes the values of topic "join-table-table-left-out" (string).
+	JoinTableTableLeftOutValue serde.Serde[string]
+	// JoinTableTableOuterInKey encodes the keys of topic "join-table-table-outer-in" (string).
+	JoinTableTableOuterInKey serde.Serde[string]
+	// JoinTableTableOuterInValue encodes the values of topic "join-table-table-outer-in" (string).
+	JoinTableTableOuterInValue serde.Serde[string]
+	// JoinTableTableOuterIn2Key encodes the keys of topic "join-table-table-outer-in2" (string).
+	JoinTableTableOuterIn2Key serde.Serde[string]
+	// JoinTableTableOuterIn2Value encodes the values of topic "join-table-table-outer-in2" (string).
+	JoinTableTableOuterIn2Value serde.Serde[string]
+	// JoinTableTableOuterOutKey encodes the keys of topic "join-table-table-outer-out" (string).
+	JoinTableTableOuterOutKey serde.Serde[string]
+	// JoinTableTableOuterOutValue encodes the values of topic "join-table-table-outer-out" (string).
+	JoinTableTableOuterOutValue serde.Serde[string]
 	// MapInKey encodes the keys of topic "map-in" (string).
 	MapInKey serde.Serde[string]
 	// MapInValue encodes the values of topic "map-in" (string).
@@ -731,6 +909,38 @@ type Serdes struct {
 	StoreHomesStoreKey serde.Serde[string]
 	// StoreHomesStoreValue encodes the values of store "homes-store".
 	StoreHomesStoreValue serde.Serde[string]
+	// StoreJtsiTableStoreKey encodes the keys of store "jtsi-table-store".
+	StoreJtsiTableStoreKey serde.Serde[string]
+	// StoreJtsiTableStoreValue encodes the values of store "jtsi-table-store".
+	StoreJtsiTableStoreValue serde.Serde[string]
+	// StoreJtslTableStoreKey encodes the keys of store "jtsl-table-store".
+	StoreJtslTableStoreKey serde.Serde[string]
+	// StoreJtslTableStoreValue encodes the values of store "jtsl-table-store".
+	StoreJtslTableStoreValue serde.Serde[string]
+	// StoreJttiLeftStoreKey encodes the keys of store "jtti-left-store".
+	StoreJttiLeftStoreKey serde.Serde[string]
+	// StoreJttiLeftStoreValue encodes the values of store "jtti-left-store".
+	StoreJttiLeftStoreValue serde.Serde[string]
+	// StoreJttiRightStoreKey encodes the keys of store "jtti-right-store".
+	StoreJttiRightStoreKey serde.Serde[string]
+	// StoreJttiRightStoreValue encodes the values of store "jtti-right-store".
+	StoreJttiRightStoreValue serde.Serde[string]
+	// StoreJttlLeftStoreKey encodes the keys of store "jttl-left-store".
+	StoreJttlLeftStoreKey serde.Serde[string]
+	// StoreJttlLeftStoreValue encodes the values of store "jttl-left-store".
+	StoreJttlLeftStoreValue serde.Serde[string]
+	// StoreJttlRightStoreKey encodes the keys of store "jttl-right-store".
+	StoreJttlRightStoreKey serde.Serde[string]
+	// StoreJttlRightStoreValue encodes the values of store "jttl-right-store".
+	StoreJttlRightStoreValue serde.Serde[string]
+	// StoreJttoLeftStoreKey encodes the keys of store "jtto-left-store".
+	StoreJttoLeftStoreKey serde.Serde[string]
+	// StoreJttoLeftStoreValue encodes the values of store "jtto-left-store".
+	StoreJttoLeftStoreValue serde.Serde[string]
+	// StoreJttoRightStoreKey encodes the keys of store "jtto-right-store".
+	StoreJttoRightStoreKey serde.Serde[string]
+	// StoreJttoRightStoreValue encodes the values of store "jtto-right-store".
+	StoreJttoRightStoreValue serde.Serde[string]
 	// StoreNameLengthsStoreKey encodes the keys of store "name-lengths-store".
 	StoreNameLengthsStoreKey serde.Serde[string]
 	// StoreNameLengthsStoreValue encodes the values of store "name-lengths-store".
@@ -851,6 +1061,38 @@ type Serdes struct {
 	StoreEfsSuppressBufferKey serde.Serde[string]
 	// StoreEfsSuppressBufferValue encodes the values of store "efs-suppress-buffer" (int64).
 	StoreEfsSuppressBufferValue serde.Serde[int64]
+	// StoreJssInnerLeftStoreKey encodes the keys of store "jss-inner-left-store" (string).
+	StoreJssInnerLeftStoreKey serde.Serde[string]
+	// StoreJssInnerLeftStoreValue encodes the values of store "jss-inner-left-store" (string).
+	StoreJssInnerLeftStoreValue serde.Serde[string]
+	// StoreJssInnerRightStoreKey encodes the keys of store "jss-inner-right-store" (string).
+	StoreJssInnerRightStoreKey serde.Serde[string]
+	// StoreJssInnerRightStoreValue encodes the values of store "jss-inner-right-store" (string).
+	StoreJssInnerRightStoreValue serde.Serde[string]
+	// StoreJssLeftLeftStoreKey encodes the keys of store "jss-left-left-store" (string).
+	StoreJssLeftLeftStoreKey serde.Serde[string]
+	// StoreJssLeftLeftStoreValue encodes the values of store "jss-left-left-store" (string).
+	StoreJssLeftLeftStoreValue serde.Serde[string]
+	// StoreJssLeftRightStoreKey encodes the keys of store "jss-left-right-store" (string).
+	StoreJssLeftRightStoreKey serde.Serde[string]
+	// StoreJssLeftRightStoreValue encodes the values of store "jss-left-right-store" (string).
+	StoreJssLeftRightStoreValue serde.Serde[string]
+	// StoreJssOuterLeftStoreKey encodes the keys of store "jss-outer-left-store" (string).
+	StoreJssOuterLeftStoreKey serde.Serde[string]
+	// StoreJssOuterLeftStoreValue encodes the values of store "jss-outer-left-store" (string).
+	StoreJssOuterLeftStoreValue serde.Serde[string]
+	// StoreJssOuterRightStoreKey encodes the keys of store "jss-outer-right-store" (string).
+	StoreJssOuterRightStoreKey serde.Serde[string]
+	// StoreJssOuterRightStoreValue encodes the values of store "jss-outer-right-store" (string).
+	StoreJssOuterRightStoreValue serde.Serde[string]
+	// StoreJssOuterAsymLeftStoreKey encodes the keys of store "jss-outer-asym-left-store" (string).
+	StoreJssOuterAsymLeftStoreKey serde.Serde[string]
+	// StoreJssOuterAsymLeftStoreValue encodes the values of store "jss-outer-asym-left-store" (string).
+	StoreJssOuterAsymLeftStoreValue serde.Serde[string]
+	// StoreJssOuterAsymRightStoreKey encodes the keys of store "jss-outer-asym-right-store" (string).
+	StoreJssOuterAsymRightStoreKey serde.Serde[string]
+	// StoreJssOuterAsymRightStoreValue encodes the values of store "jss-outer-asym-right-store" (string).
+	StoreJssOuterAsymRightStoreValue serde.Serde[string]
 	// StoreTsFinalBufferKey encodes the keys of store "ts-final-buffer" (string).
 	StoreTsFinalBufferKey serde.Serde[string]
 	// StoreTsFinalBufferValue encodes the values of store "ts-final-buffer" (int64).
@@ -962,6 +1204,60 @@ func DefaultSerdes() Serdes {
 		HoppingCountInValue:                 serde.String{},
 		HoppingCountOutKey:                  serde.String{},
 		HoppingCountOutValue:                serde.Int64{},
+		JoinSsInnerLeftKey:                  serde.String{},
+		JoinSsInnerLeftValue:                serde.String{},
+		JoinSsInnerOutKey:                   serde.String{},
+		JoinSsInnerOutValue:                 serde.String{},
+		JoinSsInnerRightKey:                 serde.String{},
+		JoinSsInnerRightValue:               serde.String{},
+		JoinSsLeftLeftKey:                   serde.String{},
+		JoinSsLeftLeftValue:                 serde.String{},
+		JoinSsLeftOutKey:                    serde.String{},
+		JoinSsLeftOutValue:                  serde.String{},
+		JoinSsLeftRightKey:                  serde.String{},
+		JoinSsLeftRightValue:                serde.String{},
+		JoinSsOuterAsymLeftKey:              serde.String{},
+		JoinSsOuterAsymLeftValue:            serde.String{},
+		JoinSsOuterAsymOutKey:               serde.String{},
+		JoinSsOuterAsymOutValue:             serde.String{},
+		JoinSsOuterAsymRightKey:             serde.String{},
+		JoinSsOuterAsymRightValue:           serde.String{},
+		JoinSsOuterLeftKey:                  serde.String{},
+		JoinSsOuterLeftValue:                serde.String{},
+		JoinSsOuterOutKey:                   serde.String{},
+		JoinSsOuterOutValue:                 serde.String{},
+		JoinSsOuterRightKey:                 serde.String{},
+		JoinSsOuterRightValue:               serde.String{},
+		JoinTableStreamInnerIn2Key:          serde.String{},
+		JoinTableStreamInnerIn2Value:        serde.String{},
+		JoinTableStreamInnerInKey:           serde.String{},
+		JoinTableStreamInnerInValue:         serde.String{},
+		JoinTableStreamInnerOutKey:          serde.String{},
+		JoinTableStreamInnerOutValue:        serde.String{},
+		JoinTableStreamLeftIn2Key:           serde.String{},
+		JoinTableStreamLeftIn2Value:         serde.String{},
+		JoinTableStreamLeftInKey:            serde.String{},
+		JoinTableStreamLeftInValue:          serde.String{},
+		JoinTableStreamLeftOutKey:           serde.String{},
+		JoinTableStreamLeftOutValue:         serde.String{},
+		JoinTableTableInnerIn2Key:           serde.String{},
+		JoinTableTableInnerIn2Value:         serde.String{},
+		JoinTableTableInnerInKey:            serde.String{},
+		JoinTableTableInnerInValue:          serde.String{},
+		JoinTableTableInnerOutKey:           serde.String{},
+		JoinTableTableInnerOutValue:         serde.String{},
+		JoinTableTableLeftIn2Key:            serde.String{},
+		JoinTableTableLeftIn2Value:          serde.String{},
+		JoinTableTableLeftInKey:             serde.String{},
+		JoinTableTableLeftInValue:           serde.String{},
+		JoinTableTableLeftOutKey:            serde.String{},
+		JoinTableTableLeftOutValue:          serde.String{},
+		JoinTableTableOuterIn2Key:           serde.String{},
+		JoinTableTableOuterIn2Value:         serde.String{},
+		JoinTableTableOuterInKey:            serde.String{},
+		JoinTableTableOuterInValue:          serde.String{},
+		JoinTableTableOuterOutKey:           serde.String{},
+		JoinTableTableOuterOutValue:         serde.String{},
 		MapInKey:                            serde.String{},
 		MapInValue:                          serde.String{},
 		MapOutKey:                           serde.String{},
@@ -1046,6 +1342,38 @@ func DefaultSerdes() Serdes {
 		StoreHcStoreValue:                   serde.Int64{},
 		StoreHomesStoreKey:                  serde.String{},
 		StoreHomesStoreValue:                serde.String{},
+		StoreJssInnerLeftStoreKey:           serde.String{},
+		StoreJssInnerLeftStoreValue:         serde.String{},
+		StoreJssInnerRightStoreKey:          serde.String{},
+		StoreJssInnerRightStoreValue:        serde.String{},
+		StoreJssLeftLeftStoreKey:            serde.String{},
+		StoreJssLeftLeftStoreValue:          serde.String{},
+		StoreJssLeftRightStoreKey:           serde.String{},
+		StoreJssLeftRightStoreValue:         serde.String{},
+		StoreJssOuterAsymLeftStoreKey:       serde.String{},
+		StoreJssOuterAsymLeftStoreValue:     serde.String{},
+		StoreJssOuterAsymRightStoreKey:      serde.String{},
+		StoreJssOuterAsymRightStoreValue:    serde.String{},
+		StoreJssOuterLeftStoreKey:           serde.String{},
+		StoreJssOuterLeftStoreValue:         serde.String{},
+		StoreJssOuterRightStoreKey:          serde.String{},
+		StoreJssOuterRightStoreValue:        serde.String{},
+		StoreJtsiTableStoreKey:              serde.String{},
+		StoreJtsiTableStoreValue:            serde.String{},
+		StoreJtslTableStoreKey:              serde.String{},
+		StoreJtslTableStoreValue:            serde.String{},
+		StoreJttiLeftStoreKey:               serde.String{},
+		StoreJttiLeftStoreValue:             serde.String{},
+		StoreJttiRightStoreKey:              serde.String{},
+		StoreJttiRightStoreValue:            serde.String{},
+		StoreJttlLeftStoreKey:               serde.String{},
+		StoreJttlLeftStoreValue:             serde.String{},
+		StoreJttlRightStoreKey:              serde.String{},
+		StoreJttlRightStoreValue:            serde.String{},
+		StoreJttoLeftStoreKey:               serde.String{},
+		StoreJttoLeftStoreValue:             serde.String{},
+		StoreJttoRightStoreKey:              serde.String{},
+		StoreJttoRightStoreValue:            serde.String{},
 		StoreNameLengthsStoreKey:            serde.String{},
 		StoreNameLengthsStoreValue:          serde.Int64{},
 		StoreNumbersStoreKey:                serde.String{},
@@ -1181,6 +1509,33 @@ type Processors interface {
 	DropLongN(key *string, value *string) bool
 	// FirstLetter is the key selector of selectKey "first-letter": the new key of a record.
 	FirstLetter(key string, value string) string
+	// JssInner is the joiner of join "jss-inner" (stream-stream): the joined value of a
+	// key's left and right values.
+	JssInner(key string, left string, right string) string
+	// JssLeft is the joiner of leftJoin "jss-left" (stream-stream): the joined value of a
+	// key's left and right values (right nil where there is none).
+	JssLeft(key string, left string, right *string) string
+	// JssOuter is the joiner of outerJoin "jss-outer" (stream-stream): the joined value of a
+	// key's left and right values (either nil where that side has none).
+	JssOuter(key string, left *string, right *string) string
+	// JssOuterAsym is the joiner of outerJoin "jss-outer-asym" (stream-stream): the joined
+	// value of a key's left and right values (either nil where that side has none).
+	JssOuterAsym(key string, left *string, right *string) string
+	// JtsiJoin is the joiner of join "jtsi-join" (stream-table): the joined value of a key's
+	// left and right values.
+	JtsiJoin(key string, left string, right string) string
+	// JtslJoin is the joiner of leftJoin "jtsl-join" (stream-table): the joined value of a
+	// key's left and right values (right nil where there is none).
+	JtslJoin(key string, left string, right *string) string
+	// JttiJoin is the joiner of join "jtti-join" (table-table): the joined value of a key's
+	// left and right values.
+	JttiJoin(key string, left string, right string) string
+	// JttlJoin is the joiner of leftJoin "jttl-join" (table-table): the joined value of a
+	// key's left and right values (right nil where there is none).
+	JttlJoin(key string, left string, right *string) string
+	// JttoJoin is the joiner of outerJoin "jtto-join" (table-table): the joined value of a
+	// key's left and right values (either nil where that side has none).
+	JttoJoin(key string, left *string, right *string) string
 	// KeepLong is the predicate of filter "keep-long": it keeps the records for which it
 	// returns true.
 	KeepLong(key string, value string) bool
@@ -1328,6 +1683,16 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "foreach-in-source", TopicForeachIn, s.ForeachInKey, s.ForeachInValue)
 	stream.AddSource(t, "foreach-nullable-in-source", TopicForeachNullableIn, dsl.Nullable(s.ForeachNullableInKey), dsl.Nullable(s.ForeachNullableInValue))
 	stream.AddSource(t, "hopping-count-in-source", TopicHoppingCountIn, s.HoppingCountInKey, s.HoppingCountInValue)
+	stream.AddSource(t, "join-ss-inner-left-source", TopicJoinSsInnerLeft, s.JoinSsInnerLeftKey, s.JoinSsInnerLeftValue)
+	stream.AddSource(t, "join-ss-inner-right-source", TopicJoinSsInnerRight, s.JoinSsInnerRightKey, s.JoinSsInnerRightValue)
+	stream.AddSource(t, "join-ss-left-left-source", TopicJoinSsLeftLeft, s.JoinSsLeftLeftKey, s.JoinSsLeftLeftValue)
+	stream.AddSource(t, "join-ss-left-right-source", TopicJoinSsLeftRight, s.JoinSsLeftRightKey, s.JoinSsLeftRightValue)
+	stream.AddSource(t, "join-ss-outer-asym-left-source", TopicJoinSsOuterAsymLeft, s.JoinSsOuterAsymLeftKey, s.JoinSsOuterAsymLeftValue)
+	stream.AddSource(t, "join-ss-outer-asym-right-source", TopicJoinSsOuterAsymRight, s.JoinSsOuterAsymRightKey, s.JoinSsOuterAsymRightValue)
+	stream.AddSource(t, "join-ss-outer-left-source", TopicJoinSsOuterLeft, s.JoinSsOuterLeftKey, s.JoinSsOuterLeftValue)
+	stream.AddSource(t, "join-ss-outer-right-source", TopicJoinSsOuterRight, s.JoinSsOuterRightKey, s.JoinSsOuterRightValue)
+	stream.AddSource(t, "join-table-stream-inner-in-source", TopicJoinTableStreamInnerIn, s.JoinTableStreamInnerInKey, s.JoinTableStreamInnerInValue)
+	stream.AddSource(t, "join-table-stream-left-in-source", TopicJoinTableStreamLeftIn, s.JoinTableStreamLeftInKey, s.JoinTableStreamLeftInValue)
 	stream.AddSource(t, "map-in-source", TopicMapIn, s.MapInKey, s.MapInValue)
 	stream.AddSource(t, "map-values-in-source", TopicMapValuesIn, s.MapValuesInKey, s.MapValuesInValue)
 	stream.AddSource(t, "map-values-nullable-in-source", TopicMapValuesNullableIn, dsl.Nullable(s.MapValuesNullableInKey), dsl.Nullable(s.MapValuesNullableInValue))
@@ -1438,6 +1803,53 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.Merge[string, string](t, "hc-group", "hopping-count-in-source")
 	dsl.WindowedCount[string, string](t, "hc-count", StoreHcStore, dsl.HoppingWindows(10*time.Second, 5*time.Second), s.StoreHcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "hc-group")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "hc-stream", "hc-count")
+	// jss-inner joins join-ss-inner-left with join-ss-inner-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jss-inner-left-store and jss-inner-right-store.
+	dsl.JoinStreams[string, string, string, string](t, "jss-inner", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssInnerLeftStoreKey, s.StoreJssInnerLeftStoreValue, s.StoreJssInnerRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssInner, "join-ss-inner-left-source", "join-ss-inner-right-source")
+	// jss-left joins join-ss-left-left with join-ss-left-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jss-left-left-store and jss-left-right-store.
+	dsl.LeftJoinStreams[string, string, string, string](t, "jss-left", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssLeftLeftStoreKey, s.StoreJssLeftLeftStoreValue, s.StoreJssLeftRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssLeft, "join-ss-left-left-source", "join-ss-left-right-source")
+	// jss-outer joins join-ss-outer-left with join-ss-outer-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jss-outer-left-store and jss-outer-right-store.
+	dsl.OuterJoinStreams[string, string, string, string](t, "jss-outer", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssOuterLeftStoreKey, s.StoreJssOuterLeftStoreValue, s.StoreJssOuterRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssOuter, "join-ss-outer-left-source", "join-ss-outer-right-source")
+	// jss-outer-asym joins join-ss-outer-asym-left with join-ss-outer-asym-right in {before: 5s, after: 10s, grace: 2s}, keeping each side in jss-outer-asym-left-store and jss-outer-asym-right-store.
+	dsl.OuterJoinStreams[string, string, string, string](t, "jss-outer-asym", dsl.JoinWindowsOf(5*time.Second).After(10*time.Second).Grace(2*time.Second), s.StoreJssOuterAsymLeftStoreKey, s.StoreJssOuterAsymLeftStoreValue, s.StoreJssOuterAsymRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssOuterAsym, "join-ss-outer-asym-left-source", "join-ss-outer-asym-right-source")
+	dsl.Table[string, string](t, "jtsi-table", TopicJoinTableStreamInnerIn2, s.JoinTableStreamInnerIn2Key, s.JoinTableStreamInnerIn2Value, StoreJtsiTableStore, stream.StoreOptions{Changelog: true})
+	// jtsi-join looks each record of join-table-stream-inner-in up in table "jtsi-table"'s store jtsi-table-store.
+	dsl.StreamTableJoinWithKey[string, string, string, string](t, "jtsi-join", StoreJtsiTableStore, p.JtsiJoin, "join-table-stream-inner-in-source")
+	dsl.Table[string, string](t, "jtsl-table", TopicJoinTableStreamLeftIn2, s.JoinTableStreamLeftIn2Key, s.JoinTableStreamLeftIn2Value, StoreJtslTableStore, stream.StoreOptions{Changelog: true})
+	// jtsl-join looks each record of join-table-stream-left-in up in table "jtsl-table"'s store jtsl-table-store.
+	dsl.StreamTableLeftJoinWithKey[string, string, string, string](t, "jtsl-join", StoreJtslTableStore, p.JtslJoin, "join-table-stream-left-in-source")
+	dsl.Table[string, string](t, "jtti-left", TopicJoinTableTableInnerIn, s.JoinTableTableInnerInKey, s.JoinTableTableInnerInValue, StoreJttiLeftStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "jtti-right", TopicJoinTableTableInnerIn2, s.JoinTableTableInnerIn2Key, s.JoinTableTableInnerIn2Value, StoreJttiRightStore, stream.StoreOptions{Changelog: true})
+	// jtti-join joins the rows of tables jtti-left and jtti-right, each update looking up the other's store.
+	dsl.TableJoinWithKey[string, string, string, string](t, "jtti-join", dsl.TableRef{
+		Node:  "jtti-left",
+		Store: StoreJttiLeftStore,
+	}, dsl.TableRef{
+		Node:  "jtti-right",
+		Store: StoreJttiRightStore,
+	}, p.JttiJoin)
+	dsl.ToStream[string, string](t, "jtti-out", "jtti-join")
+	dsl.Table[string, string](t, "jttl-left", TopicJoinTableTableLeftIn, s.JoinTableTableLeftInKey, s.JoinTableTableLeftInValue, StoreJttlLeftStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "jttl-right", TopicJoinTableTableLeftIn2, s.JoinTableTableLeftIn2Key, s.JoinTableTableLeftIn2Value, StoreJttlRightStore, stream.StoreOptions{Changelog: true})
+	// jttl-join joins the rows of tables jttl-left and jttl-right, each update looking up the other's store.
+	dsl.TableLeftJoinWithKey[string, string, string, string](t, "jttl-join", dsl.TableRef{
+		Node:  "jttl-left",
+		Store: StoreJttlLeftStore,
+	}, dsl.TableRef{
+		Node:  "jttl-right",
+		Store: StoreJttlRightStore,
+	}, p.JttlJoin)
+	dsl.ToStream[string, string](t, "jttl-out", "jttl-join")
+	dsl.Table[string, string](t, "jtto-left", TopicJoinTableTableOuterIn, s.JoinTableTableOuterInKey, s.JoinTableTableOuterInValue, StoreJttoLeftStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "jtto-right", TopicJoinTableTableOuterIn2, s.JoinTableTableOuterIn2Key, s.JoinTableTableOuterIn2Value, StoreJttoRightStore, stream.StoreOptions{Changelog: true})
+	// jtto-join joins the rows of tables jtto-left and jtto-right, each update looking up the other's store.
+	dsl.TableOuterJoinWithKey[string, string, string, string](t, "jtto-join", dsl.TableRef{
+		Node:  "jtto-left",
+		Store: StoreJttoLeftStore,
+	}, dsl.TableRef{
+		Node:  "jtto-right",
+		Store: StoreJttoRightStore,
+	}, p.JttoJoin)
+	dsl.ToStream[string, string](t, "jtto-out", "jtto-join")
 	dsl.Filter(t, "keep-long", p.KeepLong, "filter-in-source")
 	dsl.Filter(t, "keep-long-n", p.KeepLongN, "filter-nullable-in-source")
 	dsl.MapValues(t, "key-and-upper", p.KeyAndUpper, "map-values-in-source")
@@ -1559,6 +1971,15 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "flat-map-values-nullable-out-sink", TopicFlatMapValuesNullableOut, dsl.Nullable(s.FlatMapValuesNullableOutKey), s.FlatMapValuesNullableOutValue, "split-words-n")
 	stream.AddSink(t, "flat-map-values-out-sink", TopicFlatMapValuesOut, s.FlatMapValuesOutKey, s.FlatMapValuesOutValue, "split-words")
 	stream.AddSinkWith(t, "hopping-count-out-sink", TopicHoppingCountOut, serde.TimeWindowed(s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(s.HoppingCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.HoppingCountOutKey)}, "hc-stream")
+	stream.AddSink(t, "join-ss-inner-out-sink", TopicJoinSsInnerOut, s.JoinSsInnerOutKey, s.JoinSsInnerOutValue, "jss-inner")
+	stream.AddSink(t, "join-ss-left-out-sink", TopicJoinSsLeftOut, s.JoinSsLeftOutKey, s.JoinSsLeftOutValue, "jss-left")
+	stream.AddSink(t, "join-ss-outer-asym-out-sink", TopicJoinSsOuterAsymOut, s.JoinSsOuterAsymOutKey, s.JoinSsOuterAsymOutValue, "jss-outer-asym")
+	stream.AddSink(t, "join-ss-outer-out-sink", TopicJoinSsOuterOut, s.JoinSsOuterOutKey, s.JoinSsOuterOutValue, "jss-outer")
+	stream.AddSink(t, "join-table-stream-inner-out-sink", TopicJoinTableStreamInnerOut, s.JoinTableStreamInnerOutKey, s.JoinTableStreamInnerOutValue, "jtsi-join")
+	stream.AddSink(t, "join-table-stream-left-out-sink", TopicJoinTableStreamLeftOut, s.JoinTableStreamLeftOutKey, s.JoinTableStreamLeftOutValue, "jtsl-join")
+	stream.AddSink(t, "join-table-table-inner-out-sink", TopicJoinTableTableInnerOut, s.JoinTableTableInnerOutKey, dsl.Nullable(s.JoinTableTableInnerOutValue), "jtti-out")
+	stream.AddSink(t, "join-table-table-left-out-sink", TopicJoinTableTableLeftOut, s.JoinTableTableLeftOutKey, dsl.Nullable(s.JoinTableTableLeftOutValue), "jttl-out")
+	stream.AddSink(t, "join-table-table-outer-out-sink", TopicJoinTableTableOuterOut, s.JoinTableTableOuterOutKey, dsl.Nullable(s.JoinTableTableOuterOutValue), "jtto-out")
 	stream.AddSink(t, "map-out-sink", TopicMapOut, s.MapOutKey, s.MapOutValue, "upper-and-length")
 	stream.AddSink(t, "map-values-nullable-out-sink", TopicMapValuesNullableOut, dsl.Nullable(s.MapValuesNullableOutKey), s.MapValuesNullableOutValue, "key-and-upper-n")
 	stream.AddSink(t, "map-values-out-sink", TopicMapValuesOut, s.MapValuesOutKey, s.MapValuesOutValue, "key-and-upper")

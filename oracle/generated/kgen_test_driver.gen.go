@@ -442,6 +442,378 @@ func (d *TestDriver) ReadHoppingCountOut() ([]stream.Record[dsl.Windowed[string]
 	return streamtest.Read(d.d, TopicHoppingCountOut, serde.TimeWindowed(d.s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(d.s.HoppingCountOutValue))
 }
 
+// PipeJoinSsInnerLeft writes a record with timestamp ts to topic "join-ss-inner-left" and processes it.
+func (d *TestDriver) PipeJoinSsInnerLeft(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsInnerLeft, d.s.JoinSsInnerLeftKey, d.s.JoinSsInnerLeftValue, key, value, ts)
+}
+
+// PipeJoinSsInnerLeftNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-inner-left" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsInnerLeftNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsInnerLeft, d.s.JoinSsInnerLeftValue, value, ts)
+}
+
+// PipeJoinSsInnerLeftTombstone writes a tombstone (a null value) for key to topic "join-ss-inner-left" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsInnerLeftTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsInnerLeft, d.s.JoinSsInnerLeftKey, key, ts)
+}
+
+// ReadJoinSsInnerOut returns the records written to topic "join-ss-inner-out" since the last read.
+func (d *TestDriver) ReadJoinSsInnerOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinSsInnerOut, d.s.JoinSsInnerOutKey, d.s.JoinSsInnerOutValue)
+}
+
+// PipeJoinSsInnerRight writes a record with timestamp ts to topic "join-ss-inner-right" and processes it.
+func (d *TestDriver) PipeJoinSsInnerRight(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsInnerRight, d.s.JoinSsInnerRightKey, d.s.JoinSsInnerRightValue, key, value, ts)
+}
+
+// PipeJoinSsInnerRightNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-inner-right" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsInnerRightNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsInnerRight, d.s.JoinSsInnerRightValue, value, ts)
+}
+
+// PipeJoinSsInnerRightTombstone writes a tombstone (a null value) for key to topic "join-ss-inner-right" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsInnerRightTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsInnerRight, d.s.JoinSsInnerRightKey, key, ts)
+}
+
+// PipeJoinSsLeftLeft writes a record with timestamp ts to topic "join-ss-left-left" and processes it.
+func (d *TestDriver) PipeJoinSsLeftLeft(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsLeftLeft, d.s.JoinSsLeftLeftKey, d.s.JoinSsLeftLeftValue, key, value, ts)
+}
+
+// PipeJoinSsLeftLeftNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-left-left" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsLeftLeftNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsLeftLeft, d.s.JoinSsLeftLeftValue, value, ts)
+}
+
+// PipeJoinSsLeftLeftTombstone writes a tombstone (a null value) for key to topic "join-ss-left-left" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsLeftLeftTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsLeftLeft, d.s.JoinSsLeftLeftKey, key, ts)
+}
+
+// ReadJoinSsLeftOut returns the records written to topic "join-ss-left-out" since the last read.
+func (d *TestDriver) ReadJoinSsLeftOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinSsLeftOut, d.s.JoinSsLeftOutKey, d.s.JoinSsLeftOutValue)
+}
+
+// PipeJoinSsLeftRight writes a record with timestamp ts to topic "join-ss-left-right" and processes it.
+func (d *TestDriver) PipeJoinSsLeftRight(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsLeftRight, d.s.JoinSsLeftRightKey, d.s.JoinSsLeftRightValue, key, value, ts)
+}
+
+// PipeJoinSsLeftRightNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-left-right" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsLeftRightNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsLeftRight, d.s.JoinSsLeftRightValue, value, ts)
+}
+
+// PipeJoinSsLeftRightTombstone writes a tombstone (a null value) for key to topic "join-ss-left-right" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsLeftRightTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsLeftRight, d.s.JoinSsLeftRightKey, key, ts)
+}
+
+// PipeJoinSsOuterAsymLeft writes a record with timestamp ts to topic "join-ss-outer-asym-left" and processes it.
+func (d *TestDriver) PipeJoinSsOuterAsymLeft(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsOuterAsymLeft, d.s.JoinSsOuterAsymLeftKey, d.s.JoinSsOuterAsymLeftValue, key, value, ts)
+}
+
+// PipeJoinSsOuterAsymLeftNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-outer-asym-left" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterAsymLeftNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsOuterAsymLeft, d.s.JoinSsOuterAsymLeftValue, value, ts)
+}
+
+// PipeJoinSsOuterAsymLeftTombstone writes a tombstone (a null value) for key to topic "join-ss-outer-asym-left" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterAsymLeftTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsOuterAsymLeft, d.s.JoinSsOuterAsymLeftKey, key, ts)
+}
+
+// ReadJoinSsOuterAsymOut returns the records written to topic "join-ss-outer-asym-out" since the last read.
+func (d *TestDriver) ReadJoinSsOuterAsymOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinSsOuterAsymOut, d.s.JoinSsOuterAsymOutKey, d.s.JoinSsOuterAsymOutValue)
+}
+
+// PipeJoinSsOuterAsymRight writes a record with timestamp ts to topic "join-ss-outer-asym-right" and processes it.
+func (d *TestDriver) PipeJoinSsOuterAsymRight(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsOuterAsymRight, d.s.JoinSsOuterAsymRightKey, d.s.JoinSsOuterAsymRightValue, key, value, ts)
+}
+
+// PipeJoinSsOuterAsymRightNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-outer-asym-right" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterAsymRightNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsOuterAsymRight, d.s.JoinSsOuterAsymRightValue, value, ts)
+}
+
+// PipeJoinSsOuterAsymRightTombstone writes a tombstone (a null value) for key to topic "join-ss-outer-asym-right" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterAsymRightTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsOuterAsymRight, d.s.JoinSsOuterAsymRightKey, key, ts)
+}
+
+// PipeJoinSsOuterLeft writes a record with timestamp ts to topic "join-ss-outer-left" and processes it.
+func (d *TestDriver) PipeJoinSsOuterLeft(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsOuterLeft, d.s.JoinSsOuterLeftKey, d.s.JoinSsOuterLeftValue, key, value, ts)
+}
+
+// PipeJoinSsOuterLeftNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-outer-left" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterLeftNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsOuterLeft, d.s.JoinSsOuterLeftValue, value, ts)
+}
+
+// PipeJoinSsOuterLeftTombstone writes a tombstone (a null value) for key to topic "join-ss-outer-left" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterLeftTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsOuterLeft, d.s.JoinSsOuterLeftKey, key, ts)
+}
+
+// ReadJoinSsOuterOut returns the records written to topic "join-ss-outer-out" since the last read.
+func (d *TestDriver) ReadJoinSsOuterOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinSsOuterOut, d.s.JoinSsOuterOutKey, d.s.JoinSsOuterOutValue)
+}
+
+// PipeJoinSsOuterRight writes a record with timestamp ts to topic "join-ss-outer-right" and processes it.
+func (d *TestDriver) PipeJoinSsOuterRight(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsOuterRight, d.s.JoinSsOuterRightKey, d.s.JoinSsOuterRightValue, key, value, ts)
+}
+
+// PipeJoinSsOuterRightNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-outer-right" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterRightNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsOuterRight, d.s.JoinSsOuterRightValue, value, ts)
+}
+
+// PipeJoinSsOuterRightTombstone writes a tombstone (a null value) for key to topic "join-ss-outer-right" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsOuterRightTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsOuterRight, d.s.JoinSsOuterRightKey, key, ts)
+}
+
+// PipeJoinTableStreamInnerIn writes a record with timestamp ts to topic "join-table-stream-inner-in" and processes it.
+func (d *TestDriver) PipeJoinTableStreamInnerIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamInnerIn, d.s.JoinTableStreamInnerInKey, d.s.JoinTableStreamInnerInValue, key, value, ts)
+}
+
+// PipeJoinTableStreamInnerInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-inner-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamInnerInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamInnerIn, d.s.JoinTableStreamInnerInValue, value, ts)
+}
+
+// PipeJoinTableStreamInnerInTombstone writes a tombstone (a null value) for key to topic "join-table-stream-inner-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamInnerInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinTableStreamInnerIn, d.s.JoinTableStreamInnerInKey, key, ts)
+}
+
+// PipeJoinTableStreamInnerIn2 writes a record with timestamp ts to topic "join-table-stream-inner-in2" and processes it.
+func (d *TestDriver) PipeJoinTableStreamInnerIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamInnerIn2, d.s.JoinTableStreamInnerIn2Key, d.s.JoinTableStreamInnerIn2Value, key, value, ts)
+}
+
+// PipeJoinTableStreamInnerIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-inner-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamInnerIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamInnerIn2, d.s.JoinTableStreamInnerIn2Value, value, ts)
+}
+
+// DeleteJoinTableStreamInnerIn2 writes a tombstone for key with timestamp ts to topic "join-table-stream-inner-in2" and processes
+// it: table "jtsi-table" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableStreamInnerIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamInnerIn2, d.s.JoinTableStreamInnerIn2Key, dsl.Nullable(d.s.JoinTableStreamInnerIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableStreamInnerOut returns the records written to topic "join-table-stream-inner-out" since the last read.
+func (d *TestDriver) ReadJoinTableStreamInnerOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinTableStreamInnerOut, d.s.JoinTableStreamInnerOutKey, d.s.JoinTableStreamInnerOutValue)
+}
+
+// PipeJoinTableStreamLeftIn writes a record with timestamp ts to topic "join-table-stream-left-in" and processes it.
+func (d *TestDriver) PipeJoinTableStreamLeftIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamLeftIn, d.s.JoinTableStreamLeftInKey, d.s.JoinTableStreamLeftInValue, key, value, ts)
+}
+
+// PipeJoinTableStreamLeftInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-left-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamLeftInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamLeftIn, d.s.JoinTableStreamLeftInValue, value, ts)
+}
+
+// PipeJoinTableStreamLeftInTombstone writes a tombstone (a null value) for key to topic "join-table-stream-left-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamLeftInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinTableStreamLeftIn, d.s.JoinTableStreamLeftInKey, key, ts)
+}
+
+// PipeJoinTableStreamLeftIn2 writes a record with timestamp ts to topic "join-table-stream-left-in2" and processes it.
+func (d *TestDriver) PipeJoinTableStreamLeftIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamLeftIn2, d.s.JoinTableStreamLeftIn2Key, d.s.JoinTableStreamLeftIn2Value, key, value, ts)
+}
+
+// PipeJoinTableStreamLeftIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-left-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamLeftIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamLeftIn2, d.s.JoinTableStreamLeftIn2Value, value, ts)
+}
+
+// DeleteJoinTableStreamLeftIn2 writes a tombstone for key with timestamp ts to topic "join-table-stream-left-in2" and processes
+// it: table "jtsl-table" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableStreamLeftIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamLeftIn2, d.s.JoinTableStreamLeftIn2Key, dsl.Nullable(d.s.JoinTableStreamLeftIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableStreamLeftOut returns the records written to topic "join-table-stream-left-out" since the last read.
+func (d *TestDriver) ReadJoinTableStreamLeftOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinTableStreamLeftOut, d.s.JoinTableStreamLeftOutKey, d.s.JoinTableStreamLeftOutValue)
+}
+
+// PipeJoinTableTableInnerIn writes a record with timestamp ts to topic "join-table-table-inner-in" and processes it.
+func (d *TestDriver) PipeJoinTableTableInnerIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableInnerIn, d.s.JoinTableTableInnerInKey, d.s.JoinTableTableInnerInValue, key, value, ts)
+}
+
+// PipeJoinTableTableInnerInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-inner-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableInnerInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableInnerIn, d.s.JoinTableTableInnerInValue, value, ts)
+}
+
+// DeleteJoinTableTableInnerIn writes a tombstone for key with timestamp ts to topic "join-table-table-inner-in" and processes
+// it: table "jtti-left" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableInnerIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableInnerIn, d.s.JoinTableTableInnerInKey, dsl.Nullable(d.s.JoinTableTableInnerInValue), key, nil, ts)
+}
+
+// PipeJoinTableTableInnerIn2 writes a record with timestamp ts to topic "join-table-table-inner-in2" and processes it.
+func (d *TestDriver) PipeJoinTableTableInnerIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableInnerIn2, d.s.JoinTableTableInnerIn2Key, d.s.JoinTableTableInnerIn2Value, key, value, ts)
+}
+
+// PipeJoinTableTableInnerIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-inner-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableInnerIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableInnerIn2, d.s.JoinTableTableInnerIn2Value, value, ts)
+}
+
+// DeleteJoinTableTableInnerIn2 writes a tombstone for key with timestamp ts to topic "join-table-table-inner-in2" and processes
+// it: table "jtti-right" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableInnerIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableInnerIn2, d.s.JoinTableTableInnerIn2Key, dsl.Nullable(d.s.JoinTableTableInnerIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableTableInnerOut returns the records written to topic "join-table-table-inner-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadJoinTableTableInnerOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicJoinTableTableInnerOut, d.s.JoinTableTableInnerOutKey, dsl.Nullable(d.s.JoinTableTableInnerOutValue))
+}
+
+// PipeJoinTableTableLeftIn writes a record with timestamp ts to topic "join-table-table-left-in" and processes it.
+func (d *TestDriver) PipeJoinTableTableLeftIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableLeftIn, d.s.JoinTableTableLeftInKey, d.s.JoinTableTableLeftInValue, key, value, ts)
+}
+
+// PipeJoinTableTableLeftInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-left-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableLeftInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableLeftIn, d.s.JoinTableTableLeftInValue, value, ts)
+}
+
+// DeleteJoinTableTableLeftIn writes a tombstone for key with timestamp ts to topic "join-table-table-left-in" and processes
+// it: table "jttl-left" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableLeftIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableLeftIn, d.s.JoinTableTableLeftInKey, dsl.Nullable(d.s.JoinTableTableLeftInValue), key, nil, ts)
+}
+
+// PipeJoinTableTableLeftIn2 writes a record with timestamp ts to topic "join-table-table-left-in2" and processes it.
+func (d *TestDriver) PipeJoinTableTableLeftIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableLeftIn2, d.s.JoinTableTableLeftIn2Key, d.s.JoinTableTableLeftIn2Value, key, value, ts)
+}
+
+// PipeJoinTableTableLeftIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-left-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableLeftIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableLeftIn2, d.s.JoinTableTableLeftIn2Value, value, ts)
+}
+
+// DeleteJoinTableTableLeftIn2 writes a tombstone for key with timestamp ts to topic "join-table-table-left-in2" and processes
+// it: table "jttl-right" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableLeftIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableLeftIn2, d.s.JoinTableTableLeftIn2Key, dsl.Nullable(d.s.JoinTableTableLeftIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableTableLeftOut returns the records written to topic "join-table-table-left-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadJoinTableTableLeftOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicJoinTableTableLeftOut, d.s.JoinTableTableLeftOutKey, dsl.Nullable(d.s.JoinTableTableLeftOutValue))
+}
+
+// PipeJoinTableTableOuterIn writes a record with timestamp ts to topic "join-table-table-outer-in" and processes it.
+func (d *TestDriver) PipeJoinTableTableOuterIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableOuterIn, d.s.JoinTableTableOuterInKey, d.s.JoinTableTableOuterInValue, key, value, ts)
+}
+
+// PipeJoinTableTableOuterInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-outer-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableOuterInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableOuterIn, d.s.JoinTableTableOuterInValue, value, ts)
+}
+
+// DeleteJoinTableTableOuterIn writes a tombstone for key with timestamp ts to topic "join-table-table-outer-in" and processes
+// it: table "jtto-left" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableOuterIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableOuterIn, d.s.JoinTableTableOuterInKey, dsl.Nullable(d.s.JoinTableTableOuterInValue), key, nil, ts)
+}
+
+// PipeJoinTableTableOuterIn2 writes a record with timestamp ts to topic "join-table-table-outer-in2" and processes it.
+func (d *TestDriver) PipeJoinTableTableOuterIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableOuterIn2, d.s.JoinTableTableOuterIn2Key, d.s.JoinTableTableOuterIn2Value, key, value, ts)
+}
+
+// PipeJoinTableTableOuterIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-table-outer-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableTableOuterIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableTableOuterIn2, d.s.JoinTableTableOuterIn2Value, value, ts)
+}
+
+// DeleteJoinTableTableOuterIn2 writes a tombstone for key with timestamp ts to topic "join-table-table-outer-in2" and processes
+// it: table "jtto-right" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableTableOuterIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableTableOuterIn2, d.s.JoinTableTableOuterIn2Key, dsl.Nullable(d.s.JoinTableTableOuterIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableTableOuterOut returns the records written to topic "join-table-table-outer-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadJoinTableTableOuterOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicJoinTableTableOuterOut, d.s.JoinTableTableOuterOutKey, dsl.Nullable(d.s.JoinTableTableOuterOutValue))
+}
+
 // PipeMapIn writes a record with timestamp ts to topic "map-in" and processes it.
 func (d *TestDriver) PipeMapIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicMapIn, d.s.MapInKey, d.s.MapInValue, key, value, ts)
@@ -1119,6 +1491,62 @@ func (d *TestDriver) HcStore() ([]streamtest.Window[string, state.ValueAndTimest
 // operator "homes" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) HomesStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreHomesStore, d.s.StoreHomesStoreKey)
+}
+
+// JtsiTableStore is store "jtsi-table-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtsi-table" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JtsiTableStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJtsiTableStore, d.s.StoreJtsiTableStoreKey)
+}
+
+// JtslTableStore is store "jtsl-table-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtsl-table" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JtslTableStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJtslTableStore, d.s.StoreJtslTableStoreKey)
+}
+
+// JttiLeftStore is store "jtti-left-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtti-left" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttiLeftStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttiLeftStore, d.s.StoreJttiLeftStoreKey)
+}
+
+// JttiRightStore is store "jtti-right-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtti-right" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttiRightStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttiRightStore, d.s.StoreJttiRightStoreKey)
+}
+
+// JttlLeftStore is store "jttl-left-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jttl-left" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttlLeftStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttlLeftStore, d.s.StoreJttlLeftStoreKey)
+}
+
+// JttlRightStore is store "jttl-right-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jttl-right" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttlRightStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttlRightStore, d.s.StoreJttlRightStoreKey)
+}
+
+// JttoLeftStore is store "jtto-left-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtto-left" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttoLeftStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttoLeftStore, d.s.StoreJttoLeftStoreKey)
+}
+
+// JttoRightStore is store "jtto-right-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtto-right" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JttoRightStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJttoRightStore, d.s.StoreJttoRightStoreKey)
 }
 
 // NameLengthsStore is store "name-lengths-store", to inspect or seed: every partition's copy, each key

@@ -1,0 +1,11 @@
+// Command joins runs the joins stream processing application. With no
+// -brokers (or KGEN_BROKERS) it starts an embedded development broker.
+//
+// kgen wrote this file once and will not touch it again: it is yours to edit.
+package main
+
+import "github.com/kgen-dev/kgen/testdata/golden/joins"
+
+func main() {
+	joins.Main(joins.Factories{})
+}
