@@ -34,6 +34,19 @@ func joinToOut(t *stream.Topology, parent string) {
 	stream.AddSink(t, "out", "out", S, NS, "to-stream")
 }
 
+// foreignKey is Topologies.java's FOREIGN_KEY: a "fk:rest" value's fk,
+// none without ':'.
+func foreignKey(v string) *string {
+	i := strings.IndexByte(v, ':')
+	if i < 0 {
+		return nil
+	}
+	fk := v[:i]
+	return &fk
+}
+
+var fkSerdes = dsl.FKJoinSerdes[string, string, string, string]{LeftKey: S, LeftValue: S, RightKey: S, RightValue: S}
+
 func init() {
 	twins := map[string]func(*env) *stream.Topology{
 		"join-table-stream-inner": func(*env) *stream.Topology {
@@ -72,6 +85,20 @@ func init() {
 			t := stream.NewTopology()
 			left, right := joinTables(t)
 			dsl.TableJoin[string](t, "join", left, right, func(l, r string) string { return l + "/" + r })
+			joinToOut(t, "join")
+			return t
+		},
+		"join-fk-inner": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyJoin(t, "join", left, right, foreignKey, func(l, r string) string { return l + "/" + r }, fkSerdes)
+			joinToOut(t, "join")
+			return t
+		},
+		"join-fk-left": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyLeftJoin(t, "join", left, right, foreignKey, func(l string, r *string) string { return l + "/" + orNull(r) }, fkSerdes)
 			joinToOut(t, "join")
 			return t
 		},
