@@ -62,8 +62,12 @@ func TestForeignKeyJoinInAnApp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx) }()
+	stopped := false
 	defer func() {
 		cancel()
+		if stopped {
+			return
+		}
 		if err := <-done; err != nil {
 			t.Errorf("app: %v", err)
 		}
@@ -97,6 +101,12 @@ func TestForeignKeyJoinInAnApp(t *testing.T) {
 		}
 		if wrong == 0 && len(got) == len(want) {
 			break
+		}
+		select {
+		case err := <-done:
+			stopped = true
+			t.Fatalf("the app stopped: %v", err)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after 90 s, %d of %d orders do not show their customer's latest row (%d keys in the output)", wrong, len(want), len(got))
