@@ -102,6 +102,17 @@ func init() {
 			joinToOut(t, "join")
 			return t
 		},
+		"join-fk-left-count": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyLeftJoin(t, "join", left, right, foreignKey, func(l string, r *string) string { return l + "/" + orNull(r) }, fkSerdes)
+			joined := dsl.MaterializeTable(t, "joined", "joined-store", S, S, opts, "join")
+			dsl.TableGroupBy(t, "group-by", S, func(k, v string) (string, string) { return v[strings.IndexByte(v, '/')+1:], k }, joined.Node)
+			stream.AddRepartition(t, "group-by-repartition", S, dsl.Changes[string](S), stream.RepartitionOptions{}, "group-by")
+			dsl.TableCount[string, string](t, "count", "count-store", S, opts, "group-by-repartition")
+			toLongs(t, "count")
+			return t
+		},
 		"join-table-table-left": func(*env) *stream.Topology {
 			t := stream.NewTopology()
 			left, right := joinTables(t)

@@ -297,6 +297,16 @@ final class Topologies {
                         .leftJoin(b.table("in2", Consumed.with(S, S)), FOREIGN_KEY, (l, r) -> l + "/" + r)
                         .toStream().to("out", Produced.with(S, S));
                 break;
+            case "join-fk-left-count":
+                // The foreign-key join's old values reach an aggregation: the
+                // count of orders per joined customer row. (Without
+                // Materialized Kafka Streams fails: the store it then adds to
+                // compute old values has no serdes.)
+                b.table("in", Consumed.with(S, S))
+                        .leftJoin(b.table("in2", Consumed.with(S, S)), FOREIGN_KEY, (l, r) -> l + "/" + r, Materialized.with(S, S))
+                        .groupBy((k, v) -> KeyValue.pair(v.substring(v.indexOf('/') + 1), k), Grouped.with(S, S))
+                        .count().toStream().to("out", Produced.with(S, L));
+                break;
             case "join-table-table-left":
                 b.table("in", Consumed.with(S, S))
                         .leftJoin(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
