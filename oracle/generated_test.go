@@ -55,6 +55,7 @@ var notGenerated = []string{
 	"reduce-delete", "table-reduce-delete", "repartition-chain",
 	"join-table-stream-inner-nullable", "join-table-stream-left-nullable",
 	"join-table-table-left-count", "join-table-table-materialized", "join-table-stream-count",
+	"join-fk-inner", "join-fk-left", "join-fk-left-count",
 }
 
 // Every topology is either written in kgen.yaml or in the README's list of

@@ -34,6 +34,19 @@ func joinToOut(t *stream.Topology, parent string) {
 	stream.AddSink(t, "out", "out", S, NS, "to-stream")
 }
 
+// foreignKey is Topologies.java's FOREIGN_KEY: a "fk:rest" value's fk,
+// none without ':'.
+func foreignKey(v string) *string {
+	i := strings.IndexByte(v, ':')
+	if i < 0 {
+		return nil
+	}
+	fk := v[:i]
+	return &fk
+}
+
+var fkSerdes = dsl.FKJoinSerdes[string, string, string, string]{LeftKey: S, LeftValue: S, RightKey: S, RightValue: S}
+
 func init() {
 	twins := map[string]func(*env) *stream.Topology{
 		"join-table-stream-inner": func(*env) *stream.Topology {
@@ -73,6 +86,31 @@ func init() {
 			left, right := joinTables(t)
 			dsl.TableJoin[string](t, "join", left, right, func(l, r string) string { return l + "/" + r })
 			joinToOut(t, "join")
+			return t
+		},
+		"join-fk-inner": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyJoin(t, "join", left, right, foreignKey, func(l, r string) string { return l + "/" + r }, fkSerdes)
+			joinToOut(t, "join")
+			return t
+		},
+		"join-fk-left": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyLeftJoin(t, "join", left, right, foreignKey, func(l string, r *string) string { return l + "/" + orNull(r) }, fkSerdes)
+			joinToOut(t, "join")
+			return t
+		},
+		"join-fk-left-count": func(*env) *stream.Topology {
+			t := stream.NewTopology()
+			left, right := joinTables(t)
+			dsl.ForeignKeyLeftJoin(t, "join", left, right, foreignKey, func(l string, r *string) string { return l + "/" + orNull(r) }, fkSerdes)
+			joined := dsl.MaterializeTable(t, "joined", "joined-store", S, S, opts, "join")
+			dsl.TableGroupBy(t, "group-by", S, func(k, v string) (string, string) { return v[strings.IndexByte(v, '/')+1:], k }, joined.Node)
+			stream.AddRepartition(t, "group-by-repartition", S, dsl.Changes[string](S), stream.RepartitionOptions{}, "group-by")
+			dsl.TableCount[string, string](t, "count", "count-store", S, opts, "group-by-repartition")
+			toLongs(t, "count")
 			return t
 		},
 		"join-table-table-left": func(*env) *stream.Topology {

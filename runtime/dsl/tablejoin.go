@@ -259,7 +259,9 @@ func (s *tableJoinSide[K, VT, VO, VR]) result(k K, v *VT, other *VO) *VR {
 // such as a table join's result, in store (Timestamped values), so that a
 // join can read it: each update's New is written with the update's
 // timestamp (a nil New deletes the row) and the update is forwarded as it
-// came, as Kafka Streams does for a join given Materialized. It adds the
+// came, as Kafka Streams does for a join given Materialized; an update
+// without Old (a foreign-key join's) gets the row it replaced as Old, so an
+// aggregation can follow. It adds the
 // node name and returns the table it makes.
 func MaterializeTable[K, V any](t *stream.Topology, name, store string, ks serde.Serde[K], vs serde.Serde[V], opts stream.StoreOptions, parent string) TableRef {
 	stream.AddProcessor(t, name, func() stream.Processor[K, Change[V], K, Change[V]] {
@@ -280,6 +282,17 @@ func (m *materialize[K, V]) Init(ctx *stream.Context[K, Change[V]]) (err error) 
 }
 
 func (m *materialize[K, V]) Process(ctx *stream.Context[K, Change[V]], r stream.Record[K, Change[V]]) error {
+	if r.Value.Old == nil && !r.Value.OutOfOrder {
+		// A table that sends no old values (a foreign-key join): the
+		// stored row is the one this update replaces.
+		old, found, err := m.store.Get(r.Key)
+		if err != nil {
+			return err
+		}
+		if found {
+			r.Value.Old = &old.Value
+		}
+	}
 	var err error
 	if r.Value.New == nil {
 		err = m.store.Delete(r.Key)

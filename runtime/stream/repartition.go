@@ -14,6 +14,13 @@ type RepartitionOptions struct {
 	// Kafka Streams' rule: the largest partition count among the source
 	// topics of the sub-topology that writes to it.
 	Partitions int32
+	// LikeReaders, when Partitions is zero, gives the topic the partition
+	// count of the other source topics of the sub-topology that reads it,
+	// rather than of the one that writes it: for a topic a join reads
+	// beside another side's topic (Kafka Streams makes such repartition
+	// topics co-partitioned with the group's other topics). A foreign-key
+	// join's subscription and response topics take it.
+	LikeReaders bool
 }
 
 // AddRepartition adds a repartition step named name (Kafka Streams'
@@ -50,13 +57,14 @@ func AddRepartition[K, V any](t *Topology, name string, ks serde.Serde[K], vs se
 	}
 	source.build = sourceBuilder(source, serde.Deserializer[K](ks), serde.Deserializer[V](vs), nil)
 	if t.addNode(sink) && t.addNode(source) {
-		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions})
+		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions, likeReaders: opts.LikeReaders})
 	}
 }
 
 type repartitionDef struct {
-	name       string
-	partitions int32
+	name        string
+	partitions  int32
+	likeReaders bool
 }
 
 // repartitionTopic names a repartition step's topic, as Kafka Streams does.
@@ -100,11 +108,14 @@ func (t *Topology) forApp(appID string) (*Topology, error) {
 // repartition topics'.
 func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 	want := map[string]int32{} // repartition topic -> asked for
-	writer := map[string]int{} // repartition topic -> sub-topology of its sink
+	writer := map[string]int{} // repartition topic -> sub-topology it takes its count from
 	for _, r := range t.repartitions {
 		src := t.nodes[r.name]
 		want[src.topic] = r.partitions
 		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
+		if r.likeReaders {
+			writer[src.topic] = src.sub
+		}
 	}
 	for range len(want) + 1 {
 		progress := false
@@ -119,6 +130,9 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 			var n int32
 			known := true
 			for _, up := range t.subs[writer[topic]].topics {
+				if up == topic {
+					continue
+				}
 				c, ok := counts[up]
 				known = known && ok
 				n = max(n, c)
