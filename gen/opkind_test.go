@@ -28,7 +28,7 @@ func TestOperatorKeys(t *testing.T) {
 		{"missing value", "version: 1\napp: a\noperators:\n  o: {op: mapValues, from: [g]}\n", []string{`kgen.yaml:4:3: operator "o": mapValues needs the value type it outputs: value: TYPE`}},
 		{"wrong field", "version: 1\napp: a\noperators:\n  o: {op: filter, from: [g], store: s}\n", []string{`kgen.yaml:4:30: operator "o": filter takes no store (it takes from, op, to)`}},
 		{"to on a table", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, to: [t]}\n", []string{`kgen.yaml:4:39: operator "o": count takes no to: count makes a table; write its updates to a topic with an operator {op: toStream, from: [o], to: [TOPIC]}`}},
-		{"planned op", "version: 1\napp: a\noperators:\n  o: {op: join, from: [a, b]}\n", []string{`kgen.yaml:4:11: operator "o": op join is planned (joins, global tables and cogroup come next) but not supported by this kgen yet`}},
+		{"planned op", "version: 1\napp: a\noperators:\n  o: {op: cogroup, from: [a, b]}\n", []string{`kgen.yaml:4:11: operator "o": op cogroup is planned (global tables and cogroup come next) but not supported by this kgen yet`}},
 		{"no key of its kind", "version: 1\napp: a\noperators:\n  o: {op: table, topic: t, store: s, from: [x]}\n", []string{`kgen.yaml:4:38: operator "o": table takes no from: a table reads one topic: topic: NAME`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

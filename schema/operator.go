@@ -56,7 +56,7 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 	// "unknown key".
 	for _, k := range PlannedOperatorKeys {
 		fields = append(fields, field{k, func(k, _ *yaml.Node) {
-			d.errs.add(d.pos(k), "%s: %s is planned (joins, versioned tables and queries come next) but not supported by this kgen yet", what, k.Value)
+			d.errs.add(d.pos(k), "%s: %s is planned (foreign-key joins, versioned tables and queryable operators come next) but not supported by this kgen yet", what, k.Value)
 		}})
 	}
 	if !d.mapping(n, what, fields) {
