@@ -30,6 +30,15 @@ import (
 // zero: 64 MiB.
 const DefaultCacheSize = 64 << 20
 
+// DefaultMemTableSize is a store's memtable when Options.MemTableSize is
+// zero: 16 MiB, four times Pebble's own default. Each memtable rotation
+// syncs the old log and each flush writes a table that compactions rewrite;
+// restoring a 1,000,000-entry changelog with 4 MiB memtables spent about a
+// third of its CPU on them (1.85 CPU-s per million entries, 1.28 with 16
+// MiB). Pebble starts a store's first memtables small and grows them, so a
+// small store does not pay the full size.
+const DefaultMemTableSize = 16 << 20
+
 // Options tunes a Pebble store. The zero value gives the store its own
 // 64 MiB block cache (allocated as it fills); with many stores on a small
 // machine, share one cache among them with Cache.
@@ -41,8 +50,8 @@ type Options struct {
 	// bounds the cache memory of all of them together. Nil gives the store a
 	// cache of its own, of CacheSize bytes.
 	Cache *Cache
-	// MemTableSize is the size in bytes of one memtable. Zero means Pebble's
-	// default (4 MiB).
+	// MemTableSize is the size in bytes of one memtable. Zero means
+	// DefaultMemTableSize.
 	MemTableSize uint64
 	// DisableWAL turns Pebble's write-ahead log off. Writes are then cheaper,
 	// but Flush writes the whole memtable to a table file instead of syncing
@@ -198,7 +207,7 @@ func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 	s := &pebbleStore{dir: dir, disableWAL: opts.DisableWAL, iters: make(map[*pebbleIter]struct{}), fs: fs}
 	s.reserve = opts.DiskReserve
 	if s.reserve == 0 {
-		s.reserve = int64(cmp.Or(opts.MemTableSize, 4<<20)) + 1<<20
+		s.reserve = int64(cmp.Or(opts.MemTableSize, DefaultMemTableSize)) + 1<<20
 	}
 	if s.reserve > 0 {
 		s.reservePath = fs.PathJoin(dir, reserveFile)
@@ -228,7 +237,7 @@ func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 	po := &pebble.Options{
 		FS:           fs,
 		Cache:        cache,
-		MemTableSize: opts.MemTableSize,
+		MemTableSize: cmp.Or(opts.MemTableSize, DefaultMemTableSize),
 		DisableWAL:   opts.DisableWAL,
 		Logger:       pebbleLogger{dir: dir},
 		EventListener: &pebble.EventListener{
