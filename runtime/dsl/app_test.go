@@ -3,13 +3,13 @@ package dsl_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -95,7 +95,7 @@ func TestOperatorsInAnApp(t *testing.T) {
 				app, err := stream.New(operatorApp(sentences, users, wordCounts, letterCounts), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 					stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond), stream.CacheRecords(0),
-					stream.Logger(slog.New(slog.DiscardHandler)))
+					stream.Logger(testlog.New(t)))
 				if err != nil {
 					t.Fatal(err)
 				}

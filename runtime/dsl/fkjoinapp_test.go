@@ -3,11 +3,11 @@ package dsl_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/stream"
@@ -55,7 +55,7 @@ func TestForeignKeyJoinInAnApp(t *testing.T) {
 	stream.AddSink(topo, "out", out, s, dsl.Nullable[string](s), "updates")
 	appID := "fk-" + orders
 	app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
-		stream.CommitInterval(200*time.Millisecond), stream.Logger(slog.New(slog.DiscardHandler)))
+		stream.CommitInterval(200*time.Millisecond), stream.Logger(testlog.New(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,11 @@ package dsl_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -79,7 +79,7 @@ func ssJoinAcrossInstances(t *testing.T, g stream.GuaranteeKind, rebalance bool)
 		app, err := stream.New(topo(), stream.Brokers(c.Seeds()...),
 			stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 			stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond),
-			stream.Logger(slog.New(slog.DiscardHandler)))
+			stream.Logger(testlog.New(t)))
 		if err != nil {
 			t.Fatal(err)
 		}

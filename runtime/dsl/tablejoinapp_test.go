@@ -3,7 +3,6 @@ package dsl_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -74,7 +74,7 @@ func TestStreamTableJoinInAnApp(t *testing.T) {
 				app, err := stream.New(enrichApp(clicks, users, out, g == stream.ExactlyOnce), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 					stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond),
-					stream.Logger(slog.New(slog.DiscardHandler)))
+					stream.Logger(testlog.New(t)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestStreamTableJoinAppNeedsCoPartitioning(t *testing.T) {
 	c := kafkatest.New(t)
 	clicks, users, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 2, nil), c.CreateTopic(t, 4, nil)
 	app, err := stream.New(enrichApp(clicks, users, out, false), stream.Brokers(c.Seeds()...),
-		stream.AppID("enrich-copart-"+clicks), stream.StateDir(t.TempDir()), stream.Logger(slog.New(slog.DiscardHandler)))
+		stream.AppID("enrich-copart-"+clicks), stream.StateDir(t.TempDir()), stream.Logger(testlog.New(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,11 @@ package dsl_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -89,7 +89,7 @@ func TestFinalResultsSurviveRestart(t *testing.T) {
 				app, err := stream.New(finalApp(in, final, suppressed, sessions, sliding, g == stream.ExactlyOnce), stream.Brokers(c.Seeds()...),
 					stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 					stream.Guarantee(g), stream.CommitInterval(200*time.Millisecond),
-					stream.Logger(slog.New(slog.DiscardHandler)))
+					stream.Logger(testlog.New(t)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -203,7 +203,7 @@ func TestFinalResultsAcrossRebalances(t *testing.T) {
 		app, err := stream.New(finalApp(in, final, suppressed, "", "", false), stream.Brokers(c.Seeds()...),
 			stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name), stream.Parallelism(1),
 			stream.Guarantee(stream.ExactlyOnce), stream.CommitInterval(100*time.Millisecond),
-			stream.Logger(slog.New(slog.DiscardHandler)))
+			stream.Logger(testlog.New(t)))
 		if err != nil {
 			t.Fatal(err)
 		}

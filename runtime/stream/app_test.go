@@ -1,20 +1,18 @@
 package stream_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -23,41 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("KGEN_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	// Kept, and printed only if the test fails, so that a failure seen
-	// once (on a loaded CI machine) comes with what the app said.
-	var (
-		mu  sync.Mutex
-		buf bytes.Buffer
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Failed() && buf.Len() > 0 {
-			out := buf.Bytes()
-			if len(out) > 256<<10 {
-				out = out[len(out)-256<<10:] // the end, where it failed
-			}
-			t.Logf("app log (info and above):\n%s", out)
-		}
-	})
-	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
-}
-
-// lockedWriter serializes writes from the app's goroutines.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
+// testLogger keeps the app's log and prints it if the test fails.
+func testLogger(t *testing.T) *slog.Logger { return testlog.New(t) }
 
 func produceAll(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	t.Helper()
