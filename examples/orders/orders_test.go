@@ -99,8 +99,20 @@ func TestEnrich(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("enriched orders:\n%v\nwant:\n%v", got, want)
 			}
-			if n := d.Driver().Dropped()[stream.DropNullKey]; n != 0 {
-				t.Errorf("%d records dropped for a null key", n)
+			// A deleted customer is unknown to the orders placed after; an
+			// order without a key (a customer id) is dropped and counted.
+			must(d.DeleteCustomers("c2", t0))
+			order("o6", "c2", 20*time.Minute)
+			pay("o6", 21*time.Minute)
+			must(d.PipeOrdersNullKey(Order{ID: "o7", CustomerID: "c2", Placed: t0.Add(20 * time.Minute), Lines: lines}, t0))
+			pay("o7", 21*time.Minute)
+			recs, err = d.ReadEnrichedOrders()
+			must(err)
+			if len(recs) != 1 || recs[0].Key != "o6" || recs[0].Value.Customer != nil || recs[0].Value.Payment == nil {
+				t.Fatalf("after c2 was deleted: %+v, want o6 alone, paid, without a customer", recs)
+			}
+			if n := d.Driver().Dropped()[stream.DropNullKey]; n != 1 {
+				t.Errorf("%d records dropped for a null key, want 1 (o7)", n)
 			}
 		})
 	}
