@@ -6,8 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/serde"
-	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/twmb/franz-go/pkg/sr"
 	"time"
@@ -26,12 +26,16 @@ const AppID = "orders"
 
 // Topics of the application.
 const (
+	// TopicCountries is topic "countries": key string (string), value Country (avro).
+	TopicCountries = "countries"
 	// TopicCustomers is topic "customers": key string (string), value Customer (avro).
 	TopicCustomers = "customers"
 	// TopicEnrichedOrders is topic "enriched-orders": key string (string), value EnrichedOrder (avro-confluent).
 	TopicEnrichedOrders = "enriched-orders"
 	// TopicOrders is topic "orders": key string (string), value Order (avro-confluent).
 	TopicOrders = "orders"
+	// TopicPayments is topic "payments": key string (string), value Payment (avro).
+	TopicPayments = "payments"
 )
 
 // State stores of the application.
@@ -44,6 +48,10 @@ const (
 // topology with. DefaultSerdes gives the formats of kgen.yaml; RegisterSchemas fills in
 // schema registry ids where a topic is avro-confluent.
 type Serdes struct {
+	// CountriesKey encodes the keys of topic "countries" (string).
+	CountriesKey serde.Serde[string]
+	// CountriesValue encodes the values of topic "countries" (avro).
+	CountriesValue serde.Serde[Country]
 	// CustomersKey encodes the keys of topic "customers" (string).
 	CustomersKey serde.Serde[string]
 	// CustomersValue encodes the values of topic "customers" (avro).
@@ -56,23 +64,49 @@ type Serdes struct {
 	OrdersKey serde.Serde[string]
 	// OrdersValue encodes the values of topic "orders" (avro-confluent).
 	OrdersValue serde.Serde[Order]
+	// PaymentsKey encodes the keys of topic "payments" (string).
+	PaymentsKey serde.Serde[string]
+	// PaymentsValue encodes the values of topic "payments" (avro).
+	PaymentsValue serde.Serde[Payment]
 	// StoreCustomersKey encodes the keys of store "customers".
 	StoreCustomersKey serde.Serde[string]
 	// StoreCustomersValue encodes the values of store "customers".
 	StoreCustomersValue serde.Serde[Customer]
+	// ByOrderRpKey encodes the keys of orders-by-order-rp-repartition (string).
+	ByOrderRpKey serde.Serde[string]
+	// ByOrderRpValue encodes the values of orders-by-order-rp-repartition (avro).
+	ByOrderRpValue serde.Serde[EnrichedOrder]
+	// StorePaidLeftStoreKey encodes the keys of store "paid-left-store" (string).
+	StorePaidLeftStoreKey serde.Serde[string]
+	// StorePaidLeftStoreValue encodes the values of store "paid-left-store" (avro).
+	StorePaidLeftStoreValue serde.Serde[EnrichedOrder]
+	// StorePaidRightStoreKey encodes the keys of store "paid-right-store" (string).
+	StorePaidRightStoreKey serde.Serde[string]
+	// StorePaidRightStoreValue encodes the values of store "paid-right-store" (avro).
+	StorePaidRightStoreValue serde.Serde[Payment]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
-		CustomersKey:        serde.String{},
-		CustomersValue:      CustomerAvroSerde{},
-		EnrichedOrdersKey:   serde.String{},
-		EnrichedOrdersValue: EnrichedOrderConfluentSerde{},
-		OrdersKey:           serde.String{},
-		OrdersValue:         OrderConfluentSerde{},
-		StoreCustomersKey:   serde.String{},
-		StoreCustomersValue: CustomerAvroSerde{},
+		ByOrderRpKey:             serde.String{},
+		ByOrderRpValue:           EnrichedOrderAvroSerde{},
+		CountriesKey:             serde.String{},
+		CountriesValue:           CountryAvroSerde{},
+		CustomersKey:             serde.String{},
+		CustomersValue:           CustomerAvroSerde{},
+		EnrichedOrdersKey:        serde.String{},
+		EnrichedOrdersValue:      EnrichedOrderConfluentSerde{},
+		OrdersKey:                serde.String{},
+		OrdersValue:              OrderConfluentSerde{},
+		PaymentsKey:              serde.String{},
+		PaymentsValue:            PaymentAvroSerde{},
+		StoreCustomersKey:        serde.String{},
+		StoreCustomersValue:      CustomerAvroSerde{},
+		StorePaidLeftStoreKey:    serde.String{},
+		StorePaidLeftStoreValue:  EnrichedOrderAvroSerde{},
+		StorePaidRightStoreKey:   serde.String{},
+		StorePaidRightStoreValue: PaymentAvroSerde{},
 	}
 }
 
@@ -107,26 +141,26 @@ func RegisterSchemas(ctx context.Context, cl *sr.Client, s *Serdes) error {
 	return nil
 }
 
-// EnrichProcessor is the user code of processor "enrich". It reads string,Order from topic
-// "orders" and forwards string,EnrichedOrder to topic "enriched-orders".
+// AddCountryProcessor is the user code of processor "add-country". It reads
+// string,EnrichedOrder from operator "paid" (join) and forwards string,EnrichedOrder to
+// topic "enriched-orders".
 //
-// An implementation may also have Init(*EnrichContext) error, called once per task
+// An implementation may also have Init(*AddCountryContext) error, called once per task
 // before the first record, and Close() error, called when the task closes.
-type EnrichProcessor interface {
+type AddCountryProcessor interface {
 	// Process handles one input record.
-	Process(ctx *EnrichContext, key string, value Order) error
+	Process(ctx *AddCountryContext, key string, value EnrichedOrder) error
 }
 
-// EnrichContext is processor "enrich"'s handle on its task: typed forwarding, its stores,
+// AddCountryContext is processor "add-country"'s handle on its task: typed forwarding, its stores,
 // and the coordinates of the current record. It is valid on the task's goroutine only.
-type EnrichContext struct {
+type AddCountryContext struct {
 	stream.ContextBase[string, EnrichedOrder]
-	storeCustomers state.KeyValueStore[string, Customer]
 }
 
-// Forward sends key and value to every child of "enrich", with the current record's
+// Forward sends key and value to every child of "add-country", with the current record's
 // timestamp and headers.
-func (c *EnrichContext) Forward(key string, value EnrichedOrder) {
+func (c *AddCountryContext) Forward(key string, value EnrichedOrder) {
 	c.Runtime().Forward(stream.Record[string, EnrichedOrder]{
 		Headers:   c.Headers(),
 		Key:       key,
@@ -135,31 +169,22 @@ func (c *EnrichContext) Forward(key string, value EnrichedOrder) {
 	})
 }
 
-// ForwardRecord sends rec to every child of "enrich".
-func (c *EnrichContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) {
+// ForwardRecord sends rec to every child of "add-country".
+func (c *AddCountryContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) {
 	c.Runtime().Forward(rec)
 }
 
-// Customers is store "customers".
-func (c *EnrichContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.storeCustomers
-}
-
-// enrichNode runs a EnrichProcessor inside the runtime.
-type enrichNode struct {
-	impl EnrichProcessor
-	ctx  EnrichContext
+// addCountryNode runs a AddCountryProcessor inside the runtime.
+type addCountryNode struct {
+	impl AddCountryProcessor
+	ctx  AddCountryContext
 }
 
 // Init wires the context and the punctuations, then calls the user's Init if there is one.
-func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
+func (n *addCountryNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
 	n.ctx.ContextBase = rt.Base()
-	var err error
-	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
-		return err
-	}
 	if i, ok := n.impl.(interface {
-		Init(*EnrichContext) error
+		Init(*AddCountryContext) error
 	}); ok {
 		return i.Init(&n.ctx)
 	}
@@ -167,70 +192,12 @@ func (n *enrichNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
 }
 
 // Process hands the record to the user's code.
-func (n *enrichNode) Process(_ *stream.Context[string, EnrichedOrder], rec stream.Record[string, Order]) error {
+func (n *addCountryNode) Process(_ *stream.Context[string, EnrichedOrder], rec stream.Record[string, EnrichedOrder]) error {
 	return n.impl.Process(&n.ctx, rec.Key, rec.Value)
 }
 
 // Close calls the user's Close if there is one.
-func (n *enrichNode) Close() error {
-	if c, ok := n.impl.(interface {
-		Close() error
-	}); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// RememberCustomerProcessor is the user code of processor "remember-customer". It reads
-// string,Customer from topic "customers".
-//
-// An implementation may also have Init(*RememberCustomerContext) error, called once per task
-// before the first record, and Close() error, called when the task closes.
-type RememberCustomerProcessor interface {
-	// Process handles one input record.
-	Process(ctx *RememberCustomerContext, key string, value Customer) error
-}
-
-// RememberCustomerContext is processor "remember-customer"'s handle on its task: typed forwarding, its stores,
-// and the coordinates of the current record. It is valid on the task's goroutine only.
-type RememberCustomerContext struct {
-	stream.ContextBase[struct{}, struct{}]
-	storeCustomers state.KeyValueStore[string, Customer]
-}
-
-// Customers is store "customers".
-func (c *RememberCustomerContext) Customers() state.KeyValueStore[string, Customer] {
-	return c.storeCustomers
-}
-
-// rememberCustomerNode runs a RememberCustomerProcessor inside the runtime.
-type rememberCustomerNode struct {
-	impl RememberCustomerProcessor
-	ctx  RememberCustomerContext
-}
-
-// Init wires the context and the punctuations, then calls the user's Init if there is one.
-func (n *rememberCustomerNode) Init(rt *stream.Context[struct{}, struct{}]) error {
-	n.ctx.ContextBase = rt.Base()
-	var err error
-	if n.ctx.storeCustomers, err = stream.GetKeyValueStore[string, Customer](rt, StoreCustomers); err != nil {
-		return err
-	}
-	if i, ok := n.impl.(interface {
-		Init(*RememberCustomerContext) error
-	}); ok {
-		return i.Init(&n.ctx)
-	}
-	return nil
-}
-
-// Process hands the record to the user's code.
-func (n *rememberCustomerNode) Process(_ *stream.Context[struct{}, struct{}], rec stream.Record[string, Customer]) error {
-	return n.impl.Process(&n.ctx, rec.Key, rec.Value)
-}
-
-// Close calls the user's Close if there is one.
-func (n *rememberCustomerNode) Close() error {
+func (n *addCountryNode) Close() error {
 	if c, ok := n.impl.(interface {
 		Close() error
 	}); ok {
@@ -242,11 +209,20 @@ func (n *rememberCustomerNode) Close() error {
 // Processors makes the user code of every processor of the topology: one method
 // per processor. Each is called once per task, so an instance is used by one
 // goroutine at a time. kgen scaffolds an implementation, Factories, once.
+//
+// It also holds the functions of the operators, one method each: these are called
+// from every task's goroutine at once, so they must not change shared state.
 type Processors interface {
-	// Enrich makes the user code of processor "enrich".
-	Enrich() EnrichProcessor
-	// RememberCustomer makes the user code of processor "remember-customer".
-	RememberCustomer() RememberCustomerProcessor
+	// AddCountry makes the user code of processor "add-country".
+	AddCountry() AddCountryProcessor
+	// ByOrder is the key selector of selectKey "by-order": the new key of a record.
+	ByOrder(key string, value EnrichedOrder) string
+	// Paid is the joiner of join "paid" (stream-stream): the joined value of a key's left
+	// and right values.
+	Paid(key string, left EnrichedOrder, right Payment) EnrichedOrder
+	// WithCustomer is the joiner of leftJoin "with-customer" (stream-table): the joined
+	// value of a key's left and right values (right nil where there is none).
+	WithCustomer(key string, left Order, right *Customer) EnrichedOrder
 }
 
 // NewTopology builds the topology of kgen.yaml around the user's processors, with
@@ -256,18 +232,24 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		return nil, errors.New("new topology: nil Processors")
 	}
 	t := stream.NewTopology()
-	stream.AddSource(t, "customers-source", TopicCustomers, s.CustomersKey, s.CustomersValue)
 	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue, stream.WithTimestamp(func(_ string, v Order, recordTime time.Time) time.Time {
 		return v.Placed
 	}))
-	stream.AddProcessor(t, "enrich", func() stream.Processor[string, Order, string, EnrichedOrder] {
-		return &enrichNode{impl: p.Enrich()}
-	}, "orders-source")
-	stream.AddProcessor(t, "remember-customer", func() stream.Processor[string, Customer, struct{}, struct{}] {
-		return &rememberCustomerNode{impl: p.RememberCustomer()}
-	}, "customers-source")
-	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "enrich")
-	stream.AddKeyValueStore(t, StoreCustomers, s.StoreCustomersKey, s.StoreCustomersValue, stream.StoreOptions{Changelog: true}, "enrich", "remember-customer")
+	stream.AddSource(t, "payments-source", TopicPayments, s.PaymentsKey, s.PaymentsValue, stream.WithTimestamp(func(_ string, v Payment, recordTime time.Time) time.Time {
+		return v.Paid
+	}))
+	dsl.Table[string, Customer](t, "customer-table", TopicCustomers, s.CustomersKey, s.CustomersValue, StoreCustomers, stream.StoreOptions{Changelog: true})
+	// with-customer looks each record of orders up in table "customer-table"'s store customers.
+	dsl.StreamTableLeftJoinWithKey[string, Order, Customer, EnrichedOrder](t, "with-customer", StoreCustomers, p.WithCustomer, "orders-source")
+	dsl.SelectKey(t, "by-order", p.ByOrder, "with-customer")
+	// repartition by-order-rp writes its records through orders-by-order-rp-repartition, read back by key.
+	stream.AddRepartition(t, "by-order-rp", s.ByOrderRpKey, s.ByOrderRpValue, stream.RepartitionOptions{Partitions: 3}, "by-order")
+	// paid joins by-order-rp with payments in {before: 10m, after: 10m, grace: 0s}, keeping each side in paid-left-store and paid-right-store.
+	dsl.JoinStreams[string, EnrichedOrder, Payment, EnrichedOrder](t, "paid", dsl.JoinWindowsOf(10*time.Minute), s.StorePaidLeftStoreKey, s.StorePaidLeftStoreValue, s.StorePaidRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Paid, "by-order-rp", "payments-source")
+	stream.AddProcessor(t, "add-country", func() stream.Processor[string, EnrichedOrder, string, EnrichedOrder] {
+		return &addCountryNode{impl: p.AddCountry()}
+	}, "paid")
+	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "add-country")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

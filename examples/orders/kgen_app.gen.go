@@ -18,9 +18,11 @@ type Config = appmain.Config
 // Topics maps every topic of kgen.yaml to its partition count (4 where the
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
+	TopicCountries:      4,
 	TopicCustomers:      3,
 	TopicEnrichedOrders: 4,
 	TopicOrders:         3,
+	TopicPayments:       3,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

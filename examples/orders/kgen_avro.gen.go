@@ -10,6 +10,121 @@ import (
 	"time"
 )
 
+// Country is the Avro record com.example.geo.Country.
+//
+// A country, keyed by its ISO 3166 code.
+type Country struct {
+	Code       string `avro:"code" json:"code"`
+	Name       string `avro:"name" json:"name"`
+	VatPercent int32  `avro:"vat_percent" json:"vat_percent"`
+}
+
+// CountryAvroSchema is the Avro schema of Country as JSON, with every
+// type it uses declared inline, ready for schema registry registration.
+const CountryAvroSchema = `{"type":"record","name":"com.example.geo.Country","doc":"A country, keyed by its ISO 3166 code.","fields":[{"name":"code","type":"string"},{"name":"name","type":"string"},{"name":"vat_percent","type":"int"}]}`
+
+// AppendAvro appends the Avro binary encoding of v to dst.
+func (v *Country) AppendAvro(dst []byte) ([]byte, error) {
+	dst, err := v.appendAvro(dst, 0)
+	if err != nil {
+		return nil, avro.Encoding(err, "com.example.geo.Country")
+	}
+	return dst, nil
+}
+
+// DecodeAvro decodes one Country from the front of src into v and returns
+// the bytes after it. Lengths and counts are bounded by the input left and
+// the limits of package avro.
+func (v *Country) DecodeAvro(src []byte) ([]byte, error) {
+	rest, err := v.decodeAvro(src, 0, "")
+	if err != nil {
+		return nil, avro.Decoding(err, "com.example.geo.Country")
+	}
+	return rest, nil
+}
+
+func (v *Country) appendAvro(dst []byte, depth int) ([]byte, error) {
+	if depth > avro.MaxDepth {
+		return nil, avro.ErrTooDeep
+	}
+	dst = avro.AppendString(dst, v.Code)
+	dst = avro.AppendString(dst, v.Name)
+	dst = avro.AppendInt(dst, v.VatPercent)
+	return dst, nil
+}
+
+func (v *Country) decodeAvro(src []byte, depth int, whole string) ([]byte, error) {
+	if depth > avro.MaxDepth {
+		return nil, avro.ErrTooDeep
+	}
+	var err error
+	if v.Code, src, err = avro.ReadString(src, whole); err != nil {
+		return nil, avro.Field(err, "code")
+	}
+	if v.Name, src, err = avro.ReadString(src, whole); err != nil {
+		return nil, avro.Field(err, "name")
+	}
+	if v.VatPercent, src, err = avro.ReadInt(src); err != nil {
+		return nil, avro.Field(err, "vat_percent")
+	}
+	return src, nil
+}
+
+// CountryAvroSerde is a serde.Serde[Country] for plain Avro binary values.
+type CountryAvroSerde struct{}
+
+// Serialize encodes v in Avro binary.
+func (CountryAvroSerde) Serialize(v Country) ([]byte, error) {
+	return v.AppendAvro(make([]byte, 0, 67))
+}
+
+// Deserialize decodes one Country that must fill b exactly. The value
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Country, not an error.
+func (CountryAvroSerde) Deserialize(b []byte) (Country, error) {
+	if b == nil {
+		return Country{}, nil
+	}
+	var v Country
+	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
+	if err != nil {
+		return Country{}, avro.Decoding(err, "com.example.geo.Country")
+	}
+	if len(rest) != 0 {
+		return Country{}, avro.Decoding(avro.ErrTrailing, "com.example.geo.Country")
+	}
+	return v, nil
+}
+
+// CountryConfluentSerde is a serde.Serde[Country] for the Confluent wire format:
+// a 5-byte header naming the schema registry id of CountryAvroSchema,
+// then Avro binary. Deserialize accepts only SchemaID.
+type CountryConfluentSerde struct {
+	SchemaID uint32
+}
+
+// Serialize encodes v after the wire format header.
+func (s CountryConfluentSerde) Serialize(v Country) ([]byte, error) {
+	dst := avro.AppendConfluentHeader(make([]byte, 0, 72), s.SchemaID)
+	return v.AppendAvro(dst)
+}
+
+// Deserialize checks the wire format header and decodes the Country after it;
+// a tombstone (nil b) is the zero Country.
+func (s CountryConfluentSerde) Deserialize(b []byte) (Country, error) {
+	if b == nil {
+		return Country{}, nil
+	}
+	id, payload, err := avro.ParseConfluentHeader(b)
+	if err == nil {
+		err = avro.CheckSchemaID(id, s.SchemaID)
+	}
+	if err != nil {
+		return Country{}, avro.Decoding(err, "com.example.geo.Country")
+	}
+	return CountryAvroSerde{}.Deserialize(payload)
+}
+
 // Customer is the Avro record com.example.crm.Customer.
 //
 // A customer of the shop.
@@ -18,11 +133,13 @@ type Customer struct {
 	Name  string  `avro:"name" json:"name"`
 	Email *string `avro:"email" json:"email"`
 	Tier  Tier    `avro:"tier" json:"tier"`
+	// ISO 3166 code, the key of topic countries.
+	Country *string `avro:"country" json:"country"`
 }
 
 // CustomerAvroSchema is the Avro schema of Customer as JSON, with every
 // type it uses declared inline, ready for schema registry registration.
-const CustomerAvroSchema = `{"type":"record","name":"com.example.crm.Customer","doc":"A customer of the shop.","fields":[{"name":"id","type":"string"},{"name":"name","type":"string"},{"name":"email","type":["null","string"],"default":null},{"name":"tier","type":{"type":"enum","name":"com.example.crm.Tier","symbols":["BASIC","GOLD"]},"default":"BASIC"}]}`
+const CustomerAvroSchema = `{"type":"record","name":"com.example.crm.Customer","doc":"A customer of the shop.","fields":[{"name":"id","type":"string"},{"name":"name","type":"string"},{"name":"email","type":["null","string"],"default":null},{"name":"tier","type":{"type":"enum","name":"com.example.crm.Tier","symbols":["BASIC","GOLD"]},"default":"BASIC"},{"name":"country","doc":"ISO 3166 code, the key of topic countries.","type":["null","string"],"default":null}]}`
 
 // AppendAvro appends the Avro binary encoding of v to dst.
 func (v *Customer) AppendAvro(dst []byte) ([]byte, error) {
@@ -60,6 +177,12 @@ func (v *Customer) appendAvro(dst []byte, depth int) ([]byte, error) {
 	if dst, err = v.Tier.appendAvro(dst); err != nil {
 		return nil, avro.Field(err, "tier")
 	}
+	if v.Country == nil {
+		dst = avro.AppendLong(dst, 0)
+	} else {
+		dst = avro.AppendLong(dst, 1)
+		dst = avro.AppendString(dst, *v.Country)
+	}
 	return dst, nil
 }
 
@@ -90,6 +213,19 @@ func (v *Customer) decodeAvro(src []byte, depth int, whole string) ([]byte, erro
 	if src, err = v.Tier.decodeAvro(src); err != nil {
 		return nil, avro.Field(err, "tier")
 	}
+	var b3 int
+	if b3, src, err = avro.ReadUnionIndex(src, 2); err != nil {
+		return nil, avro.Field(err, "country")
+	}
+	if b3 == 0 {
+		v.Country = nil
+	} else {
+		var o4 string
+		if o4, src, err = avro.ReadString(src, whole); err != nil {
+			return nil, avro.Field(err, "country")
+		}
+		v.Country = &o4
+	}
 	return src, nil
 }
 
@@ -98,7 +234,7 @@ type CustomerAvroSerde struct{}
 
 // Serialize encodes v in Avro binary.
 func (CustomerAvroSerde) Serialize(v Customer) ([]byte, error) {
-	return v.AppendAvro(make([]byte, 0, 100))
+	return v.AppendAvro(make([]byte, 0, 133))
 }
 
 // Deserialize decodes one Customer that must fill b exactly. The value
@@ -128,7 +264,7 @@ type CustomerConfluentSerde struct {
 
 // Serialize encodes v after the wire format header.
 func (s CustomerConfluentSerde) Serialize(v Customer) ([]byte, error) {
-	dst := avro.AppendConfluentHeader(make([]byte, 0, 105), s.SchemaID)
+	dst := avro.AppendConfluentHeader(make([]byte, 0, 138), s.SchemaID)
 	return v.AppendAvro(dst)
 }
 
@@ -150,16 +286,18 @@ func (s CustomerConfluentSerde) Deserialize(b []byte) (Customer, error) {
 
 // EnrichedOrder is the Avro record com.example.shop.EnrichedOrder.
 //
-// An order with its customer, when known, and its total.
+// An order with its customer and the customer's country, when known, its total and its payment.
 type EnrichedOrder struct {
 	Order    Order     `avro:"order" json:"order"`
 	Customer *Customer `avro:"customer" json:"customer"`
 	Total    *big.Rat  `avro:"total" json:"total"`
+	Payment  *Payment  `avro:"payment" json:"payment"`
+	Country  *Country  `avro:"country" json:"country"`
 }
 
 // EnrichedOrderAvroSchema is the Avro schema of EnrichedOrder as JSON, with every
 // type it uses declared inline, ready for schema registry registration.
-const EnrichedOrderAvroSchema = `{"type":"record","name":"com.example.shop.EnrichedOrder","doc":"An order with its customer, when known, and its total.","fields":[{"name":"order","type":{"type":"record","name":"com.example.shop.Order","doc":"An order as placed.","fields":[{"name":"id","type":{"type":"string","logicalType":"uuid"}},{"name":"customer_id","type":"string"},{"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"lines","type":{"type":"array","items":{"type":"record","name":"com.example.shop.Line","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"},{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}}]}}}]}},{"name":"customer","type":["null",{"type":"record","name":"com.example.crm.Customer","doc":"A customer of the shop.","fields":[{"name":"id","type":"string"},{"name":"name","type":"string"},{"name":"email","type":["null","string"],"default":null},{"name":"tier","type":{"type":"enum","name":"com.example.crm.Tier","symbols":["BASIC","GOLD"]},"default":"BASIC"}]}],"default":null},{"name":"total","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}}]}`
+const EnrichedOrderAvroSchema = `{"type":"record","name":"com.example.shop.EnrichedOrder","doc":"An order with its customer and the customer's country, when known, its total and its payment.","fields":[{"name":"order","type":{"type":"record","name":"com.example.shop.Order","doc":"An order as placed.","fields":[{"name":"id","type":{"type":"string","logicalType":"uuid"}},{"name":"customer_id","type":"string"},{"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"lines","type":{"type":"array","items":{"type":"record","name":"com.example.shop.Line","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"},{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}}]}}}]}},{"name":"customer","type":["null",{"type":"record","name":"com.example.crm.Customer","doc":"A customer of the shop.","fields":[{"name":"id","type":"string"},{"name":"name","type":"string"},{"name":"email","type":["null","string"],"default":null},{"name":"tier","type":{"type":"enum","name":"com.example.crm.Tier","symbols":["BASIC","GOLD"]},"default":"BASIC"},{"name":"country","doc":"ISO 3166 code, the key of topic countries.","type":["null","string"],"default":null}]}],"default":null},{"name":"total","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"payment","type":["null",{"type":"record","name":"com.example.shop.Payment","doc":"A payment of an order, keyed by the order's id.","fields":[{"name":"order_id","type":{"type":"string","logicalType":"uuid"}},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"paid","type":{"type":"long","logicalType":"timestamp-millis"}}]}],"default":null},{"name":"country","type":["null",{"type":"record","name":"com.example.geo.Country","doc":"A country, keyed by its ISO 3166 code.","fields":[{"name":"code","type":"string"},{"name":"name","type":"string"},{"name":"vat_percent","type":"int"}]}],"default":null}]}`
 
 // AppendAvro appends the Avro binary encoding of v to dst.
 func (v *EnrichedOrder) AppendAvro(dst []byte) ([]byte, error) {
@@ -200,6 +338,22 @@ func (v *EnrichedOrder) appendAvro(dst []byte, depth int) ([]byte, error) {
 	if dst, err = avro.AppendDecimal(dst, v.Total, 12, 2); err != nil {
 		return nil, avro.Field(err, "total")
 	}
+	if v.Payment == nil {
+		dst = avro.AppendLong(dst, 0)
+	} else {
+		dst = avro.AppendLong(dst, 1)
+		if dst, err = v.Payment.appendAvro(dst, depth+1); err != nil {
+			return nil, avro.Field(err, "payment")
+		}
+	}
+	if v.Country == nil {
+		dst = avro.AppendLong(dst, 0)
+	} else {
+		dst = avro.AppendLong(dst, 1)
+		if dst, err = v.Country.appendAvro(dst, depth+1); err != nil {
+			return nil, avro.Field(err, "country")
+		}
+	}
 	return dst, nil
 }
 
@@ -227,6 +381,32 @@ func (v *EnrichedOrder) decodeAvro(src []byte, depth int, whole string) ([]byte,
 	if v.Total, src, err = avro.ReadDecimal(src, 2); err != nil {
 		return nil, avro.Field(err, "total")
 	}
+	var b3 int
+	if b3, src, err = avro.ReadUnionIndex(src, 2); err != nil {
+		return nil, avro.Field(err, "payment")
+	}
+	if b3 == 0 {
+		v.Payment = nil
+	} else {
+		var o4 Payment
+		if src, err = o4.decodeAvro(src, depth+1, whole); err != nil {
+			return nil, avro.Field(err, "payment")
+		}
+		v.Payment = &o4
+	}
+	var b5 int
+	if b5, src, err = avro.ReadUnionIndex(src, 2); err != nil {
+		return nil, avro.Field(err, "country")
+	}
+	if b5 == 0 {
+		v.Country = nil
+	} else {
+		var o6 Country
+		if src, err = o6.decodeAvro(src, depth+1, whole); err != nil {
+			return nil, avro.Field(err, "country")
+		}
+		v.Country = &o6
+	}
 	return src, nil
 }
 
@@ -235,7 +415,7 @@ type EnrichedOrderAvroSerde struct{}
 
 // Serialize encodes v in Avro binary.
 func (EnrichedOrderAvroSerde) Serialize(v EnrichedOrder) ([]byte, error) {
-	return v.AppendAvro(make([]byte, 0, 102))
+	return v.AppendAvro(make([]byte, 0, 168))
 }
 
 // Deserialize decodes one EnrichedOrder that must fill b exactly. The value
@@ -265,7 +445,7 @@ type EnrichedOrderConfluentSerde struct {
 
 // Serialize encodes v after the wire format header.
 func (s EnrichedOrderConfluentSerde) Serialize(v EnrichedOrder) ([]byte, error) {
-	dst := avro.AppendConfluentHeader(make([]byte, 0, 107), s.SchemaID)
+	dst := avro.AppendConfluentHeader(make([]byte, 0, 173), s.SchemaID)
 	return v.AppendAvro(dst)
 }
 
@@ -544,6 +724,124 @@ func (s OrderConfluentSerde) Deserialize(b []byte) (Order, error) {
 		return Order{}, avro.Decoding(err, "com.example.shop.Order")
 	}
 	return OrderAvroSerde{}.Deserialize(payload)
+}
+
+// Payment is the Avro record com.example.shop.Payment.
+//
+// A payment of an order, keyed by the order's id.
+type Payment struct {
+	OrderID string    `avro:"order_id" json:"order_id"`
+	Amount  *big.Rat  `avro:"amount" json:"amount"`
+	Paid    time.Time `avro:"paid" json:"paid"`
+}
+
+// PaymentAvroSchema is the Avro schema of Payment as JSON, with every
+// type it uses declared inline, ready for schema registry registration.
+const PaymentAvroSchema = `{"type":"record","name":"com.example.shop.Payment","doc":"A payment of an order, keyed by the order's id.","fields":[{"name":"order_id","type":{"type":"string","logicalType":"uuid"}},{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"paid","type":{"type":"long","logicalType":"timestamp-millis"}}]}`
+
+// AppendAvro appends the Avro binary encoding of v to dst.
+func (v *Payment) AppendAvro(dst []byte) ([]byte, error) {
+	dst, err := v.appendAvro(dst, 0)
+	if err != nil {
+		return nil, avro.Encoding(err, "com.example.shop.Payment")
+	}
+	return dst, nil
+}
+
+// DecodeAvro decodes one Payment from the front of src into v and returns
+// the bytes after it. Lengths and counts are bounded by the input left and
+// the limits of package avro.
+func (v *Payment) DecodeAvro(src []byte) ([]byte, error) {
+	rest, err := v.decodeAvro(src, 0, "")
+	if err != nil {
+		return nil, avro.Decoding(err, "com.example.shop.Payment")
+	}
+	return rest, nil
+}
+
+func (v *Payment) appendAvro(dst []byte, depth int) ([]byte, error) {
+	if depth > avro.MaxDepth {
+		return nil, avro.ErrTooDeep
+	}
+	var err error
+	dst = avro.AppendString(dst, v.OrderID)
+	if dst, err = avro.AppendDecimal(dst, v.Amount, 12, 2); err != nil {
+		return nil, avro.Field(err, "amount")
+	}
+	dst = avro.AppendTimestampMillis(dst, v.Paid)
+	return dst, nil
+}
+
+func (v *Payment) decodeAvro(src []byte, depth int, whole string) ([]byte, error) {
+	if depth > avro.MaxDepth {
+		return nil, avro.ErrTooDeep
+	}
+	var err error
+	if v.OrderID, src, err = avro.ReadString(src, whole); err != nil {
+		return nil, avro.Field(err, "order_id")
+	}
+	if v.Amount, src, err = avro.ReadDecimal(src, 2); err != nil {
+		return nil, avro.Field(err, "amount")
+	}
+	if v.Paid, src, err = avro.ReadTimestampMillis(src); err != nil {
+		return nil, avro.Field(err, "paid")
+	}
+	return src, nil
+}
+
+// PaymentAvroSerde is a serde.Serde[Payment] for plain Avro binary values.
+type PaymentAvroSerde struct{}
+
+// Serialize encodes v in Avro binary.
+func (PaymentAvroSerde) Serialize(v Payment) ([]byte, error) {
+	return v.AppendAvro(make([]byte, 0, 67))
+}
+
+// Deserialize decodes one Payment that must fill b exactly. The value
+// never aliases b (its strings may share one copy of it: avro.Whole). A
+// record with no value (nil b, a tombstone) is the zero Payment, not an error.
+func (PaymentAvroSerde) Deserialize(b []byte) (Payment, error) {
+	if b == nil {
+		return Payment{}, nil
+	}
+	var v Payment
+	rest, err := v.decodeAvro(b, 0, avro.Whole(b))
+	if err != nil {
+		return Payment{}, avro.Decoding(err, "com.example.shop.Payment")
+	}
+	if len(rest) != 0 {
+		return Payment{}, avro.Decoding(avro.ErrTrailing, "com.example.shop.Payment")
+	}
+	return v, nil
+}
+
+// PaymentConfluentSerde is a serde.Serde[Payment] for the Confluent wire format:
+// a 5-byte header naming the schema registry id of PaymentAvroSchema,
+// then Avro binary. Deserialize accepts only SchemaID.
+type PaymentConfluentSerde struct {
+	SchemaID uint32
+}
+
+// Serialize encodes v after the wire format header.
+func (s PaymentConfluentSerde) Serialize(v Payment) ([]byte, error) {
+	dst := avro.AppendConfluentHeader(make([]byte, 0, 72), s.SchemaID)
+	return v.AppendAvro(dst)
+}
+
+// Deserialize checks the wire format header and decodes the Payment after it;
+// a tombstone (nil b) is the zero Payment.
+func (s PaymentConfluentSerde) Deserialize(b []byte) (Payment, error) {
+	if b == nil {
+		return Payment{}, nil
+	}
+	id, payload, err := avro.ParseConfluentHeader(b)
+	if err == nil {
+		err = avro.CheckSchemaID(id, s.SchemaID)
+	}
+	if err != nil {
+		return Payment{}, avro.Decoding(err, "com.example.shop.Payment")
+	}
+	return PaymentAvroSerde{}.Deserialize(payload)
 }
 
 // Tier is the Avro enum com.example.crm.Tier.

@@ -3,6 +3,7 @@
 package orders
 
 import (
+	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
@@ -32,6 +33,9 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	}
 	if _, ok := cfg.TopicPartitions[TopicOrders]; !ok {
 		cfg.TopicPartitions[TopicOrders] = 3
+	}
+	if _, ok := cfg.TopicPartitions[TopicPayments]; !ok {
+		cfg.TopicPartitions[TopicPayments] = 3
 	}
 	s := DefaultSerdes()
 	t, err := NewTopology(p, s)
@@ -63,10 +67,10 @@ func (d *TestDriver) PipeCustomersNullKey(value Customer, ts time.Time) error {
 	return streamtest.PipeNullKey(d.d, TopicCustomers, d.s.CustomersValue, value, ts)
 }
 
-// PipeCustomersTombstone writes a tombstone (a null value) for key to topic "customers" and processes
-// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
-func (d *TestDriver) PipeCustomersTombstone(key string, ts time.Time) error {
-	return streamtest.PipeTombstone(d.d, TopicCustomers, d.s.CustomersKey, key, ts)
+// DeleteCustomers writes a tombstone for key with timestamp ts to topic "customers" and processes
+// it: table "customer-table" deletes the key's row.
+func (d *TestDriver) DeleteCustomers(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicCustomers, d.s.CustomersKey, dsl.Nullable(d.s.CustomersValue), key, nil, ts)
 }
 
 // ReadEnrichedOrders returns the records written to topic "enriched-orders" since the last read.
@@ -92,10 +96,29 @@ func (d *TestDriver) PipeOrdersTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicOrders, d.s.OrdersKey, key, ts)
 }
 
+// PipePayments writes a record with timestamp ts to topic "payments" and processes it.
+func (d *TestDriver) PipePayments(key string, value Payment, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicPayments, d.s.PaymentsKey, d.s.PaymentsValue, key, value, ts)
+}
+
+// PipePaymentsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "payments" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipePaymentsNullKey(value Payment, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicPayments, d.s.PaymentsValue, value, ts)
+}
+
+// PipePaymentsTombstone writes a tombstone (a null value) for key to topic "payments" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipePaymentsTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicPayments, d.s.PaymentsKey, key, ts)
+}
+
 // Customers is store "customers", to inspect or seed: every partition's copy, each key
 // in its partition's.
-func (d *TestDriver) Customers() (state.KeyValueStore[string, Customer], error) {
-	return streamtest.KeyValueStoreFor[string, Customer](d.d, StoreCustomers, d.s.StoreCustomersKey)
+// operator "customer-table" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) Customers() (state.KeyValueStore[string, dsl.ValueAndTimestamp[Customer]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[Customer]](d.d, StoreCustomers, d.s.StoreCustomersKey)
 }
 
 // AdvanceWallClock moves the driver's wall clock forward by dur, firing the

@@ -7,5 +7,5 @@ package main
 import "github.com/kgen-dev/kgen/examples/orders"
 
 func main() {
-	orders.Main(orders.Factories{})
+	orders.MainWithGlobals(orders.Factories{})
 }
