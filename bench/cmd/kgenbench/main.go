@@ -12,6 +12,9 @@
 // KGENBENCH_BUFFER_RECORDS=n sets stream.BufferRecords, to look into flow
 // control; the harness never sets it.
 //
+// KGENBENCH_MAX_TASK_IDLE=d sets stream.MaxTaskIdle, to look into the
+// joins' timestamp order across inputs; the harness never sets it.
+//
 // KGENBENCH_LOG=debug logs the runtime at debug level, KGENBENCH_KGO_LOG=debug
 // its franz-go clients too (both to stderr, which the harness keeps in the
 // run's log file).
@@ -151,6 +154,16 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 			return res, fmt.Errorf("KGENBENCH_BUFFER_RECORDS=%q: %w", v, err)
 		}
 		extra = append(extra, stream.BufferRecords(n))
+	}
+	if a.Workload == protocol.StreamStreamJoin {
+		extra = append(extra, stream.MaxTaskIdle(protocol.JoinMaxTaskIdle))
+	}
+	if v := os.Getenv("KGENBENCH_MAX_TASK_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return res, fmt.Errorf("KGENBENCH_MAX_TASK_IDLE=%q: %w", v, err)
+		}
+		extra = append(extra, stream.MaxTaskIdle(d))
 	}
 	app, err := stream.New(topo, append([]stream.Option{
 		stream.Brokers(strings.Split(a.Brokers, ",")...),
