@@ -267,7 +267,7 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 		_, _ = valRNG.Read(v)
 		src.groups[protocol.Group(v)]++
 		src.Bytes += int64(len(k) + len(v))
-		ts := src.FirstTimestampMs + int64(float64(i)*float64(src.SpanMs)/float64(src.Records))
+		ts := src.timestamp(i)
 		src.windows[window{k, ts - ts%size}]++
 		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v, Timestamp: time.UnixMilli(ts)}, func(r *kgo.Record, err error) {
 			if err != nil {
@@ -299,6 +299,79 @@ func (c *cluster) load(ctx context.Context, src *source, seed uint64) error {
 		return fmt.Errorf("load %q: the topic holds %d records, want %d", src.Topic, got, src.Records)
 	}
 	return nil
+}
+
+// writeOther writes the second input of join workload w to topic,
+// partitioned by key as the source is. stream-table-join: one row per key
+// of the source (protocol.TableRow), each stamped a minute before the
+// source's first record, so that a task that reads its inputs in timestamp
+// order has its rows before any stream record. stream-stream-join: for each
+// mark of protocol.RightMark, one record per key (protocol.RightValue),
+// mark by mark, so that timestamps never go back within a partition.
+func (c *cluster) writeOther(ctx context.Context, topic, w string, src *source) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var failed atomic.Pointer[error]
+	produce := func(k string, v []byte, ts int64) {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(k), Value: v, Timestamp: time.UnixMilli(ts)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	switch w {
+	case protocol.StreamTableJoin:
+		for i := range src.Keys {
+			k := keyName(uint64(i))
+			produce(k, protocol.TableRow(k), src.FirstTimestampMs-time.Minute.Milliseconds())
+		}
+	case protocol.StreamStreamJoin:
+		for j := range protocol.RightMarks {
+			for i := range src.Keys {
+				k := keyName(uint64(i))
+				produce(k, protocol.RightValue(k), protocol.RightMark(src.FirstTimestampMs, j))
+			}
+		}
+	default:
+		return fmt.Errorf("%s joins nothing", w)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("write %q: flush: %w", topic, err)
+	}
+	if p := failed.Load(); p != nil {
+		return fmt.Errorf("write %q: %w", topic, *p)
+	}
+	return nil
+}
+
+// joinOutputs is the number of pairs stream-stream-join makes of the
+// source and the right stream writeOther writes: every key has a right
+// record at every mark, so a source record stamped t joins one per mark
+// within protocol.JoinWindow of t (both ends included, as Kafka Streams'
+// JoinWindows), whatever its key.
+func (src *source) joinOutputs() int64 {
+	d := protocol.JoinWindow.Milliseconds()
+	var n int64
+	for i := range src.Records {
+		ts := src.timestamp(i)
+		for j := range protocol.RightMarks {
+			if m := protocol.RightMark(src.FirstTimestampMs, j); ts >= m-d && ts <= m+d {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// timestamp is the timestamp of source record i.
+func (src *source) timestamp(i int64) int64 {
+	return src.FirstTimestampMs + int64(float64(i)*float64(src.SpanMs)/float64(src.Records))
 }
 
 // readTopic reads topic from the start and calls fn for every record. With

@@ -78,6 +78,7 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	short := map[string]string{protocol.AtLeastOnce: "alo", protocol.ExactlyOnce: "eos"}[g]
 	app := fmt.Sprintf("%s-%s-%s-%s-%d", b.runID, short, w, ct, i)
 	sink := app + "-sink"
+	other := app + "-other"
 	restore := protocol.IsRestore(w)
 	// A restore restores b.o.restoreEntries changelog entries; a workload
 	// processes the source.
@@ -85,7 +86,11 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	if restore {
 		inputs, input = b.o.restoreEntries, app+"-input"
 	}
-	exp, err := protocol.Expected(w, inputs, b.src.ClosedWindows)
+	outputs := b.src.ClosedWindows
+	if w == protocol.StreamStreamJoin {
+		outputs = b.src.joinOutputs()
+	}
+	exp, err := protocol.Expected(w, inputs, outputs)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -132,6 +137,17 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 			r.Error = err.Error()
 			return r
 		}
+	} else if protocol.IsJoin(w) {
+		// The table or right stream, written before the contender starts
+		// (not timed), co-partitioned with the source.
+		if err := b.c.createTopic(setup, other, b.src.Partitions, nil); err != nil {
+			r.Error = err.Error()
+			return r
+		}
+		if err := b.c.writeOther(setup, other, w, b.src); err != nil {
+			r.Error = err.Error()
+			return r
+		}
 	} else if ct == raw && changelog != "" {
 		compact := "compact"
 		if err := b.c.createTopic(setup, changelog, b.src.Partitions, map[string]*string{"cleanup.policy": &compact}); err != nil {
@@ -160,6 +176,9 @@ func (b *bencher) one(ctx context.Context, g, w, ct string, i int) (r runRecord)
 	}
 	if ct != raw {
 		args = append(args, "-store", b.o.store)
+	}
+	if protocol.IsJoin(w) {
+		args = append(args, "-other", other, "-join-outputs", strconv.FormatInt(outputs, 10))
 	}
 	name, argv := b.progs.command(ct, args)
 	r.Log = filepath.Join(b.logDir, app+".log")

@@ -12,6 +12,9 @@
 // KGENBENCH_BUFFER_RECORDS=n sets stream.BufferRecords, to look into flow
 // control; the harness never sets it.
 //
+// KGENBENCH_MAX_TASK_IDLE=d sets stream.MaxTaskIdle, to look into the
+// joins' timestamp order across inputs; the harness never sets it.
+//
 // KGENBENCH_LOG=debug logs the runtime at debug level, KGENBENCH_KGO_LOG=debug
 // its franz-go clients too (both to stderr, which the harness keeps in the
 // run's log file).
@@ -152,6 +155,16 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 		}
 		extra = append(extra, stream.BufferRecords(n))
 	}
+	if a.Workload == protocol.StreamStreamJoin {
+		extra = append(extra, stream.MaxTaskIdle(protocol.JoinMaxTaskIdle))
+	}
+	if v := os.Getenv("KGENBENCH_MAX_TASK_IDLE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return res, fmt.Errorf("KGENBENCH_MAX_TASK_IDLE=%q: %w", v, err)
+		}
+		extra = append(extra, stream.MaxTaskIdle(d))
+	}
 	app, err := stream.New(topo, append([]stream.Option{
 		stream.Brokers(strings.Split(a.Brokers, ",")...),
 		stream.AppID(a.App),
@@ -237,8 +250,10 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	}
 	tr.Fill(&res)
 	st := app.Stats()
-	fmt.Fprintf(os.Stderr, "kgen stats: processed=%d skipped=%d commits=%d commit_time=%v restored=%d\n",
-		st.Processed, st.Skipped, st.Commits, st.CommitTime, st.Restored)
+	// enforced: records processed out of timestamp order across a task's
+	// inputs (an input empty past its fetch grace), which the joins feel.
+	fmt.Fprintf(os.Stderr, "kgen stats: processed=%d skipped=%d commits=%d commit_time=%v restored=%d enforced=%d\n",
+		st.Processed, st.Skipped, st.Commits, st.CommitTime, st.Restored, st.EnforcedSteps)
 	want := uint64(a.Expect)
 	if protocol.ProcessorForm(a.Workload) == protocol.RepartitionCount {
 		want *= 2 // each record is processed once per hop
@@ -251,6 +266,11 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	case restore && held.Load() != int64(want):
 		err = fmt.Errorf("the restored stores hold %d entries, want %d", held.Load(), want)
 	case restore:
+	case protocol.IsJoin(a.Workload) && st.Processed < want:
+		// The runtime counts the second input's records too (the table's
+		// rows, the right stream's records): at least the source's.
+		err = fmt.Errorf("runtime counted %d records processed, want at least %d", st.Processed, want)
+	case protocol.IsJoin(a.Workload):
 	case guarantee == stream.AtLeastOnce && st.Processed != want:
 		err = fmt.Errorf("runtime counted %d records processed, want %d", st.Processed, want)
 	case guarantee == stream.ExactlyOnce && st.Processed < want:
@@ -336,6 +356,28 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, he
 		dsl.WindowedCount[string, []byte](t, "count", protocol.WindowStore, w, serde.String{}, opts, "inputs")
 		dsl.ToStream[dsl.Windowed[string], int64](t, "updates", "count")
 		stream.AddSink(t, "out", a.Sink, dsl.WindowedKey(serde.String{}, w), dsl.Nullable[int64](serde.Int64{}), "updates")
+	case protocol.StreamTableJoin:
+		// stream.join(table) as kgen generate wires it: the table's rows in
+		// a changelogged store (as Kafka Streams' table source without the
+		// source-topic optimization), the stream's records counted by a peek
+		// and joined with the row of their key. The table topic is
+		// co-partitioned with the source, so both are read by one task.
+		dsl.Table[string, []byte](t, "table", a.Other, serde.String{}, serde.Bytes{}, protocol.TableStore, store)
+		stream.AddSource(t, "in", a.Source, serde.String{}, serde.Bytes{})
+		dsl.Peek(t, "inputs", func(string, []byte) { tr.Input() }, "in")
+		dsl.StreamTableJoin[string, []byte, []byte, []byte](t, "join", protocol.TableStore, protocol.JoinValue, "inputs")
+		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Bytes{}, "join")
+	case protocol.StreamStreamJoin:
+		// stream.join(other, JoinWindows.ofTimeDifferenceWithNoGrace(1 min))
+		// as kgen generate wires it: the source's records (counted by a
+		// peek) on the left, the harness's right stream on the right, both
+		// sides' window stores changelogged, as Kafka Streams' are.
+		stream.AddSource(t, "in", a.Source, serde.String{}, serde.Bytes{})
+		dsl.Peek(t, "inputs", func(string, []byte) { tr.Input() }, "in")
+		stream.AddSource(t, "right", a.Other, serde.String{}, serde.Bytes{})
+		dsl.JoinStreams(t, "join", dsl.JoinWindowsOf(protocol.JoinWindow), serde.String{}, serde.Bytes{}, serde.Bytes{},
+			dsl.StreamJoinOptions{Store: store}, func(_ string, l, r []byte) []byte { return protocol.JoinValue(l, r) }, "inputs", "right")
+		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Bytes{}, "join")
 	case protocol.RestoreKV, protocol.RestoreWindow:
 		// Only the store matters: it is restored before the (empty) input
 		// is read. The processor's Init, which runs once its task's stores

@@ -123,6 +123,10 @@ func run(a *protocol.Args) (protocol.Result, error) {
 		res.Unsupported, res.Error = true, a.Workload+": operators are kgen's and Kafka Streams' (the raw loop's figures are under "+protocol.ProcessorForm(a.Workload)+")"
 		return res, nil
 	}
+	if protocol.IsJoin(a.Workload) {
+		res.Unsupported, res.Error = true, a.Workload+": the raw loop has no join"
+		return res, nil
+	}
 	if protocol.IsRestore(a.Workload) {
 		return restoreRead(a)
 	}

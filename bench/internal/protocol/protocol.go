@@ -47,11 +47,53 @@ const (
 	RestoreKV = "restore-kv"
 	// RestoreWindow is RestoreKV for a window store.
 	RestoreWindow = "restore-window"
+	// StreamTableJoin joins each source record with the row of its key in
+	// a table the harness writes (-other: one row per key, TableRow,
+	// stamped before every source record): Kafka Streams'
+	// KStream#join(KTable). The output is one record per input, its value
+	// JoinValue(value, row).
+	StreamTableJoin = "stream-table-join"
+	// StreamStreamJoin joins the source (left) with a second stream the
+	// harness writes (-other: for every key, one record at each mark of
+	// RightMarks, RightValue) in JoinWindows of JoinWindow before and after,
+	// no grace: Kafka Streams' KStream#join(KStream, JoinWindows
+	// .ofTimeDifferenceWithNoGrace). One output per pair, its value
+	// JoinValue(left, right); how many the harness computes (-join-outputs).
+	StreamStreamJoin = "stream-stream-join"
 )
+
+// JoinWindow is StreamStreamJoin's time difference, before and after.
+const JoinWindow = time.Minute
+
+// JoinMaxTaskIdle is how long, in StreamStreamJoin, a task waits for an
+// input with nothing buffered before it processes the other (kgen's
+// stream.MaxTaskIdle, Kafka Streams' max.task.idle.ms). With the default 0
+// a task whose source partition has not been fetched yet runs ahead on the
+// right stream, and the source records that come later find the right
+// records they should join already expired: pairs are lost, a different
+// number each run. Both contenders wait the same; the wait is paid once
+// at the start and once when the right stream ends before the source.
+const JoinMaxTaskIdle = 2 * time.Second
+
+// RightMarks is how many records of each key StreamStreamJoin's right
+// stream holds: record j of a key is stamped first + (2j+1) minutes, first
+// the source's first timestamp, so that the marks are two windows apart and
+// a source record joins one mark, or two when it is exactly a minute from
+// both.
+const RightMarks = 30
+
+// RightMark is the time of the j-th record of every key in
+// StreamStreamJoin's right stream, for a source whose first record is
+// stamped first (ms).
+func RightMark(first int64, j int) int64 { return first + int64(2*j+1)*JoinWindow.Milliseconds() }
+
+// RightValue is the value of key's records in StreamStreamJoin's right
+// stream.
+func RightValue(key string) []byte { return []byte("right-" + key) }
 
 // Workloads lists every workload, in the order they are reported.
 var Workloads = []string{SourceOnly, Passthrough, KVPut, Count, RepartitionCount, OpsPassthrough, OpsRepartitionCount,
-	WindowedCount, WindowedCountFinal, RestoreKV, RestoreWindow}
+	WindowedCount, WindowedCountFinal, RestoreKV, RestoreWindow, StreamTableJoin, StreamStreamJoin}
 
 // The windows of WindowedCount and WindowedCountFinal, the same for every
 // contender (the Kafka Streams contender spells them out too). The grace
@@ -69,6 +111,25 @@ func IsRestore(workload string) bool { return workload == RestoreKV || workload 
 // IsWindowed says whether workload is a windowed count.
 func IsWindowed(workload string) bool {
 	return workload == WindowedCount || workload == WindowedCountFinal
+}
+
+// IsJoin says whether workload joins the source with a second input the
+// harness writes (-other).
+func IsJoin(workload string) bool { return workload == StreamTableJoin || workload == StreamStreamJoin }
+
+// TableStore is the store of StreamTableJoin's table (its changelog
+// A-table-changelog, for kgen and Kafka Streams alike).
+const TableStore = "table"
+
+// TableRow is the value of key's row in StreamTableJoin's table.
+func TableRow(key string) []byte { return []byte("row-" + key) }
+
+// JoinValue is the value the joins output for a source record of value v
+// joined with other (a row or a right record): v followed by other (the
+// Kafka Streams contender joins the same way).
+func JoinValue(v, row []byte) []byte {
+	out := make([]byte, 0, len(v)+len(row))
+	return append(append(out, v...), row...)
 }
 
 // ProcessorForm is the workload an operator workload is the operator form
@@ -128,13 +189,15 @@ type Expect struct {
 // record per input for passthrough, count and windowed-count, one changelog
 // record per input for kv-put, count and both windowed counts, and for
 // windowed-count-final one sink record per window closed (closed, which
-// depends on the data: the harness computes it and passes -closed-windows).
+// depends on the data: the harness computes it and passes -closed-windows),
+// for stream-stream-join one per pair that joins (closed stands for that
+// number, passed as -join-outputs).
 // Restores write nothing: n is the number of changelog entries to restore.
 func Expected(workload string, n, closed int64) (Expect, error) {
 	switch ProcessorForm(workload) {
 	case SourceOnly:
 		return Expect{}, nil
-	case Passthrough:
+	case Passthrough, StreamTableJoin:
 		return Expect{Sink: n}, nil
 	case KVPut:
 		return Expect{Changelog: n, Store: KVStore}, nil
@@ -144,6 +207,8 @@ func Expected(workload string, n, closed int64) (Expect, error) {
 		return Expect{Sink: n, Changelog: n, Store: WindowStore}, nil
 	case WindowedCountFinal:
 		return Expect{Sink: closed, Changelog: n, Store: WindowStore}, nil
+	case StreamStreamJoin:
+		return Expect{Sink: closed}, nil
 	case RestoreKV:
 		return Expect{Store: KVStore}, nil
 	case RestoreWindow:
@@ -160,6 +225,8 @@ type Args struct {
 	Brokers        string
 	Workload       string
 	Source         string
+	Other          string // the second input of a join workload: its table or right stream
+	JoinOutputs    int64  // stream-stream-join: the pairs that join, one sink record each
 	Sink           string
 	App            string // application id and consumer group
 	Expect         int64  // records in the source topic (restores: changelog entries)
@@ -177,6 +244,8 @@ func (a *Args) Register(fs *flag.FlagSet) {
 	fs.StringVar(&a.Brokers, "brokers", "127.0.0.1:9092", "seed brokers, comma separated")
 	fs.StringVar(&a.Workload, "workload", "", "workload, one of protocol.Workloads")
 	fs.StringVar(&a.Source, "source", "", "source topic")
+	fs.StringVar(&a.Other, "other", "", "the join workloads' second input: the table or the right stream")
+	fs.Int64Var(&a.JoinOutputs, "join-outputs", 0, "stream-stream-join: pairs that join (one sink record each)")
 	fs.StringVar(&a.Sink, "sink", "", "sink topic (passthrough and count)")
 	fs.StringVar(&a.App, "app", "", "application id and consumer group")
 	fs.Int64Var(&a.Expect, "expect", 0, "records in the source topic (restore workloads: changelog entries to restore)")
@@ -199,8 +268,11 @@ func (a *Args) Check() error {
 	if a.Source == "" {
 		errs = append(errs, errors.New("-source is required"))
 	}
-	if (exp.Sink > 0 || a.Workload == WindowedCountFinal) && a.Sink == "" {
+	if (exp.Sink > 0 || a.Workload == WindowedCountFinal || a.Workload == StreamStreamJoin) && a.Sink == "" {
 		errs = append(errs, fmt.Errorf("-sink is required for %s", a.Workload))
+	}
+	if IsJoin(a.Workload) && a.Other == "" {
+		errs = append(errs, fmt.Errorf("-other is required for %s", a.Workload))
 	}
 	if a.App == "" {
 		errs = append(errs, errors.New("-app is required"))
@@ -218,7 +290,12 @@ func (a *Args) Check() error {
 }
 
 // Expected is Expected for the run's workload, records and closed windows.
-func (a *Args) Expected() (Expect, error) { return Expected(a.Workload, a.Expect, a.ClosedWindows) }
+func (a *Args) Expected() (Expect, error) {
+	if a.Workload == StreamStreamJoin {
+		return Expected(a.Workload, a.Expect, a.JoinOutputs)
+	}
+	return Expected(a.Workload, a.Expect, a.ClosedWindows)
+}
 
 // Result is what a contender reports, as the last line of its stdout. Times
 // are Unix nanoseconds from the contender's clock (the same machine as the

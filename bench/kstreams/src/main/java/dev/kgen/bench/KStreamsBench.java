@@ -37,8 +37,12 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -336,9 +340,53 @@ public final class KStreamsBench {
                         .to(sink, Produced.with(Serdes.String(), Serdes.Long()));
                 return b.build();
             }
+            case "stream-table-join": {
+                // KStream#join(KTable): the table's rows in a changelogged
+                // store (no source-topic optimization), each stream record
+                // joined with the row of its key, value ‖ row.
+                StreamsBuilder b = new StreamsBuilder();
+                KeyValueBytesStoreSupplier supplier = persistent
+                        ? Stores.persistentTimestampedKeyValueStore("table")
+                        : Stores.inMemoryKeyValueStore("table");
+                KTable<String, byte[]> table = b.table(a.get("other"), Consumed.with(Serdes.String(), Serdes.ByteArray()),
+                        Materialized.<String, byte[]>as(supplier)
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.ByteArray()));
+                b.stream(source, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                        .peek((k, v) -> input())
+                        .join(table, KStreamsBench::joinValue)
+                        .to(sink, Produced.with(Serdes.String(), Serdes.ByteArray()));
+                return b.build();
+            }
+            case "stream-stream-join": {
+                // KStream#join(KStream) in JoinWindows of one minute, no
+                // grace (bench/internal/protocol.JoinWindow): the source on
+                // the left, the harness's right stream on the right; both
+                // sides' window stores changelogged (the default).
+                StreamsBuilder b = new StreamsBuilder();
+                KStream<String, byte[]> right = b.stream(a.get("other"), Consumed.with(Serdes.String(), Serdes.ByteArray()));
+                b.stream(source, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                        .peek((k, v) -> input())
+                        .join(right, KStreamsBench::joinValue,
+                                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)),
+                                StreamJoined.with(Serdes.String(), Serdes.ByteArray(), Serdes.ByteArray())
+                                        .withDslStoreSuppliers(persistent
+                                                ? new BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers()
+                                                : new BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers()))
+                        .to(sink, Produced.with(Serdes.String(), Serdes.ByteArray()));
+                return b.build();
+            }
             default:
                 throw new IllegalArgumentException("unknown workload " + workload);
         }
+    }
+
+    /** A join's output value, as bench/internal/protocol.JoinValue: value, then row. */
+    static byte[] joinValue(byte[] value, byte[] row) {
+        byte[] out = new byte[value.length + row.length];
+        System.arraycopy(value, 0, out, 0, value.length);
+        System.arraycopy(row, 0, out, value.length, row.length);
+        return out;
     }
 
     /** The new key of a repartition-count record, as bench/internal/protocol.Group. */
@@ -537,6 +585,7 @@ public final class KStreamsBench {
         switch (workload) {
             case "passthrough":
             case "ops-passthrough":
+            case "stream-table-join":
                 expectSink = inputs;
                 sinkTopic = a.get("sink");
                 conditions = 2;
@@ -559,6 +608,11 @@ public final class KStreamsBench {
                 changelogTopic = app + "-windows-changelog";
                 store = persistent ? "rocksdb (timestamped window), changelogged" : "in-memory window, changelogged";
                 conditions = expectSink > 0 ? 3 : 2;
+                break;
+            case "stream-stream-join":
+                expectSink = Long.parseLong(a.getOrDefault("join-outputs", "0"));
+                sinkTopic = a.get("sink");
+                conditions = 2;
                 break;
             case "count":
             case "repartition-count":
@@ -595,6 +649,11 @@ public final class KStreamsBench {
         // No record cache: every count update is forwarded and logged, one
         // output per input, as the other contenders do.
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        if (workload.equals("stream-stream-join")) {
+            // As bench/internal/protocol.JoinMaxTaskIdle: wait for an input
+            // not fetched yet rather than run ahead on the other.
+            p.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 2000L);
+        }
         p.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), AckInterceptor.class.getName());
         p.put(StreamsConfig.producerPrefix(ProducerConfig.COMPRESSION_TYPE_CONFIG), "none");
         // Emitting final results, check for closed windows on every record,
