@@ -263,3 +263,86 @@ func fmtVersion(r state.VersionedRecord[*string]) string {
 	}
 	return fmt.Sprintf("%s@[%d,%d)", v, r.Timestamp, r.ValidTo)
 }
+
+// latestStamper keeps each key's last value with its record's time in a
+// timestamped key-value store.
+type latestStamper struct {
+	s state.KeyValueStore[string, state.ValueAndTimestamp[string]]
+}
+
+func (p *latestStamper) Init(ctx *stream.Context[string, string]) (err error) {
+	p.s, err = stream.GetKeyValueStore[string, state.ValueAndTimestamp[string]](ctx, "latest")
+	return err
+}
+
+func (p *latestStamper) Process(_ *stream.Context[string, string], r stream.Record[string, string]) error {
+	return p.s.Put(r.Key, state.ValueAndTimestamp[string]{Value: r.Value, Timestamp: r.Timestamp.UnixMilli()})
+}
+
+// TestQueryTimestampedKeyValue: a timestamped key-value store answers
+// through a key-value view with each value's timestamp, for one key and
+// for all; QueryKeyValue refuses it.
+func TestQueryTimestampedKeyValue(t *testing.T) {
+	c := kafkatest.New(t)
+	in := c.CreateTopic(t, 2, nil)
+	appID := "querytskv-" + in
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "stamp", func() stream.Processor[string, string, string, string] { return &latestStamper{} }, "in")
+	stream.AddTimestampedKeyValueStore(topo, "latest", serde.String{}, serde.String{}, stream.StoreOptions{Changelog: true}, "stamp")
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	want := map[string]state.ValueAndTimestamp[string]{}
+	var recs []*kgo.Record
+	for i := range 40 {
+		k, v, ts := fmt.Sprintf("k%d", i%8), fmt.Sprintf("v%d", i), base+int64(i)*1000
+		want[k] = state.ValueAndTimestamp[string]{Value: v, Timestamp: ts}
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(k), Value: []byte(v), Timestamp: time.UnixMilli(ts)})
+	}
+	produceAll(t, c.Client(t), recs)
+	app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
+		stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.QueryKeyValue(app, "latest", serde.String{}, serde.String{}); err == nil {
+		t.Fatal("a plain key-value view of a timestamped store was made")
+	}
+	if _, err := stream.QueryTimestampedKeyValue(app, "latest", serde.String{}, serde.Int64{}); err == nil {
+		t.Fatal("a view of int64 values was made of a store of strings")
+	}
+	view, err := stream.QueryTimestampedKeyValue(app, "latest", serde.String{}, serde.String{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitCaughtUp(t, c.Admin(t), appID, in)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		all, err := view.All()
+		got := map[string]state.ValueAndTimestamp[string]{}
+		for _, e := range all.Entries {
+			got[e.Key] = e.Value
+		}
+		if err == nil && len(all.Missing) == 0 && len(got) == len(want) {
+			for k, w := range want {
+				if got[k] != w {
+					t.Errorf("All: %s = %+v, want %+v", k, got[k], w)
+				}
+				if v, ok, _, err := view.Get(k); err != nil || !ok || v != w {
+					t.Errorf("Get(%s) = %+v, %v, %v; want %+v", k, v, ok, err, w)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("All: %d entries, missing %v, %v; want %d", len(got), all.Missing, err, len(want))
+		}
+	}
+}
