@@ -14,7 +14,7 @@ const GeneratedMark = "kgen, from kgen.yaml: do not edit"
 // JSON Schemas of its keys and values as the API writes them.
 type StoreDoc struct {
 	Name string
-	// Kind is "keyvalue" (or ""), "window" or "session".
+	// Kind is "keyvalue" (or ""), "window", "session" or "versioned".
 	Kind  string
 	Key   map[string]any
 	Value map[string]any
@@ -117,6 +117,20 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 				"summary":     "The sessions of a key of store " + s.Name + ", from the instance holding it",
 				"parameters":  []any{keyParam, stale},
 				"responses":   with(jsonOK("the sessions, by start", "Sessions"+id+"Answer")),
+			}}
+			continue
+		case "versioned":
+			ms := map[string]any{"type": "integer", "format": "int64"}
+			schemas["Version"+id+"Answer"] = obj(map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served"),
+				"validFrom": ms, "validTo": ms,
+			}, "key", "value", "validFrom", "served")
+			paths["/v1/stores/"+s.Name+"/keys/{key}"] = map[string]any{"get": map[string]any{
+				"operationId": "get" + id,
+				"summary":     "The latest version of a key of versioned store " + s.Name + ", or the one valid at asOf, from the instance holding it",
+				"parameters": []any{keyParam,
+					query("asOf", "the time the version asked for was valid at: milliseconds since the epoch or RFC 3339; none: the latest", map[string]any{"type": "string"}),
+					stale},
+				"responses": with(jsonOK("the version, valid from validFrom to validTo (exclusive; none for the latest)", "Version"+id+"Answer"), "404"),
 			}}
 			continue
 		}
