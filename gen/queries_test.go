@@ -1,10 +1,15 @@
 package gen
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // TestOpenAPIObsolete: openapi.json is written while a store is queryable
@@ -53,5 +58,83 @@ func TestOpenAPIObsolete(t *testing.T) {
 	}
 	if slices.Contains(res.Obsolete, FileOpenAPI) {
 		t.Error("the user's openapi.json is listed as obsolete")
+	}
+}
+
+// TestVersionedQueries: a versioned table's store, once the spec can
+// declare one (StoreNode.Versioned), is served by queryapi.Versioned
+// through stream.QueryVersioned, has an as-of accessor in the typed
+// client and an asOf parameter in a valid openapi.json; the generated app
+// builds against the runtime. The queries case's count store stands in
+// for the table's: the code only needs its key and value types.
+func TestVersionedQueries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	t.Parallel() // its go command overlaps the others' (gocmd_test.go)
+	p, err := Load(filepath.Join(goldenDir, "queries"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts *StoreNode
+	for _, s := range p.Graph.Stores {
+		if s.Name.Value == "counts" {
+			counts = s
+		}
+	}
+	if counts == nil {
+		t.Fatal("no store counts in the queries case")
+	}
+	counts.Versioned = true
+	res, err := p.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range res.Files {
+		files[f.Path] = f.Data
+	}
+	app := string(files[FileApp])
+	for _, want := range []string{
+		"stream.QueryVersioned[string, *int64](a, StoreCounts, s.StoreCountsKey)",
+		"queryapi.Versioned(srv, v0, queryapi.ParseKey[string], queryapi.Deref[int64])",
+		"*queryapi.VersionedClient[string, int64]",
+	} {
+		if !strings.Contains(app, want) {
+			t.Errorf("%s lacks %s", FileApp, want)
+		}
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(files[FileOpenAPI])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	get := doc.Paths.Find("/v1/stores/counts/keys/{key}")
+	if get == nil || get.Get == nil || get.Get.Parameters.GetByInAndName("query", "asOf") == nil {
+		t.Fatal("openapi.json: no asOf parameter of GET /v1/stores/counts/keys/{key}")
+	}
+	if doc.Paths.Find("/v1/stores/counts/keys") != nil {
+		t.Error("openapi.json: a versioned store has reads of many keys")
+	}
+	// The generated app, in place of the case's, builds.
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, FileApp)
+	if err := os.WriteFile(src, files[FileApp], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target, err := filepath.Abs(filepath.Join(goldenDir, "queries", FileApp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlay, []byte(`{"Replace": {`+quote(target)+`: `+quote(src)+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-overlay", overlay, "./testdata/golden/queries")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 }
