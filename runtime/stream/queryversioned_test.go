@@ -96,7 +96,7 @@ func startVersionedInstance(t *testing.T, c *kafkatest.Cluster, appID, in, name 
 	dsl.VersionedTable(topo, "prices", in, serde.Serde[string](serde.String{}), serde.Serde[string](serde.String{}), "prices-store", time.Hour,
 		stream.StoreOptions{Changelog: true, Persistent: onDisk})
 	app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(appID), stream.StateDir(t.TempDir()),
-		stream.InstanceID(name), stream.AdvertisedAddress(name+".example:8080"),
+		stream.InstanceID(name), stream.AdvertisedAddress(name+".example:8080"), stream.StandbyReplicas(1),
 		stream.CommitInterval(100*time.Millisecond), stream.Logger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +132,10 @@ func startVersionedInstance(t *testing.T, c *kafkatest.Cluster, appID, in, name 
 // TestQueryVersioned runs two instances of a versioned table and asks each
 // for every key, latest and as of times before, at, between and after its
 // versions and tombstones: the instance running the key's task answers as
-// the history says, the other names it (NotLocalError). Then one instance
-// stops and the other, after the rebalance, answers every key from the
-// store it restored.
+// the history says, the other names it (NotLocalError), or answers from
+// its standby copy when stale answers are allowed. Then one instance stops
+// and the other, after the rebalance, answers every key from the store it
+// restored.
 func TestQueryVersioned(t *testing.T) {
 	c := kafkatest.New(t)
 	in := c.CreateTopic(t, 4, nil)
@@ -248,6 +249,42 @@ func TestQueryVersioned(t *testing.T) {
 	}
 	if none == 0 || ended == 0 || latest == 0 {
 		t.Fatalf("the model answers none %d, ended %d, latest %d: want some of each", none, ended, latest)
+	}
+
+	// With stale answers allowed, the instance that does not run a key's
+	// task answers from its standby copy, restored from the changelog,
+	// which catches up with the history.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var problems []string
+		for key := range hist {
+			loc, err := insts["a"].app.KeyOwner("prices-store", []byte(key))
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			other := "a"
+			if loc.Active.ID == "a" {
+				other = "b"
+			}
+			for _, at := range times {
+				got, ok, served, err := insts[other].view.AllowStale().GetAsOf(key, at)
+				want, wantOK := hist.asOf(key, at)
+				switch {
+				case err != nil:
+					problems = append(problems, fmt.Sprintf("%s: stale %s@%d: %v", other, key, at, err))
+				case !served.Stale || served.Instance.ID != other:
+					problems = append(problems, fmt.Sprintf("%s: stale %s@%d served by %+v", other, key, at, served))
+				case ok != wantOK || ok && (*got.Value != *want.Value || got.Timestamp != want.Timestamp || got.ValidTo != want.ValidTo):
+					problems = append(problems, fmt.Sprintf("%s: stale %s@%d = %s, %v; want %s, %v", other, key, at, fmtVersion(got), ok, fmtVersion(want), wantOK))
+				}
+			}
+		}
+		if len(problems) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stale reads: %d problems, first: %s", len(problems), strings.Join(problems[:min(len(problems), 10)], "\n"))
+		}
 	}
 
 	insts["b"].stop()
