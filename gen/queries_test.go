@@ -138,3 +138,76 @@ func TestVersionedQueries(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 }
+
+// TestEveryQueryableKind: every kind of store a spec can declare takes
+// queryable: true and is served, and the generated project builds: a
+// processor's key-value store, an aggregation's, a table's, a windowed
+// aggregation's window store and a session store.
+func TestEveryQueryableKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	t.Parallel() // its go command overlaps the others' (gocmd_test.go)
+	// In the module, so that it builds against this runtime; a folder
+	// starting with _ is outside ./..., and its subfolder is not.
+	dir := filepath.Join(stableDir(t, ".", "_queryable"), "q")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := `version: 1
+app: qkinds
+package: qkinds
+topics:
+  words: {key: string, value: string}
+  users: {key: int64, value: string}
+stores:
+  seen:       {key: string, value: int64, queryable: true}
+  counts:     {key: string, value: int64, queryable: true}
+  users:      {key: int64, value: string, queryable: true}
+  per-minute: {kind: window, key: string, value: int64, queryable: true}
+  visits:     {kind: session, key: string, value: int64, queryable: true}
+processors:
+  remember: {from: [words], stores: [seen]}
+operators:
+  by-word:    {op: groupByKey, from: [words]}
+  counted:    {op: count, from: [by-word], store: counts}
+  user-table: {op: table, topic: users, store: users}
+  minute:     {op: count, from: [by-word], store: per-minute, window: {tumbling: 1m}}
+  sessions:   {op: count, from: [by-word], store: visits, window: {session: 30m}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "kgen.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Generate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var app string
+	for _, f := range res.Files {
+		if f.Path == FileApp {
+			app = string(f.Data)
+		}
+	}
+	for _, want := range []string{
+		"out[StoreSeen] = queryapi.KeyValue(srv, v2, queryapi.ParseKey[string], queryapi.Plain[int64])",
+		"out[StoreCounts] = queryapi.KeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64])",
+		"out[StoreUsers] = queryapi.KeyValue(srv, v3, queryapi.ParseKey[int64], queryapi.Unstamped[string])",
+		"out[StorePerMinute] = queryapi.Window(",
+		"out[StoreVisits] = queryapi.Session(",
+	} {
+		if !strings.Contains(app, want) {
+			t.Errorf("%s lacks %s", FileApp, want)
+		}
+	}
+	if t.Failed() {
+		i := strings.Index(app, "func QueryHandlers")
+		t.Logf("%s", app[i:i+3000])
+	}
+	if _, err := res.Write(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)+"/...")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the generated project does not build: %v\n%s", err, out)
+	}
+}
