@@ -53,7 +53,8 @@ func queryKind(s *StoreNode) string {
 func (e *emitter) openAPI() ([]byte, error) {
 	var docs []queryapi.StoreDoc
 	for _, s := range e.queryable() {
-		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: queryKind(s), Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type)})
+		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: queryKind(s), Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type),
+			Stamped: queryKind(s) == queryKeyValue && s.Op != nil})
 	}
 	return queryapi.OpenAPI(e.g.Spec.App.Value, docs)
 }
@@ -108,16 +109,19 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		}
 		types := kvTypes(s.KV)
 		vs := jen.Id("s").Dot(s.Go.ValueSerde)
-		value := jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value))
+		handler := jen.Qual(pkgQueryAPI, "KeyValue").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value)))
 		if s.Op != nil {
+			// A table's or an aggregation's store keeps each row with
+			// the time of its last update: answers show it beside.
 			types[1] = jen.Qual(pkgDSL, "ValueAndTimestamp").Types(types[1])
 			vs = jen.Qual(pkgDSL, "Timestamped").Call(vs)
-			value = jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value))
+			handler = jen.Qual(pkgQueryAPI, "StampedKeyValue").Call(jen.Id("srv"), v.Clone(), parse,
+				jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value)), jen.Qual(pkgQueryAPI, "Stamp").Types(typeOf(s.KV.Value)))
 		}
 		body = append(body,
 			jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryKeyValue").Types(types...).Call(jen.Id("a"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), vs),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "KeyValue").Call(jen.Id("srv"), v.Clone(), jen.Qual(pkgQueryAPI, "ParseKey").Types(typeOf(s.KV.Key)), value))
+			check,
+			jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Add(handler))
 	}
 	body = append(body, jen.Return(jen.Id("out"), jen.Nil()))
 	f.Commentf("%s returns the HTTP handlers of the queryable stores by name, for", idQueryHandlers)

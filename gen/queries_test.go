@@ -190,8 +190,8 @@ operators:
 	}
 	for _, want := range []string{
 		"out[StoreSeen] = queryapi.KeyValue(srv, v2, queryapi.ParseKey[string], queryapi.Plain[int64])",
-		"out[StoreCounts] = queryapi.KeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64])",
-		"out[StoreUsers] = queryapi.KeyValue(srv, v3, queryapi.ParseKey[int64], queryapi.Unstamped[string])",
+		"out[StoreCounts] = queryapi.StampedKeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64], queryapi.Stamp[int64])",
+		"out[StoreUsers] = queryapi.StampedKeyValue(srv, v3, queryapi.ParseKey[int64], queryapi.Unstamped[string], queryapi.Stamp[string])",
 		"out[StorePerMinute] = queryapi.Window(",
 		"out[StoreVisits] = queryapi.Session(",
 	} {

@@ -18,6 +18,9 @@ type StoreDoc struct {
 	Kind  string
 	Key   map[string]any
 	Value map[string]any
+	// Stamped says a key-value store's answers carry each value's
+	// timestamp (StampedKeyValue).
+	Stamped bool
 }
 
 // OpenAPI returns the OpenAPI 3.0 document of an application's query
@@ -79,9 +82,19 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 		id := goName(s.Name)
 		key, value := "Key"+id, "Value"+id
 		schemas[key], schemas[value] = s.Key, s.Value
-		schemas["Value"+id+"Answer"] = obj(map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served")}, "key", "value", "served")
+		answer := map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served")}
+		entry := map[string]any{"key": ref(key), "value": ref(value)}
+		if s.Stamped {
+			stamp := map[string]any{"type": "integer", "format": "int64", "description": "the time of the record that last updated the value, milliseconds since the epoch"}
+			answer["timestamp"], entry["timestamp"] = stamp, stamp
+		}
+		required := []string{"key", "value"}
+		if s.Stamped {
+			required = append(required, "timestamp")
+		}
+		schemas["Value"+id+"Answer"] = obj(answer, append(required, "served")...)
 		schemas["Entries"+id+"Answer"] = obj(map[string]any{
-			"entries":   map[string]any{"type": "array", "items": obj(map[string]any{"key": ref(key), "value": ref(value)}, "key", "value")},
+			"entries":   map[string]any{"type": "array", "items": obj(entry, required...)},
 			"served":    map[string]any{"type": "array", "items": ref("Served")},
 			"missing":   map[string]any{"type": "array", "items": ref("Missing")},
 			"truncated": map[string]any{"type": "boolean"},
