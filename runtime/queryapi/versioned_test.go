@@ -15,9 +15,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/internal/testlog"
 	"github.com/kgen-dev/kgen/runtime/dsl"
 	"github.com/kgen-dev/kgen/runtime/queryapi"
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -26,13 +27,14 @@ import (
 
 // startVersioned runs an instance of a versioned table "prices" (store
 // "prices") on seeds, serving its queries on l, which it advertises.
-func startVersioned(t *testing.T, seeds []string, name string, l net.Listener) *stream.App {
+func startVersioned(t *testing.T, seeds []string, topic, name string, l net.Listener) *stream.App {
 	t.Helper()
 	topo := stream.NewTopology()
-	dsl.VersionedTable(topo, "prices-table", "prices", serde.Serde[string](serde.String{}), serde.Serde[int64](serde.Int64{}), "prices", time.Hour,
+	dsl.VersionedTable(topo, "prices-table", topic, serde.Serde[string](serde.String{}), serde.Serde[int64](serde.Int64{}), "prices", time.Hour,
 		stream.StoreOptions{Changelog: true})
-	app, err := stream.New(topo, stream.Brokers(seeds...), stream.AppID("qapi-versioned"), stream.StateDir(t.TempDir()),
-		stream.InstanceID(name), stream.AdvertisedAddress(l.Addr().String()), stream.CommitInterval(100*time.Millisecond))
+	app, err := stream.New(topo, stream.Brokers(seeds...), stream.AppID("qapi-versioned-"+topic), stream.StateDir(t.TempDir()),
+		stream.InstanceID(name), stream.AdvertisedAddress(l.Addr().String()), stream.CommitInterval(100*time.Millisecond),
+		stream.Logger(testlog.New(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +67,9 @@ func startVersioned(t *testing.T, seeds []string, name string, l net.Listener) *
 // before a key's first version is 404, and every answer validates against
 // the OpenAPI document.
 func TestVersionedHandler(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "prices"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	seeds := cluster.ListenAddrs()
+	c := kafkatest.New(t) // kfake, or the real broker KGEN_TEST_BROKERS names
+	topic := c.CreateTopic(t, 4, nil)
+	seeds := c.Seeds()
 	// Key i: 10+i at base, 20+i at base+1s, deleted at base+2s (every
 	// other key), 40+i at base+3s; key i's versions are known by time.
 	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
@@ -87,7 +86,7 @@ func TestVersionedHandler(t *testing.T) {
 			ts := base.UnixMilli() + off
 			val := int64(10*(v+1) + i)
 			tomb := v == 2 && i%2 == 0
-			rec := &kgo.Record{Topic: "prices", Key: []byte(key), Timestamp: time.UnixMilli(ts)}
+			rec := &kgo.Record{Topic: topic, Key: []byte(key), Timestamp: time.UnixMilli(ts)}
 			if !tomb {
 				rec.Value, _ = serde.Int64{}.Serialize(val)
 			}
@@ -98,12 +97,7 @@ func TestVersionedHandler(t *testing.T) {
 			hist[key] = append(hist[key], version{value: val, from: ts, tomb: tomb})
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+	if err := c.Client(t).ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	la, err := net.Listen("tcp", "127.0.0.1:0")
@@ -114,8 +108,8 @@ func TestVersionedHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startVersioned(t, seeds, "a", la)
-	startVersioned(t, seeds, "b", lb)
+	startVersioned(t, seeds, topic, "a", la)
+	startVersioned(t, seeds, topic, "b", lb)
 
 	docBytes, err := queryapi.OpenAPI("qapi", []queryapi.StoreDoc{{Name: "prices", Kind: "versioned",
 		Key: map[string]any{"type": "string"}, Value: map[string]any{"type": "integer", "format": "int64"}}})
