@@ -9,6 +9,8 @@
 // reachable the answer is 503 with Retry-After. Reads of many keys
 // (ranges, prefixes, all) answer from the tasks held here and list the
 // partitions they could not read, with who holds them, in "missing".
+// Window and session stores are read by key (Window, Session), and a
+// versioned store's key as of a time (Versioned).
 package queryapi
 
 import (
