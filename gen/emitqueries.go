@@ -27,11 +27,34 @@ func (e *emitter) queryable() []*StoreNode {
 	return out
 }
 
+// Store kinds as the queries serve them (queryapi.StoreDoc's Kind).
+const (
+	queryKeyValue  = "keyvalue"
+	queryWindow    = "window"
+	querySession   = "session"
+	queryVersioned = "versioned"
+)
+
+// queryKind says how a queryable store is read: every kind of store a
+// spec can declare has one.
+func queryKind(s *StoreNode) string {
+	switch {
+	case s.Versioned:
+		return queryVersioned
+	case s.WindowKind == "window":
+		return queryWindow
+	case s.WindowKind == "session":
+		return querySession
+	}
+	return queryKeyValue
+}
+
 // openAPI is the OpenAPI document of the queryable stores.
 func (e *emitter) openAPI() ([]byte, error) {
 	var docs []queryapi.StoreDoc
 	for _, s := range e.queryable() {
-		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: s.WindowKind, Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type)})
+		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: queryKind(s), Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type),
+			Stamped: queryKind(s) == queryKeyValue && s.Op != nil})
 	}
 	return queryapi.OpenAPI(e.g.Spec.App.Value, docs)
 }
@@ -62,14 +85,22 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		parse := jen.Qual(pkgQueryAPI, "ParseKey").Types(typeOf(s.KV.Key))
 		ks := jen.Id("s").Dot(s.Go.KeySerde)
 		check := jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
-		switch s.WindowKind {
-		case "window":
+		switch queryKind(s) {
+		case queryVersioned:
+			// A versioned table keeps *V, nil a tombstone, which no
+			// answer holds.
+			body = append(body,
+				jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryVersioned").Types(typeOf(s.KV.Key), jen.Op("*").Add(typeOf(s.KV.Value))).Call(jen.Id("a"), jen.Id(s.Go.Const), ks),
+				check,
+				jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "Versioned").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "Deref").Types(typeOf(s.KV.Value))))
+			continue
+		case queryWindow:
 			body = append(body,
 				jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryWindow").Types(typeOf(s.KV.Key), jen.Qual(pkgState, "ValueAndTimestamp").Types(typeOf(s.KV.Value))).Call(jen.Id("a"), jen.Id(s.Go.Const), ks),
 				check,
 				jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "Window").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "UnstampedWindow").Types(typeOf(s.KV.Value))))
 			continue
-		case "session":
+		case querySession:
 			body = append(body,
 				jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QuerySession").Types(kvTypes(s.KV)...).Call(jen.Id("a"), jen.Id(s.Go.Const), ks),
 				check,
@@ -78,16 +109,19 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		}
 		types := kvTypes(s.KV)
 		vs := jen.Id("s").Dot(s.Go.ValueSerde)
-		value := jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value))
+		handler := jen.Qual(pkgQueryAPI, "KeyValue").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value)))
 		if s.Op != nil {
+			// A table's or an aggregation's store keeps each row with
+			// the time of its last update: answers show it beside.
 			types[1] = jen.Qual(pkgDSL, "ValueAndTimestamp").Types(types[1])
 			vs = jen.Qual(pkgDSL, "Timestamped").Call(vs)
-			value = jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value))
+			handler = jen.Qual(pkgQueryAPI, "StampedKeyValue").Call(jen.Id("srv"), v.Clone(), parse,
+				jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value)), jen.Qual(pkgQueryAPI, "Stamp").Types(typeOf(s.KV.Value)))
 		}
 		body = append(body,
 			jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryKeyValue").Types(types...).Call(jen.Id("a"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), vs),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Qual(pkgQueryAPI, "KeyValue").Call(jen.Id("srv"), v.Clone(), jen.Qual(pkgQueryAPI, "ParseKey").Types(typeOf(s.KV.Key)), value))
+			check,
+			jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Add(handler))
 	}
 	body = append(body, jen.Return(jen.Id("out"), jen.Nil()))
 	f.Commentf("%s returns the HTTP handlers of the queryable stores by name, for", idQueryHandlers)
@@ -114,10 +148,12 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 			what = "rows of " + s.Op.what()
 		}
 		typ, ctor := "KeyValueClient", "KeyValueStore"
-		switch s.WindowKind {
-		case "window":
+		switch queryKind(s) {
+		case queryVersioned:
+			typ, ctor, what = "VersionedClient", "VersionedStore", "versions of "+what
+		case queryWindow:
 			typ, ctor, what = "WindowClient", "WindowStore", "windows of "+s.Op.what()
-		case "session":
+		case querySession:
 			typ, ctor, what = "SessionClient", "SessionStore", "sessions of "+s.Op.what()
 		}
 		f.Commentf("%s reads store %q (%s, keys %s).", s.Go.Accessor, s.Name.Value, what, s.KV.Key.Name)

@@ -78,6 +78,10 @@ type StoreNode struct {
 	// WindowKind is "window" or "session" for the store of a windowed
 	// aggregation (a window or session store), "" for a key-value store.
 	WindowKind string
+	// Versioned says the store is a versioned table's (a versioned store
+	// of *V values, as dsl.VersionedTable keeps): queries read it as of a
+	// time. Nothing in the spec sets it yet.
+	Versioned bool
 }
 
 // Node is a parent or child of a processor or operator: exactly one field

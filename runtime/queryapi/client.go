@@ -86,13 +86,21 @@ func KeyValueStore[K, J any](c *Client, store string) *KeyValueClient[K, J] {
 // Get returns the value of key and who served it; an error matching
 // ErrNotFound when the store holds none.
 func (s *KeyValueClient[K, J]) Get(ctx context.Context, key K) (J, stream.Served, error) {
+	ans, err := s.Lookup(ctx, key)
+	return ans.Value, ans.Served, err
+}
+
+// Lookup is Get returning the whole answer: with the value, for a store
+// that keeps one (a table's, an aggregation's), the time of its last
+// update (Timestamp).
+func (s *KeyValueClient[K, J]) Lookup(ctx context.Context, key K) (ValueAnswer[K, J], error) {
 	var ans ValueAnswer[K, J]
 	text, err := FormatKey(key)
 	if err != nil {
-		return ans.Value, ans.Served, err
+		return ans, err
 	}
 	err = s.c.get(ctx, "/v1/stores/"+url.PathEscape(s.store)+"/keys/"+url.PathEscape(text), nil, &ans)
-	return ans.Value, ans.Served, err
+	return ans, err
 }
 
 // Range returns the entries with keys in [from, to) (by serialized key)

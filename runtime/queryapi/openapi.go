@@ -14,10 +14,13 @@ const GeneratedMark = "kgen, from kgen.yaml: do not edit"
 // JSON Schemas of its keys and values as the API writes them.
 type StoreDoc struct {
 	Name string
-	// Kind is "keyvalue" (or ""), "window" or "session".
+	// Kind is "keyvalue" (or ""), "window", "session" or "versioned".
 	Kind  string
 	Key   map[string]any
 	Value map[string]any
+	// Stamped says a key-value store's answers carry each value's
+	// timestamp (StampedKeyValue).
+	Stamped bool
 }
 
 // OpenAPI returns the OpenAPI 3.0 document of an application's query
@@ -79,9 +82,19 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 		id := goName(s.Name)
 		key, value := "Key"+id, "Value"+id
 		schemas[key], schemas[value] = s.Key, s.Value
-		schemas["Value"+id+"Answer"] = obj(map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served")}, "key", "value", "served")
+		answer := map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served")}
+		entry := map[string]any{"key": ref(key), "value": ref(value)}
+		if s.Stamped {
+			stamp := map[string]any{"type": "integer", "format": "int64", "description": "the time of the record that last updated the value, milliseconds since the epoch"}
+			answer["timestamp"], entry["timestamp"] = stamp, stamp
+		}
+		required := []string{"key", "value"}
+		if s.Stamped {
+			required = append(required, "timestamp")
+		}
+		schemas["Value"+id+"Answer"] = obj(answer, append(required, "served")...)
 		schemas["Entries"+id+"Answer"] = obj(map[string]any{
-			"entries":   map[string]any{"type": "array", "items": obj(map[string]any{"key": ref(key), "value": ref(value)}, "key", "value")},
+			"entries":   map[string]any{"type": "array", "items": obj(entry, required...)},
 			"served":    map[string]any{"type": "array", "items": ref("Served")},
 			"missing":   map[string]any{"type": "array", "items": ref("Missing")},
 			"truncated": map[string]any{"type": "boolean"},
@@ -117,6 +130,20 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 				"summary":     "The sessions of a key of store " + s.Name + ", from the instance holding it",
 				"parameters":  []any{keyParam, stale},
 				"responses":   with(jsonOK("the sessions, by start", "Sessions"+id+"Answer")),
+			}}
+			continue
+		case "versioned":
+			ms := map[string]any{"type": "integer", "format": "int64"}
+			schemas["Version"+id+"Answer"] = obj(map[string]any{"key": ref(key), "value": ref(value), "served": ref("Served"),
+				"validFrom": ms, "validTo": ms,
+			}, "key", "value", "validFrom", "served")
+			paths["/v1/stores/"+s.Name+"/keys/{key}"] = map[string]any{"get": map[string]any{
+				"operationId": "get" + id,
+				"summary":     "The latest version of a key of versioned store " + s.Name + ", or the one valid at asOf, from the instance holding it",
+				"parameters": []any{keyParam,
+					query("asOf", "the time the version asked for was valid at: milliseconds since the epoch or RFC 3339; none: the latest", map[string]any{"type": "string"}),
+					stale},
+				"responses": with(jsonOK("the version, valid from validFrom to validTo (exclusive; none for the latest)", "Version"+id+"Answer"), "404"),
 			}}
 			continue
 		}

@@ -9,6 +9,8 @@
 // reachable the answer is 503 with Retry-After. Reads of many keys
 // (ranges, prefixes, all) answer from the tasks held here and list the
 // partitions they could not read, with who holds them, in "missing".
+// Window and session stores are read by key (Window, Session), and a
+// versioned store's key as of a time (Versioned).
 package queryapi
 
 import (
@@ -44,6 +46,10 @@ const (
 type Entry[K, J any] struct {
 	Key   K `json:"key"`
 	Value J `json:"value"`
+	// Timestamp is the time (milliseconds since the epoch) of the record
+	// that last updated the value, for a store that keeps one (a table's,
+	// an aggregation's: StampedKeyValue); absent for other stores.
+	Timestamp *int64 `json:"timestamp,omitempty"`
 }
 
 // Missing is a partition a read of many keys could not read here.
@@ -58,9 +64,11 @@ type Missing struct {
 
 // ValueAnswer is the answer to GET keys/{key}.
 type ValueAnswer[K, J any] struct {
-	Key    K             `json:"key"`
-	Value  J             `json:"value"`
-	Served stream.Served `json:"served"`
+	Key   K `json:"key"`
+	Value J `json:"value"`
+	// Timestamp is as Entry's.
+	Timestamp *int64        `json:"timestamp,omitempty"`
+	Served    stream.Served `json:"served"`
 }
 
 // EntriesAnswer is the answer to GET keys (all, ?from=&to=, ?prefix=).
@@ -104,9 +112,19 @@ type Server struct {
 // ?stale=true also answers from standbys and restoring copies; ?limit=
 // bounds a read of many keys (DefaultLimit, at most MaxLimit). value turns
 // a stored value into what the JSON shows (an aggregation's store keeps a
-// timestamp with each value, which the answer leaves out). client forwards
-// a key held by another instance (nil: http.DefaultClient).
+// timestamp with each value, which value leaves out and StampedKeyValue
+// shows beside it). srv.Client forwards a key held by another instance
+// (nil: http.DefaultClient).
 func KeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J) http.Handler {
+	return StampedKeyValue(srv, view, parseKey, value, nil)
+}
+
+// StampedKeyValue is KeyValue for a store that keeps each value with the
+// time of the record that last updated it (a table's or an aggregation's,
+// whose stamp is Stamp; a timestamped store's, StampState): every value of
+// an answer comes with its "timestamp", in milliseconds since the epoch,
+// as stamp reads it (nil: none, as KeyValue).
+func StampedKeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J, stamp func(V) int64) http.Handler {
 	client := srv.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -124,7 +142,7 @@ func KeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey
 		}
 		path := r.URL.EscapedPath()
 		if path == "/keys" || path == "/keys/" {
-			entries(w, r, v, parseKey, value)
+			entries(w, r, v, parseKey, value, stamp)
 			return
 		}
 		raw, ok := strings.CutPrefix(path, "/keys/")
@@ -145,11 +163,20 @@ func KeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey
 			WriteError(w, http.StatusNotFound, ErrorAnswer{Error: fmt.Sprintf("no value for key %q", mustUnescape(raw))})
 			return
 		}
-		writeJSON(w, http.StatusOK, ValueAnswer[K, J]{Key: key, Value: value(got), Served: served})
+		writeJSON(w, http.StatusOK, ValueAnswer[K, J]{Key: key, Value: value(got), Timestamp: stampOf(stamp, got), Served: served})
 	})
 }
 
-func entries[K, V, J any](w http.ResponseWriter, r *http.Request, v *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J) {
+// stampOf is v's timestamp as stamp reads it; nil without stamp.
+func stampOf[V any](stamp func(V) int64, v V) *int64 {
+	if stamp == nil {
+		return nil
+	}
+	ts := stamp(v)
+	return &ts
+}
+
+func entries[K, V, J any](w http.ResponseWriter, r *http.Request, v *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J, stamp func(V) int64) {
 	q := r.URL.Query()
 	limit := DefaultLimit
 	if s := q.Get("limit"); s != "" {
@@ -214,7 +241,7 @@ func entries[K, V, J any](w http.ResponseWriter, r *http.Request, v *stream.KeyV
 			out.Next = &next
 			break
 		}
-		out.Entries = append(out.Entries, Entry[K, J]{Key: e.Key, Value: value(e.Value)})
+		out.Entries = append(out.Entries, Entry[K, J]{Key: e.Key, Value: value(e.Value), Timestamp: stampOf(stamp, e.Value)})
 	}
 	for p, err := range res.Missing {
 		m := Missing{Partition: p, Error: err.Error()}
@@ -330,6 +357,14 @@ func Plain[V any](v V) V { return v }
 // which keeps each value with the timestamp of its last update: answers
 // show the value.
 func Unstamped[V any](v dsl.ValueAndTimestamp[V]) V { return v.Value }
+
+// Stamp is the stamp function (StampedKeyValue) of an aggregation's or a
+// table's store: the time of the value's last update.
+func Stamp[V any](v dsl.ValueAndTimestamp[V]) int64 { return v.Timestamp.UnixMilli() }
+
+// StampState is the stamp function of a timestamped key-value store's
+// view (stream.QueryTimestampedKeyValue).
+func StampState[V any](v state.ValueAndTimestamp[V]) int64 { return v.Timestamp }
 
 // UnstampedWindow is the value function of a windowed aggregation's window
 // store, which keeps each window's value with its last update's timestamp.

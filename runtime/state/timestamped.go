@@ -53,6 +53,13 @@ var TimestampedKeyValue = &StoreKind{
 	},
 }
 
+// TimestampedSerde is the serde of the values of a timestamped store as
+// its backend keeps them (timestamp ‖ value as vs writes it): what a
+// reader of the backend's bytes, such as a query, decodes them with.
+func TimestampedSerde[V any](vs serde.Serde[V]) serde.Serde[ValueAndTimestamp[V]] {
+	return timestampedSerde[V]{vs}
+}
+
 // timestampedSerde encodes a ValueAndTimestamp as the backend keeps it; a
 // value that serializes to nil is nil, a deletion.
 type timestampedSerde[V any] struct{ vs serde.Serde[V] }

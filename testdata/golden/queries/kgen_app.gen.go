@@ -45,13 +45,19 @@ const OpenAPIDocument = `{
                 "key": {
                   "$ref": "#/components/schemas/KeyCounts"
                 },
+                "timestamp": {
+                  "description": "the time of the record that last updated the value, milliseconds since the epoch",
+                  "format": "int64",
+                  "type": "integer"
+                },
                 "value": {
                   "$ref": "#/components/schemas/ValueCounts"
                 }
               },
               "required": [
                 "key",
-                "value"
+                "value",
+                "timestamp"
               ],
               "type": "object"
             },
@@ -332,6 +338,11 @@ const OpenAPIDocument = `{
           "served": {
             "$ref": "#/components/schemas/Served"
           },
+          "timestamp": {
+            "description": "the time of the record that last updated the value, milliseconds since the epoch",
+            "format": "int64",
+            "type": "integer"
+          },
           "value": {
             "$ref": "#/components/schemas/ValueCounts"
           }
@@ -339,6 +350,7 @@ const OpenAPIDocument = `{
         "required": [
           "key",
           "value",
+          "timestamp",
           "served"
         ],
         "type": "object"
@@ -859,7 +871,7 @@ func QueryHandlers(a *stream.App, forward *http.Client, s Serdes) (map[string]ht
 	if err != nil {
 		return nil, err
 	}
-	out[StoreCounts] = queryapi.KeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64])
+	out[StoreCounts] = queryapi.StampedKeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64], queryapi.Stamp[int64])
 	v1, err := stream.QueryWindow[string, state.ValueAndTimestamp[int64]](a, StoreMinuteCounts, s.StoreMinuteCountsKey)
 	if err != nil {
 		return nil, err

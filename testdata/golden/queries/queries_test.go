@@ -81,9 +81,11 @@ func TestQueriesTwoInstances(t *testing.T) {
 		truth[w]++
 		recs = append(recs, &kgo.Record{Topic: TopicWords, Key: []byte(w), Value: []byte("x")})
 	}
+	produced := time.Now().UnixMilli()
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	acked := time.Now().UnixMilli()
 	addrA, addrB, deadC := freeAddr(t), freeAddr(t), freeAddr(t)
 	startInstance(t, seeds, "a", addrA, addrA)
 	startInstance(t, seeds, "b", addrB, addrB)
@@ -176,6 +178,19 @@ func TestQueriesTwoInstances(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("of %d words: %d answered by b through a, %d owned by the unreachable c", len(truth), byB, byC)
+	// A count comes with the time of its last update: its word's last
+	// record's, stamped when it was produced.
+	for w := range truth {
+		ans, err := client.Counts().Lookup(context.Background(), w)
+		if err != nil {
+			continue // c's
+		}
+		if ans.Timestamp == nil {
+			t.Errorf("%s: no timestamp", w)
+		} else if ts := *ans.Timestamp; ts < produced || ts > acked {
+			t.Errorf("%s: timestamp %d, want one in [%d, %d]", w, ts, produced, acked)
+		}
+	}
 
 	// The window and session stores of the same counts, through a: the
 	// windows of a word sum to its count (forwarded like the rest); its
