@@ -377,7 +377,7 @@ func (r *resolver) opType(o *OpNode) {
 	if !r.globalReaderOK(o) {
 		return
 	}
-		if first.Op != nil && first.Op.kind.Grouping && !k.Aggregation {
+	if first.Op != nil && first.Op.kind.Grouping && !k.Aggregation {
 		r.errs.add(r.opFromPos(o, 0), "%s reads grouping %q: a grouping feeds an aggregation (count, reduce or aggregate)", o.what(), first.Name())
 		return
 	}
