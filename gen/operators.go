@@ -257,6 +257,10 @@ func (r *resolver) opEdges() {
 			for _, o := range t.OpReaders {
 				who = append(who, o.Name.Value)
 			}
+			if t.Table.kind.Global {
+				r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which is also read as a stream by %s: a topic is read once; read it as a table (op: table) to both join it and stream its updates", t.Table.what(), t.Name.Value, quoteList(who))
+				continue
+			}
 			r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which is also read as a stream by %s: read the table's updates instead (from: [%s], then toStream)", t.Table.what(), t.Name.Value, quoteList(who), t.Table.Name.Value)
 		}
 	}
