@@ -51,12 +51,22 @@ operators:
 		{"fk join kind", strings.Replace(old, "priced: {op: join", "priced: {op: leftJoin", 1), []string{
 			`kgen.yaml:14:16: breaking: foreign-key join "priced" is now leftJoin, was join: the subscriptions it keeps were sent for the old kind (a leftJoin subscribes rows an inner join does not), so results would not be those of the new kind (use a new name for the join)`,
 		}},
+		{"fk join no longer by foreign key", strings.Replace(old, "product-table], foreign-key: true, value: string}", "product-table], value: string}", 1), []string{
+			`kgen.yaml:14:16: breaking: join "priced" no longer joins by foreign key: its subscriptions in store priced-subscription-store are left behind (use a new name for the join)`,
+		}},
+		{"join made one by foreign key", old, []string{
+			`kgen.yaml:14:70: breaking: join "priced" now joins by foreign key: it starts with no subscriptions, so the left rows already in its table join nothing until each is updated`,
+		}},
 		{"fk join renamed", strings.ReplaceAll(old, "priced:", "costed:"), []string{
 			`kgen.yaml:2:6: breaking: foreign-key join "priced" is gone (renamed or removed): its subscriptions in store priced-subscription-store and the records in flight in a-priced-subscription-registration-repartition and a-priced-subscription-response-repartition are lost`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := schema.Parse("old.yaml", []byte(old))
+			from := old
+			if tc.name == "join made one by foreign key" {
+				from = strings.Replace(old, "product-table], foreign-key: true, value: string}", "product-table], value: string}", 1)
+			}
+			o, err := schema.Parse("old.yaml", []byte(from))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -165,6 +165,6 @@ func fkJoinAgainst(c *againstCtx, old, new *schema.Operator) {
 // with no subscriptions.
 func fkJoinAdded(c *againstCtx, old, new *schema.Operator) {
 	if new != nil && new.ForeignKey && !old.ForeignKey {
-		c.Breaking(posOr(new.ForeignKeyPos, new.Op.Pos), "join %q now joins by foreign key: it starts with no subscriptions, so the left rows already in its table join nothing until they are updated (a new left row or update joins)", old.Name.Value)
+		c.Breaking(posOr(new.ForeignKeyPos, new.Op.Pos), "join %q now joins by foreign key: it starts with no subscriptions, so the left rows already in its table join nothing until each is updated", old.Name.Value)
 	}
 }
