@@ -76,6 +76,10 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 	}
 	left, right := o.Ins[0], o.Ins[1]
 	ln, rn := o.Parents[0], o.Parents[1]
+	if !left.Key.Same(right.Key) && left.Value.is(ChangeOf) && right.Value.is(ChangeOf) {
+		r.errs.add(r.opFromPos(o, 1), "%s: table %q is keyed by %s but table %q by %s: a join matches rows of one key type, or joins by a key each left row names (foreign-key: true)", o.what(), rn.Name(), right.Key.Name, ln.Name(), left.Key.Name)
+		return
+	}
 	if !left.Key.Same(right.Key) {
 		r.errs.add(r.opFromPos(o, 1), "%s: input %q is keyed by %s but input %q by %s: a join matches records of one key type (re-key one side first: {op: selectKey, key: %s})", o.what(), rn.Name(), right.Key.Name, ln.Name(), left.Key.Name, left.Key.Name)
 		return
