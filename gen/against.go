@@ -390,6 +390,10 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 		switch {
 		case !ok && !declared(old, o.Store.Value) && !declared(new, o.Store.Value):
 			add(o.Store.Pos, false, "store %q of operator %q is new: it starts empty", o.Store.Value, o.Name.Value)
+		case ok && rows(was) != rows(o) && isGlobal(o):
+			add(o.Store.Pos, false, "store %q is now global table %q's: it is filled from topic %s on every instance (the old store's changelog is left behind)", o.Store.Value, o.Name.Value, o.Topic.Value)
+		case ok && rows(was) != rows(o) && isGlobal(was):
+			add(o.Store.Pos, true, "store %q was global table %q's and now keeps %s: a global table's store has no changelog, so it starts empty", o.Store.Value, was.Name.Value, rows(o))
 		case ok && rows(was) != rows(o):
 			add(o.Store.Pos, true, "store %q kept %s and now keeps %s: existing entries no longer decode", o.Store.Value, rows(was), rows(o))
 		}
@@ -403,6 +407,10 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 		if n := newByName[o.Name.Value]; n != nil {
 			pos = posOr(n.Store.Pos, n.Name.Pos)
 		}
+		if isGlobal(o) {
+			add(pos, false, "store %q of global table %q is gone: it had no changelog (it was filled from topic %s), so nothing is left behind", st, o.Name.Value, o.Topic.Value)
+			continue
+		}
 		add(pos, true, "store %q of operator %q is gone: its state is lost (%s-%s-changelog is left behind)", st, o.Name.Value, app, st)
 	}
 	c := &againstCtx{App: app, AppPos: new.App.Pos, add: add}
@@ -411,4 +419,10 @@ func compareOperators(old, new *schema.Spec, add func(pos schema.Pos, breaking b
 			k.Against(c, o, newByName[o.Name.Value])
 		}
 	}
+}
+
+// isGlobal says spec operator o is a global table.
+func isGlobal(o *schema.Operator) bool {
+	k := specKind(o)
+	return k != nil && k.Global
 }

@@ -184,8 +184,11 @@ func (e *emitter) main() ([]byte, error) {
 		var defs []jen.Code
 		for _, s := range g.Stores {
 			kind := "key-value"
-			if s.WindowKind != "" {
+			switch {
+			case s.WindowKind != "":
 				kind = s.WindowKind
+			case s.Flavor != "":
+				kind = s.Flavor + " key-value"
 			}
 			defs = append(defs, jen.Commentf("%s is %s store %q: %s to %s.", s.Go.Const, kind, s.Name.Value, s.KV.Key.Name, s.KV.Value.Name),
 				jen.Id(s.Go.Const).Op("=").Lit(s.Name.Value))
@@ -645,6 +648,9 @@ func (e *emitter) testDriver() ([]byte, error) {
 		if s.WindowKind != "" {
 			windowStoreAccessor(f, s)
 			continue
+		}
+		if s.Flavor != "" {
+			continue // a global or versioned store is not a task's key-value store
 		}
 		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
 		f.Comment("in its partition's.")

@@ -187,6 +187,9 @@ func (c opEmit) repartition(rt *InternalName, vs jen.Code, from ...jen.Code) jen
 func (e *emitter) opSerdes(side func(name, doc, format string, r TypeRef) error) error {
 	for _, o := range e.g.Operators {
 		for _, in := range o.Internal {
+			if in.RuntimeSerdes {
+				continue
+			}
 			if !in.Topic {
 				if err := side(in.KeySerde, fmt.Sprintf("%s encodes the keys of store %q (%s).", in.KeySerde, in.Name, in.KeyFormat), in.KeyFormat, in.KV.Key); err != nil {
 					return fmt.Errorf("operator %q store %q key: %w", o.Name.Value, in.Name, err)

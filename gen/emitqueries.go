@@ -39,7 +39,7 @@ const (
 // spec can declare has one.
 func queryKind(s *StoreNode) string {
 	switch {
-	case s.Versioned:
+	case s.Flavor == "versioned":
 		return queryVersioned
 	case s.WindowKind == "window":
 		return queryWindow

@@ -67,6 +67,15 @@ func Diagram(g *Graph) stream.Diagram {
 		if o.Emit.Value == schema.EmitFinal {
 			kind += ", emit final"
 		}
+		if o.kind.Global {
+			// Every instance holds it whole: it is in no sub-topology.
+			d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramProcessor, Name: o.Name.Value, Detail: kind})
+			if s := o.Rows; s != nil {
+				placed[s] = true
+				d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: s.KV.String() + ", global store"})
+			}
+			continue
+		}
 		grp := group(o.Subtopology)
 		if rt := o.internal("repartition"); rt != nil {
 			grp = group(o.UpSubtopology)
@@ -80,10 +89,20 @@ func Diagram(g *Graph) stream.Diagram {
 			if s.WindowKind != "" {
 				detail += ", " + s.WindowKind + " store"
 			}
+			if s.Flavor != "" {
+				detail += ", " + s.Flavor + " store"
+			}
 			grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: s.Name.Value, Detail: detail})
 		}
 		for _, in := range o.Internal {
-			if !in.Topic {
+			switch {
+			case in.Topic:
+			case in.RuntimeSerdes:
+				// A foreign-key join's subscriptions live with the right
+				// table, in the runtime's encoding.
+				right := group(o.Parents[1].Op.Subtopology)
+				right.Nodes = append(right.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: in.Name, Detail: in.What})
+			default:
 				grp.Nodes = append(grp.Nodes, stream.DiagramNode{Kind: stream.DiagramStore, Name: in.Name, Detail: in.KV.String()})
 			}
 		}

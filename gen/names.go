@@ -370,12 +370,18 @@ func nameGraph(g *Graph, avroTypes map[string]*model.Type, pkgPath string) schem
 		if op.kind.Internal != nil {
 			for _, ir := range op.kind.Internal(op) {
 				in := &InternalName{internalRole: ir}
-				if ir.Topic {
+				switch {
+				case ir.Topic && ir.RuntimeSerdes:
+					in.Name = n.declare(internalTopics, g.Spec.App.Value+"-"+op.Name.Value+"-"+ir.Role, o(ir.What))
+				case !ir.Topic && ir.RuntimeSerdes:
+					in.Name = n.declare(storeNames, op.Name.Value+"-"+ir.Role, o(ir.What))
+					n.declare(internalTopics, g.Spec.App.Value+"-"+in.Name+"-changelog", o(ir.What+"'s changelog"))
+				case ir.Topic:
 					in.Name = n.declare(internalTopics, g.Spec.App.Value+"-"+op.Name.Value+"-"+ir.Role, o(ir.What))
 					rid, _ := Ident(strings.TrimSuffix(strings.TrimSuffix(ir.Role, "repartition"), "-"))
 					in.KeySerde = n.declare(serdes, id+rid+"Key", o(strings.TrimSuffix(ir.What, " topic")+" key serde"))
 					in.ValueSerde = n.declare(serdes, id+rid+"Value", o(strings.TrimSuffix(ir.What, " topic")+" value serde"))
-				} else {
+				default:
 					in.Name = n.declare(storeNames, op.Name.Value+"-"+ir.Role, o(ir.What))
 					n.declare(internalTopics, g.Spec.App.Value+"-"+in.Name+"-changelog", o(ir.What+"'s changelog"))
 					// Named as a store of the spec would be.

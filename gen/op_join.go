@@ -20,7 +20,8 @@ func init() {
 	for _, name := range []string{"join", "leftJoin", "outerJoin"} {
 		register(&opKind{
 			Name:     name,
-			Keys:     keys("from", "to", "value!", "window"),
+			Keys:     keys("from", "to", "value!", "window", "foreign-key"),
+			Entry:    joinEntry,
 			Inputs:   leftRight,
 			Type:     joinType,
 			Nodes:    joinNodes,
@@ -41,6 +42,12 @@ const (
 
 // joinShape says which join o is, from its inputs' types.
 func joinShape(o *OpNode) string {
+	switch {
+	case o.ForeignKey:
+		return joinForeignKey
+	case globalOf(o) != nil:
+		return joinStreamGlobal
+	}
 	l, r := o.Ins[0].Value.is(ChangeOf), o.Ins[1].Value.is(ChangeOf)
 	switch {
 	case l && r:
@@ -59,8 +66,20 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 	if len(o.Ins) != 2 {
 		return // reported by opType
 	}
+	if g := globalOf(o); g != nil {
+		globalJoinType(r, o, g) // op_global.go
+		return
+	}
+	if o.ForeignKey {
+		fkJoinType(r, o) // op_fkjoin.go
+		return
+	}
 	left, right := o.Ins[0], o.Ins[1]
 	ln, rn := o.Parents[0], o.Parents[1]
+	if !left.Key.Same(right.Key) && left.Value.is(ChangeOf) && right.Value.is(ChangeOf) {
+		r.errs.add(r.opFromPos(o, 1), "%s: table %q is keyed by %s but table %q by %s: a join matches rows of one key type, or joins by a key each left row names (foreign-key: true)", o.what(), rn.Name(), right.Key.Name, ln.Name(), left.Key.Name)
+		return
+	}
 	if !left.Key.Same(right.Key) {
 		r.errs.add(r.opFromPos(o, 1), "%s: input %q is keyed by %s but input %q by %s: a join matches records of one key type (re-key one side first: {op: selectKey, key: %s})", o.what(), rn.Name(), right.Key.Name, ln.Name(), left.Key.Name, left.Key.Name)
 		return
@@ -100,6 +119,9 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 			r.errs.add(r.opFromPos(o, i), "%s joins table %q, which keeps no store of its rows: join a table or an aggregation", o.what(), p.Name())
 			return
 		}
+		if !r.versionedJoinOK(o, i) {
+			return
+		}
 	}
 	// Stream sides: no null values yet, and partitioned by their key.
 	for i, p := range o.Parents {
@@ -132,7 +154,13 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 // joinNodes: a stream-stream and a table-table join add a node per side,
 // x-left and x-right, before the join's own.
 func joinNodes(o *OpNode) []runtimeNode {
-	if !o.HasOut || joinShape(o) == joinStreamTable {
+	switch {
+	case !o.HasOut:
+		return nil
+	case o.ForeignKey:
+		return fkJoinNodes(o)
+	}
+	if s := joinShape(o); s == joinStreamTable || s == joinStreamGlobal {
 		return nil
 	}
 	return []runtimeNode{{Suffix: "-left", Role: "left side node"}, {Suffix: "-right", Role: "right side node"}, {Role: "node"}}
@@ -142,6 +170,9 @@ func joinNodes(o *OpNode) []runtimeNode {
 // x-right-store, as the runtime names them. (A left or outer join's
 // x-outer-store of unmatched records is the runtime's own, of bytes.)
 func joinStores(o *OpNode) []internalRole {
+	if o.HasOut && o.ForeignKey {
+		return fkJoinInternal(o)
+	}
 	if !o.HasOut || joinShape(o) != joinStreamStream {
 		return nil
 	}
@@ -164,8 +195,13 @@ func joinSides(o *OpNode) (leftMay, rightMay bool) {
 
 // joinFuncs is the joiner: X(key K, left VL, right VR) V.
 func joinFuncs(o *OpNode) []opFunc {
-	if !o.HasOut {
+	switch {
+	case !o.HasOut:
 		return nil
+	case o.ForeignKey:
+		return fkJoinFuncs(o)
+	case globalOf(o) != nil:
+		return globalJoinFuncs(o)
 	}
 	side := func(kv KV, may bool) fnType {
 		v := kv.Value
@@ -202,6 +238,10 @@ func joinEmit(e *emitter, o *OpNode) []jen.Code {
 	k := typeOf(o.Ins[0].Key)
 	rowOf := func(i int) *jen.Statement { return typeOf(o.Ins[i].Value.unwrapped()) }
 	switch joinShape(o) {
+	case joinForeignKey:
+		return fkJoinEmit(c, o)
+	case joinStreamGlobal:
+		return globalJoinEmit(c, o)
 	case joinStreamStream:
 		fn := map[string]string{"join": "JoinStreams", "leftJoin": "LeftJoinStreams", "outerJoin": "OuterJoinStreams"}[o.kind.Name]
 		w := o.Window
@@ -241,6 +281,11 @@ func joinEmit(e *emitter, o *OpNode) []jen.Code {
 // them cut by the old windows, or behind.
 func joinAgainst(c *againstCtx, old, new *schema.Operator) {
 	name := old.Name.Value
+	if old.ForeignKey {
+		fkJoinAgainst(c, old, new) // op_fkjoin.go
+		return
+	}
+	fkJoinAdded(c, old, new)
 	if old.Window == nil {
 		// A stream-table or table-table join reads its tables' stores and
 		// keeps no state of its own.
@@ -268,4 +313,12 @@ func joinAgainst(c *againstCtx, old, new *schema.Operator) {
 	if ow.Grace.Value != nw.Grace.Value {
 		c.Breaking(posOr(nw.Grace.Pos, nw.Pos), "the grace of join %q is %s, was %s: its window stores keep records for before plus after plus grace, set when they were made (use a new name for the join)", name, schema.DurationText(nw.Grace.Value), schema.DurationText(ow.Grace.Value))
 	}
+}
+
+// joinEntry: a foreign-key join's sides enter different nodes.
+func joinEntry(o *OpNode, i int) string {
+	if o.ForeignKey {
+		return fkJoinEntry(o, i)
+	}
+	return o.entryNode()[len(o.Name.Value):]
 }

@@ -11,7 +11,7 @@ import (
 func init() {
 	register(&opKind{
 		Name: "table",
-		Keys: keys("topic!", "store!"),
+		Keys: keys("topic!", "store!", "versioned"),
 		Hint: func(key string, op *schema.Operator) string {
 			switch key {
 			case "to":
@@ -28,17 +28,56 @@ func init() {
 			rows := tableRows(t)
 			o.Out, o.HasOut, o.Table = KV{rows.Key, rows.Value.wrapped(ChangeOf)}, true, true
 			r.opStoreTypes(o, rows, t.KeyFormat, t.ValueFormat)
+			if o.Versioned != nil && o.Rows != nil {
+				o.Rows.Flavor = "versioned"
+			}
 		},
 		Nodes: func(o *OpNode) []runtimeNode {
 			return []runtimeNode{{Suffix: "-source", Role: "source node", Source: true}, {Role: "node"}}
 		},
 		Emit: func(e *emitter, o *OpNode) []jen.Code {
 			t, st := o.Parents[0].Topic, o.Rows
+			if v := o.Versioned; v != nil {
+				return []jen.Code{jen.Commentf("%s keeps the versions of each key of %s for %s in versioned store %s.", o.Name.Value, t.Name.Value, schema.DurationText(v.History.Value), st.Name.Value),
+					jen.Qual(pkgDSL, "VersionedTable").Types(kvTypes(tableRows(t))...).Call(jen.Id("t"), jen.Lit(o.Name.Value), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
+						jen.Id(st.Go.Const), durationCode(v.History.Value), storeOptions(st))}
+			}
 			return []jen.Code{jen.Qual(pkgDSL, "Table").Types(kvTypes(tableRows(t))...).Call(jen.Id("t"), jen.Lit(o.Name.Value), jen.Id(t.Go.Const), jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde),
 				jen.Id(st.Go.Const), storeOptions(st))}
 		},
-		Rows: func(o *schema.Operator) string { return "the rows of topic " + o.Topic.Value },
+		Rows: func(o *schema.Operator) string {
+			if o.Versioned != nil {
+				return "the versioned rows of topic " + o.Topic.Value
+			}
+			return "the rows of topic " + o.Topic.Value
+		},
+		Against: tableAgainst,
 	})
+}
+
+// tableAgainst: a versioned table's store keeps history for its retention,
+// sized when it was made; another retention is breaking. (Becoming
+// versioned or plain changes its rows: the store rule reports it.)
+func tableAgainst(c *againstCtx, old, new *schema.Operator) {
+	if new == nil || old.Versioned == nil || new.Versioned == nil {
+		return
+	}
+	ov, nv := old.Versioned.History, new.Versioned.History
+	if ov.Value != nv.Value {
+		c.Breaking(posOr(nv.Pos, new.Versioned.Pos), "the history of versioned table %q is %s, was %s: its store's segments and changelog were made for the old retention (use a new store name)", old.Name.Value, schema.DurationText(nv.Value), schema.DurationText(ov.Value))
+	}
+}
+
+// versionedJoinOK reports join o reading a versioned table as its i-th
+// input: the runtime's joins read a plain store's latest row, and a join
+// reading the row as of a record's time is not in it yet.
+func (r *resolver) versionedJoinOK(o *OpNode, i int) bool {
+	p := o.Parents[i].Op
+	if p == nil || p.Rows == nil || p.Rows.Flavor != "versioned" {
+		return true
+	}
+	r.errs.add(r.opFromPos(o, i), "%s joins versioned table %q: a join reading a versioned store (the row as of each record's time) is not supported by this kgen yet; read it with toStream, or drop versioned:", o.what(), p.Name.Value)
+	return false
 }
 
 // tableEdges links table o to the topic it reads.

@@ -257,6 +257,10 @@ func (r *resolver) opEdges() {
 			for _, o := range t.OpReaders {
 				who = append(who, o.Name.Value)
 			}
+			if t.Table.kind.Global {
+				r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which is also read as a stream by %s: a topic is read once; read it as a table (op: table) to both join it and stream its updates", t.Table.what(), t.Name.Value, quoteList(who))
+				continue
+			}
 			r.errs.add(t.Table.Topic.Pos, "%s reads topic %q, which is also read as a stream by %s: read the table's updates instead (from: [%s], then toStream)", t.Table.what(), t.Name.Value, quoteList(who), t.Table.Name.Value)
 		}
 	}
@@ -372,6 +376,9 @@ func (r *resolver) opType(o *OpNode) {
 		r.errs.add(r.opFromPos(o, 1), "%s reads from %d inputs: an operator reads one; merge them first ({op: merge, from: [...]})", o.what(), len(o.Parents))
 	case k.Inputs == leftRight && len(o.Parents) != 2:
 		r.errs.add(r.opFromPos(o, 0), "%s reads from %d inputs: it reads two, left first (from: [LEFT, RIGHT])", o.what(), len(o.Parents))
+		return
+	}
+	if !r.globalReaderOK(o) {
 		return
 	}
 	if first.Op != nil && first.Op.kind.Grouping && !k.Aggregation {
@@ -621,13 +628,18 @@ func emitOrder(g *Graph) []Node {
 }
 
 // shapeKey is a node's key in the TopologyShape kgen builds: the runtime
-// node a parent's records enter.
-func shapeKey(n Node) string {
+// node the records of parent from enter.
+func shapeKey(from, n Node) string {
 	switch {
 	case n.Topic != nil:
 		return "sink:" + n.Topic.Name.Value
 	case n.Proc != nil:
 		return "processor:" + n.Proc.Name.Value
+	}
+	if e := n.Op.kind.Entry; e != nil {
+		if i := slices.Index(n.Op.Parents, from); i >= 0 {
+			return "op:" + n.Op.Name.Value + e(n.Op, i)
+		}
 	}
 	return "op:" + n.Op.entryNode()
 }
@@ -643,11 +655,19 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 		}
 	}
 	nodes := o.nodes()
+	if len(nodes) == 0 {
+		return // a global table: no sub-topology reads it
+	}
 	for i, n := range nodes {
 		name := "op:" + o.Name.Value + n.Suffix
 		add(name, n.Source)
-		// Each node feeds the next, unless the next reads a topic.
-		if i+1 < len(nodes) && !nodes[i+1].Source {
+		switch {
+		case n.Explicit:
+			for _, f := range n.Feeds {
+				shape.Children[name] = append(shape.Children[name], "op:"+o.Name.Value+f)
+			}
+		case i+1 < len(nodes) && !nodes[i+1].Source:
+			// Each node feeds the next, unless the next reads a topic.
 			shape.Children[name] = []string{"op:" + o.Name.Value + nodes[i+1].Suffix}
 		}
 	}
@@ -655,14 +675,14 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 		shape.Children[out] = append(shape.Children[out], "op:"+a.nodeName())
 		add("op:"+a.nodeName(), false)
 		for _, c := range a.Children {
-			shape.Children["op:"+a.nodeName()] = append(shape.Children["op:"+a.nodeName()], shapeKey(c))
+			shape.Children["op:"+a.nodeName()] = append(shape.Children["op:"+a.nodeName()], shapeKey(Node{Op: a}, c))
 		}
 	}
 	if len(o.Arms) > 0 {
 		return // the arms are its children
 	}
 	for _, c := range o.Children {
-		shape.Children[out] = append(shape.Children[out], shapeKey(c))
+		shape.Children[out] = append(shape.Children[out], shapeKey(Node{Op: o}, c))
 	}
 }
 

@@ -39,6 +39,10 @@ type opKind struct {
 	// says so by OpNode.Table), so a key change above it does not matter
 	// below it.
 	Grouping, Aggregation, Terminal, KeyChanging, KeyedOutput bool
+	// Global: the operator is a global table, which adds no node to the
+	// topology's sub-topologies (every instance reads all of its topic) and
+	// is only read by a join's right side.
+	Global bool
 
 	// Edges links the operator to its inputs itself (a table reads the
 	// topic of its topic:); nil links from: and to: as every operator does.
@@ -58,6 +62,10 @@ type opKind struct {
 	// Nodes are the runtime nodes the operator adds to the topology, in
 	// the order it adds them; nil means one node, the operator's name.
 	Nodes func(o *OpNode) []runtimeNode
+	// Entry is the suffix of the node receiving the records of o's i-th
+	// parent; nil means the first of its nodes that reads no topic (a
+	// foreign-key join's right side enters elsewhere than its left).
+	Entry func(o *OpNode, i int) string
 	// Internal are the stores and internal topics the operator owns
 	// besides its store:, by role (internalRole says how they are named).
 	Internal func(o *OpNode) []internalRole
@@ -118,6 +126,10 @@ type runtimeNode struct {
 	// Source says the node reads a topic: the chain of the operator's
 	// nodes ends before it (its records come through that topic).
 	Source bool
+	// Feeds, when Explicit, are the suffixes of the nodes this one sends
+	// its records to, instead of the next in the chain.
+	Feeds    []string
+	Explicit bool
 }
 
 // opFunc is one function an operator calls: a method of Processors the
@@ -243,6 +255,10 @@ type internalRole struct {
 	// KV are the types it holds, KeyFormat and ValueFormat their formats.
 	KV                     KV
 	KeyFormat, ValueFormat string
+	// RuntimeSerdes says the runtime encodes it with serdes of its own (a
+	// foreign-key join's subscriptions): it is named and checked, but
+	// gets no Serdes fields.
+	RuntimeSerdes bool
 }
 
 // InternalName is a store or internal topic of an operator, named.

@@ -62,7 +62,7 @@ func TestOpenAPIObsolete(t *testing.T) {
 }
 
 // TestVersionedQueries: a versioned table's store, once the spec can
-// declare one (StoreNode.Versioned), is served by queryapi.Versioned
+// declare one (StoreNode.Flavor "versioned"), is served by queryapi.Versioned
 // through stream.QueryVersioned, has an as-of accessor in the typed
 // client and an asOf parameter in a valid openapi.json; the generated app
 // builds against the runtime. The queries case's count store stands in
@@ -85,7 +85,7 @@ func TestVersionedQueries(t *testing.T) {
 	if counts == nil {
 		t.Fatal("no store counts in the queries case")
 	}
-	counts.Versioned = true
+	counts.Flavor = "versioned"
 	res, err := p.Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +160,14 @@ package: qkinds
 topics:
   words: {key: string, value: string}
   users: {key: int64, value: string}
+  prices: {key: string, value: int64}
 stores:
   seen:       {key: string, value: int64, queryable: true}
   counts:     {key: string, value: int64, queryable: true}
   users:      {key: int64, value: string, queryable: true}
   per-minute: {kind: window, key: string, value: int64, queryable: true}
   visits:     {kind: session, key: string, value: int64, queryable: true}
+  prices:     {key: string, value: int64, queryable: true}
 processors:
   remember: {from: [words], stores: [seen]}
 operators:
@@ -174,6 +176,7 @@ operators:
   user-table: {op: table, topic: users, store: users}
   minute:     {op: count, from: [by-word], store: per-minute, window: {tumbling: 1m}}
   sessions:   {op: count, from: [by-word], store: visits, window: {session: 30m}}
+  price-table: {op: table, topic: prices, store: prices, versioned: {history: 1h}}
 `
 	if err := os.WriteFile(filepath.Join(dir, "kgen.yaml"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -189,11 +192,12 @@ operators:
 		}
 	}
 	for _, want := range []string{
-		"out[StoreSeen] = queryapi.KeyValue(srv, v2, queryapi.ParseKey[string], queryapi.Plain[int64])",
+		"out[StoreSeen] = queryapi.KeyValue(srv, v3, queryapi.ParseKey[string], queryapi.Plain[int64])",
 		"out[StoreCounts] = queryapi.StampedKeyValue(srv, v0, queryapi.ParseKey[string], queryapi.Unstamped[int64], queryapi.Stamp[int64])",
-		"out[StoreUsers] = queryapi.StampedKeyValue(srv, v3, queryapi.ParseKey[int64], queryapi.Unstamped[string], queryapi.Stamp[string])",
+		"out[StoreUsers] = queryapi.StampedKeyValue(srv, v4, queryapi.ParseKey[int64], queryapi.Unstamped[string], queryapi.Stamp[string])",
 		"out[StorePerMinute] = queryapi.Window(",
 		"out[StoreVisits] = queryapi.Session(",
+		"out[StorePrices] = queryapi.Versioned(srv, v2, queryapi.ParseKey[string], queryapi.Deref[int64])",
 	} {
 		if !strings.Contains(app, want) {
 			t.Errorf("%s lacks %s", FileApp, want)

@@ -78,10 +78,10 @@ type StoreNode struct {
 	// WindowKind is "window" or "session" for the store of a windowed
 	// aggregation (a window or session store), "" for a key-value store.
 	WindowKind string
-	// Versioned says the store is a versioned table's (a versioned store
-	// of *V values, as dsl.VersionedTable keeps): queries read it as of a
-	// time. Nothing in the spec sets it yet.
-	Versioned bool
+	// Flavor is "global" for a global table's store (no changelog, every
+	// partition on every instance), "versioned" for a versioned table's,
+	// "" for a plain one.
+	Flavor string
 }
 
 // Node is a parent or child of a processor or operator: exactly one field
@@ -828,7 +828,7 @@ func (r *resolver) subtopologies() {
 			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
 		for _, o := range t.OpReaders {
-			shape.Children[src] = append(shape.Children[src], shapeKey(Node{Op: o}))
+			shape.Children[src] = append(shape.Children[src], shapeKey(Node{Topic: t}, Node{Op: o}))
 		}
 	}
 	for _, t := range r.g.Topics {
@@ -845,7 +845,7 @@ func (r *resolver) subtopologies() {
 		k := "processor:" + p.Name.Value
 		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
-			shape.Children[k] = append(shape.Children[k], shapeKey(c))
+			shape.Children[k] = append(shape.Children[k], shapeKey(n, c))
 		}
 	}
 	for _, t := range r.g.Topics {
@@ -901,10 +901,10 @@ func (t *TopicNode) readBy() int {
 		return t.Readers[0].Subtopology
 	case len(t.OpReaders) > 0:
 		return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
-	case t.Table != nil:
+	case t.Table != nil && !t.Table.kind.Global:
 		return t.Table.Subtopology
 	}
-	return -1
+	return -1 // not read, or read by a global table: no task reads it
 }
 
 // CopartitionGroups are the groups of the user's topics (repartition

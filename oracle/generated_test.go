@@ -43,6 +43,11 @@ var generatedPrefix = map[string]string{
 	// The stream-stream joins.
 	"join-ss-inner": "join-ss-inner", "join-ss-left": "join-ss-left", "join-ss-outer": "join-ss-outer",
 	"join-ss-outer-asym": "join-ss-outer-asym",
+	// The stream-global table joins, the foreign-key joins and the
+	// versioned table.
+	"global-join-nullable": "global-join", "global-leftJoin-nullable": "global-left-join",
+	"join-fk-inner": "join-fk-inner", "join-fk-left": "join-fk-left",
+	"versioned-table": "versioned-table",
 }
 
 // notGenerated names the topologies kgen.yaml cannot express: a function
@@ -55,7 +60,7 @@ var notGenerated = []string{
 	"reduce-delete", "table-reduce-delete", "repartition-chain",
 	"join-table-stream-inner-nullable", "join-table-stream-left-nullable",
 	"join-table-table-left-count", "join-table-table-materialized", "join-table-stream-count",
-	"join-fk-inner", "join-fk-left", "join-fk-left-count",
+	"join-fk-left-count",
 }
 
 // Every topology is either written in kgen.yaml or in the README's list of

@@ -43,6 +43,4 @@ func init() {
 		stream.AddSink(t, "out", "out", NS, NS, "join")
 		return t
 	}
-	// The generator has no join operators yet (README.md, section 4).
-	notGenerated = append(notGenerated, "global-join-nullable", "global-leftJoin-nullable")
 }

@@ -18,5 +18,4 @@ func init() {
 		stream.AddSink(t, "out", "out", S, NS, "to-stream")
 		return t
 	}
-	notGenerated = append(notGenerated, "versioned-table")
 }

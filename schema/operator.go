@@ -13,11 +13,11 @@ import (
 // here; a key of its own is a change to the file format, made here.
 
 // PlannedOps are operator kinds the spec format reserves for what comes next
-// (joins, global tables, cogroup): a spec naming one is told so.
-var PlannedOps = []string{"cogroup", "globalTable"}
+// (cogroup): a spec naming one is told so.
+var PlannedOps = []string{"cogroup"}
 
 // PlannedOperatorKeys are operator keys reserved for what comes next.
-var PlannedOperatorKeys = []string{"foreign-key", "query", "versioned"}
+var PlannedOperatorKeys = []string{"query"}
 
 func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 	o := &Operator{Name: name, Keys: map[string]Pos{}}
@@ -51,12 +51,16 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 		{"idle-close", func(k, v *yaml.Node) { at(k); o.IdleClose = d.duration(v, what+": idle-close", false) }},
 		{"until", func(k, v *yaml.Node) { at(k); d.until(v, what, o.suppress()) }},
 		{"buffer", func(k, v *yaml.Node) { at(k); d.buffer(v, what, o.suppress()) }},
+		{"versioned", func(k, v *yaml.Node) { at(k); o.Versioned = d.versioned(v, what) }},
+		{"foreign-key", func(k, v *yaml.Node) {
+			at(k)
+			o.ForeignKey, o.ForeignKeyPos = d.boolean(v, what+": foreign-key"), d.pos(v)
+		}},
 	}
-	// Keys planned for joins, versioned tables and queries: say so rather than
-	// "unknown key".
+	// Keys planned for queryable operators: say so rather than "unknown key".
 	for _, k := range PlannedOperatorKeys {
 		fields = append(fields, field{k, func(k, _ *yaml.Node) {
-			d.errs.add(d.pos(k), "%s: %s is planned (foreign-key joins, versioned tables and queryable operators come next) but not supported by this kgen yet", what, k.Value)
+			d.errs.add(d.pos(k), "%s: %s is planned (queryable operators come next) but not supported by this kgen yet", what, k.Value)
 		}})
 	}
 	if !d.mapping(n, what, fields) {
@@ -97,6 +101,10 @@ func (o *Operator) Clear(k string) {
 		o.IdleClose = Dur{}
 	case "until", "buffer":
 		o.Suppress = nil
+	case "versioned":
+		o.Versioned = nil
+	case "foreign-key":
+		o.ForeignKey = false
 	}
 }
 
@@ -106,4 +114,19 @@ func (o *Operator) suppress() *Suppress {
 		o.Suppress = &Suppress{}
 	}
 	return o.Suppress
+}
+
+// versioned reads a table's versioned: {history: DURATION}.
+func (d *decoder) versioned(n *yaml.Node, what string) *Versioned {
+	v := &Versioned{Pos: d.pos(n)}
+	what += ": versioned"
+	if !d.mapping(n, what, []field{
+		{"history", func(_, h *yaml.Node) { v.History = d.duration(h, what+": history", false) }},
+	}) {
+		return v
+	}
+	if !v.History.Set() && !d.present(n, "history") {
+		d.errs.add(v.Pos, "%s: needs history: how long the store keeps a key's older values (history: 1h)", what)
+	}
+	return v
 }

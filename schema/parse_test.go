@@ -18,7 +18,7 @@ func TestParseErrors(t *testing.T) {
 		{"typo", "version: 1\napp: a\ntopcis: {}\n", []string{`kgen.yaml:3:1: unknown key "topcis" in spec (did you mean "topics"?)`}},
 		{"version", "version: 2\napp: a\n", []string{`kgen.yaml:1:10: unsupported spec version "2": this kgen reads version 1`}},
 		{"missing", "types: {}\n", []string{`kgen.yaml:1:1: missing app: add "app: NAME" (the application id)`, `kgen.yaml:1:1: missing version: add "version: 1"`}},
-		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, query: true}\n", []string{`kgen.yaml:4:39: operator "o": query is planned (foreign-key joins, versioned tables and queryable operators come next) but not supported by this kgen yet`}},
+		{"planned key", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, query: true}\n", []string{`kgen.yaml:4:39: operator "o": query is planned (queryable operators come next) but not supported by this kgen yet`}},
 		{"window of no kind", "version: 1\napp: a\noperators:\n  o: {op: count, from: [g], store: s, window: {size: 5m}}\n", []string{
 			`kgen.yaml:4:47: operator "o": window: say its kind: {tumbling: SIZE}, {hopping: {size: SIZE, advance: ADVANCE}}, {sliding: DIFFERENCE} or {session: GAP}, with grace: DURATION`,
 			`kgen.yaml:4:48: unknown key "size" in operator "o": window`}},

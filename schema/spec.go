@@ -189,6 +189,13 @@ type Punctuation struct {
 	Pos      Pos
 }
 
+// Versioned is a table's versioned: its store keeps each key's values over
+// time, History long (Kafka Streams' history retention).
+type Versioned struct {
+	History Dur
+	Pos     Pos
+}
+
 // Operator is a node of Kafka Streams' DSL: the generator writes the wiring
 // and one typed function signature per function the operator needs, which
 // the user implements.
@@ -227,6 +234,13 @@ type Operator struct {
 	IdleClose Dur
 	// Suppress is a suppress operator's until: and buffer:.
 	Suppress *Suppress
+	// Versioned makes a table's store a versioned store (versioned:
+	// {history: D}), nil for a plain one.
+	Versioned *Versioned
+	// ForeignKey says a table-table join joins by a key extracted from the
+	// left row's value (foreign-key: true); ForeignKeyPos is where.
+	ForeignKey    bool
+	ForeignKeyPos Pos
 	// Keys holds where each key of the operator's mapping was written.
 	Keys map[string]Pos
 	// Pos is where the operator's mapping starts.

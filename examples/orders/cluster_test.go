@@ -119,7 +119,7 @@ func TestOrdersOnACluster(t *testing.T) {
 			}
 
 			start := func(name, dir string) func() {
-				topo, err := NewTopologyWithGlobals(Factories{}, s)
+				topo, err := NewTopology(Factories{}, s)
 				if err != nil {
 					t.Fatal(err)
 				}

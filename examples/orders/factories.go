@@ -2,18 +2,12 @@ package orders
 
 import "math/big"
 
-// Factories makes the processors of kgen.yaml for the runtime: one method per
-// processor, each called once per task; its other methods are the functions
-// of the operators, called from every task at once (they share no state).
-// Pass it to NewDriver, App or MainWithGlobals (not to the generated NewTestDriver and
-// Run: add-country needs the global table countries, which the spec cannot
-// declare yet; see global.go).
+// Factories holds the functions of the operators of kgen.yaml, called from
+// every task at once (they share no state). Pass it to NewTestDriver,
+// Application or Main.
 type Factories struct{}
 
 var _ Processors = Factories{}
-
-// AddCountry makes processor "add-country".
-func (Factories) AddCountry() AddCountryProcessor { return &AddCountry{} }
 
 // WithCustomer is the joiner of leftJoin "with-customer": the order, its
 // total, and its customer as of now, nil when unknown (the order is kept).
@@ -36,5 +30,24 @@ func (Factories) ByOrder(customerID string, e EnrichedOrder) string { return e.O
 // at most 10 minutes apart.
 func (Factories) Paid(orderID string, e EnrichedOrder, p Payment) EnrichedOrder {
 	e.Payment = &p
+	return e
+}
+
+// WithCountryKey maps a paid order to its customer's country code, the key
+// of the global table countries: none for an order without a customer or a
+// customer without a country (the order is then written without one).
+func (Factories) WithCountryKey(orderID string, e EnrichedOrder) (code string, ok bool) {
+	if e.Customer == nil || e.Customer.Country == nil {
+		return "", false
+	}
+	return *e.Customer.Country, true
+}
+
+// WithCountry is the joiner of leftJoin "with-country": the order with its
+// customer's country, nil when it has none or the table does not know it.
+// Every instance holds all of the table, so the orders need not be
+// partitioned by country.
+func (Factories) WithCountry(orderID string, e EnrichedOrder, c *Country) EnrichedOrder {
+	e.Country = c
 	return e
 }

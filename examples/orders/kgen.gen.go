@@ -40,6 +40,8 @@ const (
 
 // State stores of the application.
 const (
+	// StoreCountries is global key-value store "countries": string to Country.
+	StoreCountries = "countries"
 	// StoreCustomers is key-value store "customers": string to Customer.
 	StoreCustomers = "customers"
 )
@@ -68,6 +70,10 @@ type Serdes struct {
 	PaymentsKey serde.Serde[string]
 	// PaymentsValue encodes the values of topic "payments" (avro).
 	PaymentsValue serde.Serde[Payment]
+	// StoreCountriesKey encodes the keys of store "countries".
+	StoreCountriesKey serde.Serde[string]
+	// StoreCountriesValue encodes the values of store "countries".
+	StoreCountriesValue serde.Serde[Country]
 	// StoreCustomersKey encodes the keys of store "customers".
 	StoreCustomersKey serde.Serde[string]
 	// StoreCustomersValue encodes the values of store "customers".
@@ -101,6 +107,8 @@ func DefaultSerdes() Serdes {
 		OrdersValue:              OrderConfluentSerde{},
 		PaymentsKey:              serde.String{},
 		PaymentsValue:            PaymentAvroSerde{},
+		StoreCountriesKey:        serde.String{},
+		StoreCountriesValue:      CountryAvroSerde{},
 		StoreCustomersKey:        serde.String{},
 		StoreCustomersValue:      CustomerAvroSerde{},
 		StorePaidLeftStoreKey:    serde.String{},
@@ -141,71 +149,6 @@ func RegisterSchemas(ctx context.Context, cl *sr.Client, s *Serdes) error {
 	return nil
 }
 
-// AddCountryProcessor is the user code of processor "add-country". It reads
-// string,EnrichedOrder from operator "paid" (join) and forwards string,EnrichedOrder to
-// topic "enriched-orders".
-//
-// An implementation may also have Init(*AddCountryContext) error, called once per task
-// before the first record, and Close() error, called when the task closes.
-type AddCountryProcessor interface {
-	// Process handles one input record.
-	Process(ctx *AddCountryContext, key string, value EnrichedOrder) error
-}
-
-// AddCountryContext is processor "add-country"'s handle on its task: typed forwarding, its stores,
-// and the coordinates of the current record. It is valid on the task's goroutine only.
-type AddCountryContext struct {
-	stream.ContextBase[string, EnrichedOrder]
-}
-
-// Forward sends key and value to every child of "add-country", with the current record's
-// timestamp and headers.
-func (c *AddCountryContext) Forward(key string, value EnrichedOrder) {
-	c.Runtime().Forward(stream.Record[string, EnrichedOrder]{
-		Headers:   c.Headers(),
-		Key:       key,
-		Timestamp: c.Timestamp(),
-		Value:     value,
-	})
-}
-
-// ForwardRecord sends rec to every child of "add-country".
-func (c *AddCountryContext) ForwardRecord(rec stream.Record[string, EnrichedOrder]) {
-	c.Runtime().Forward(rec)
-}
-
-// addCountryNode runs a AddCountryProcessor inside the runtime.
-type addCountryNode struct {
-	impl AddCountryProcessor
-	ctx  AddCountryContext
-}
-
-// Init wires the context and the punctuations, then calls the user's Init if there is one.
-func (n *addCountryNode) Init(rt *stream.Context[string, EnrichedOrder]) error {
-	n.ctx.ContextBase = rt.Base()
-	if i, ok := n.impl.(interface {
-		Init(*AddCountryContext) error
-	}); ok {
-		return i.Init(&n.ctx)
-	}
-	return nil
-}
-
-// Process hands the record to the user's code.
-func (n *addCountryNode) Process(_ *stream.Context[string, EnrichedOrder], rec stream.Record[string, EnrichedOrder]) error {
-	return n.impl.Process(&n.ctx, rec.Key, rec.Value)
-}
-
-// Close calls the user's Close if there is one.
-func (n *addCountryNode) Close() error {
-	if c, ok := n.impl.(interface {
-		Close() error
-	}); ok {
-		return c.Close()
-	}
-	return nil
-}
-
 // Processors makes the user code of every processor of the topology: one method
 // per processor. Each is called once per task, so an instance is used by one
 // goroutine at a time. kgen scaffolds an implementation, Factories, once.
@@ -213,13 +156,19 @@ func (n *addCountryNode) Close() error {
 // It also holds the functions of the operators, one method each: these are called
 // from every task's goroutine at once, so they must not change shared state.
 type Processors interface {
-	// AddCountry makes the user code of processor "add-country".
-	AddCountry() AddCountryProcessor
 	// ByOrder is the key selector of selectKey "by-order": the new key of a record.
 	ByOrder(key string, value EnrichedOrder) string
 	// Paid is the joiner of join "paid" (stream-stream): the joined value of a key's left
 	// and right values.
 	Paid(key string, left EnrichedOrder, right Payment) EnrichedOrder
+	// WithCountry is the joiner of leftJoin "with-country" with global table
+	// "country-table": the joined value of a record and the table's row under the key
+	// WithCountryKey gives (nil where there is none).
+	WithCountry(key string, value EnrichedOrder, row *Country) EnrichedOrder
+	// WithCountryKey maps a record of leftJoin "with-country" to the key of its row in
+	// global table "country-table"; ok false maps it to none (a null key: a join drops the
+	// record, a leftJoin joins it with nil).
+	WithCountryKey(key string, value EnrichedOrder) (string, bool)
 	// WithCustomer is the joiner of leftJoin "with-customer" (stream-table): the joined
 	// value of a key's left and right values (right nil where there is none).
 	WithCustomer(key string, left Order, right *Customer) EnrichedOrder
@@ -244,12 +193,13 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.SelectKey(t, "by-order", p.ByOrder, "with-customer")
 	// repartition by-order-rp writes its records through orders-by-order-rp-repartition, read back by key.
 	stream.AddRepartition(t, "by-order-rp", s.ByOrderRpKey, s.ByOrderRpValue, stream.RepartitionOptions{Partitions: 3}, "by-order")
+	// country-table holds every partition of countries in store countries, on every instance.
+	globalCountryTable := dsl.NewGlobalTable[string, Country](t, StoreCountries, TopicCountries, s.CountriesKey, s.CountriesValue, stream.StoreOptions{Changelog: false})
 	// paid joins by-order-rp with payments in {before: 10m, after: 10m, grace: 0s}, keeping each side in paid-left-store and paid-right-store.
 	dsl.JoinStreams[string, EnrichedOrder, Payment, EnrichedOrder](t, "paid", dsl.JoinWindowsOf(10*time.Minute), s.StorePaidLeftStoreKey, s.StorePaidLeftStoreValue, s.StorePaidRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Paid, "by-order-rp", "payments-source")
-	stream.AddProcessor(t, "add-country", func() stream.Processor[string, EnrichedOrder, string, EnrichedOrder] {
-		return &addCountryNode{impl: p.AddCountry()}
-	}, "paid")
-	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "add-country")
+	// with-country looks each record of paid up in global table "country-table" under the key WithCountryKey gives.
+	dsl.LeftJoinGlobal[string, EnrichedOrder, string, Country, EnrichedOrder](t, "with-country", globalCountryTable, p.WithCountryKey, p.WithCountry, "paid")
+	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "with-country")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,24 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	}, nil
 }
 
+// PipeCountries writes a record with timestamp ts to topic "countries" and processes it.
+func (d *TestDriver) PipeCountries(key string, value Country, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicCountries, d.s.CountriesKey, d.s.CountriesValue, key, value, ts)
+}
+
+// PipeCountriesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "countries" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeCountriesNullKey(value Country, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicCountries, d.s.CountriesValue, value, ts)
+}
+
+// DeleteCountries writes a tombstone for key with timestamp ts to topic "countries" and processes
+// it: table "country-table" deletes the key's row.
+func (d *TestDriver) DeleteCountries(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicCountries, d.s.CountriesKey, dsl.Nullable(d.s.CountriesValue), key, nil, ts)
+}
+
 // PipeCustomers writes a record with timestamp ts to topic "customers" and processes it.
 func (d *TestDriver) PipeCustomers(key string, value Customer, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicCustomers, d.s.CustomersKey, d.s.CustomersValue, key, value, ts)

@@ -24,7 +24,7 @@ func ptr[T any](v T) *T { return &v }
 func TestEnrich(t *testing.T) {
 	for _, partitions := range []int32{1, 4, 8} {
 		t.Run(fmt.Sprintf("%d partitions", partitions), func(t *testing.T) {
-			d, err := NewDriver(Factories{}, streamtest.Config{Partitions: partitions})
+			d, err := NewTestDriver(Factories{}, streamtest.Config{Partitions: partitions})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -208,3 +208,39 @@ func (Factories) JssOuter(_ string, left *string, right *string) string {
 func (Factories) JssOuterAsym(_ string, left *string, right *string) string {
 	return orNull(left) + "|" + orNull(right)
 }
+
+// globalKey is the global joins' key mapper: the value names the table's
+// key; "none" and a null value name none.
+func globalKey(v *string) (string, bool) {
+	if v == nil || *v == "none" {
+		return "", false
+	}
+	return *v, true
+}
+
+func (Factories) GjJoinKey(_ *string, value *string) (string, bool) { return globalKey(value) }
+func (Factories) GjJoin(_ *string, value *string, row string) string {
+	return javaString(value) + ":" + row
+}
+func (Factories) GljJoinKey(_ *string, value *string) (string, bool) { return globalKey(value) }
+func (Factories) GljJoin(_ *string, value *string, row *string) string {
+	r := "-"
+	if row != nil {
+		r = *row
+	}
+	return javaString(value) + ":" + r
+}
+
+// foreignKey is Topologies.java's FOREIGN_KEY: a "fk:rest" value's fk,
+// none without ':'.
+func foreignKey(v string) (string, bool) {
+	fk, _, ok := strings.Cut(v, ":")
+	return fk, ok
+}
+
+func (Factories) JfkiJoinForeignKey(value string) (string, bool) { return foreignKey(value) }
+func (Factories) JfkiJoin(left string, right string) string      { return left + "/" + right }
+func (Factories) JfklJoinForeignKey(value string) (string, bool) { return foreignKey(value) }
+func (Factories) JfklJoin(left string, right *string) string {
+	return left + "/" + orNull(right)
+}

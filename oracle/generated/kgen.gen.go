@@ -107,10 +107,34 @@ const (
 	TopicForeachIn = "foreach-in"
 	// TopicForeachNullableIn is topic "foreach-nullable-in": key *string (string), value *string (string).
 	TopicForeachNullableIn = "foreach-nullable-in"
+	// TopicGlobalJoinIn is topic "global-join-in": key *string (string), value *string (string).
+	TopicGlobalJoinIn = "global-join-in"
+	// TopicGlobalJoinOut is topic "global-join-out": key *string (string), value string (string).
+	TopicGlobalJoinOut = "global-join-out"
+	// TopicGlobalJoinTable is topic "global-join-table": key string (string), value string (string).
+	TopicGlobalJoinTable = "global-join-table"
+	// TopicGlobalLeftJoinIn is topic "global-left-join-in": key *string (string), value *string (string).
+	TopicGlobalLeftJoinIn = "global-left-join-in"
+	// TopicGlobalLeftJoinOut is topic "global-left-join-out": key *string (string), value string (string).
+	TopicGlobalLeftJoinOut = "global-left-join-out"
+	// TopicGlobalLeftJoinTable is topic "global-left-join-table": key string (string), value string (string).
+	TopicGlobalLeftJoinTable = "global-left-join-table"
 	// TopicHoppingCountIn is topic "hopping-count-in": key string (string), value string (string).
 	TopicHoppingCountIn = "hopping-count-in"
 	// TopicHoppingCountOut is topic "hopping-count-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicHoppingCountOut = "hopping-count-out"
+	// TopicJoinFkInnerIn is topic "join-fk-inner-in": key string (string), value string (string).
+	TopicJoinFkInnerIn = "join-fk-inner-in"
+	// TopicJoinFkInnerIn2 is topic "join-fk-inner-in2": key string (string), value string (string).
+	TopicJoinFkInnerIn2 = "join-fk-inner-in2"
+	// TopicJoinFkInnerOut is topic "join-fk-inner-out": key string (string), value string (string).
+	TopicJoinFkInnerOut = "join-fk-inner-out"
+	// TopicJoinFkLeftIn is topic "join-fk-left-in": key string (string), value string (string).
+	TopicJoinFkLeftIn = "join-fk-left-in"
+	// TopicJoinFkLeftIn2 is topic "join-fk-left-in2": key string (string), value string (string).
+	TopicJoinFkLeftIn2 = "join-fk-left-in2"
+	// TopicJoinFkLeftOut is topic "join-fk-left-out": key string (string), value string (string).
+	TopicJoinFkLeftOut = "join-fk-left-out"
 	// TopicJoinSsInnerLeft is topic "join-ss-inner-left": key string (string), value string (string).
 	TopicJoinSsInnerLeft = "join-ss-inner-left"
 	// TopicJoinSsInnerOut is topic "join-ss-inner-out": key string (string), value string (string).
@@ -271,6 +295,10 @@ const (
 	TopicTumblingSuppressIn = "tumbling-suppress-in"
 	// TopicTumblingSuppressOut is topic "tumbling-suppress-out": key dsl.Windowed[string] (string, time-windowed by 10s), value int64 (int64).
 	TopicTumblingSuppressOut = "tumbling-suppress-out"
+	// TopicVersionedTableIn is topic "versioned-table-in": key string (string), value string (string).
+	TopicVersionedTableIn = "versioned-table-in"
+	// TopicVersionedTableOut is topic "versioned-table-out": key string (string), value string (string).
+	TopicVersionedTableOut = "versioned-table-out"
 	// TopicWordcountIn is topic "wordcount-in": key string (string), value string (string).
 	TopicWordcountIn = "wordcount-in"
 	// TopicWordcountOut is topic "wordcount-out": key string (string), value int64 (int64).
@@ -295,10 +323,22 @@ const (
 	StoreEfsCountStore = "efs-count-store"
 	// StoreEfsFinalStore is window store "efs-final-store": string to int64.
 	StoreEfsFinalStore = "efs-final-store"
+	// StoreGjTableStore is global key-value store "gj-table-store": string to string.
+	StoreGjTableStore = "gj-table-store"
+	// StoreGljTableStore is global key-value store "glj-table-store": string to string.
+	StoreGljTableStore = "glj-table-store"
 	// StoreHcStore is window store "hc-store": string to int64.
 	StoreHcStore = "hc-store"
 	// StoreHomesStore is key-value store "homes-store": string to string.
 	StoreHomesStore = "homes-store"
+	// StoreJfkiLeftStore is key-value store "jfki-left-store": string to string.
+	StoreJfkiLeftStore = "jfki-left-store"
+	// StoreJfkiRightStore is key-value store "jfki-right-store": string to string.
+	StoreJfkiRightStore = "jfki-right-store"
+	// StoreJfklLeftStore is key-value store "jfkl-left-store": string to string.
+	StoreJfklLeftStore = "jfkl-left-store"
+	// StoreJfklRightStore is key-value store "jfkl-right-store": string to string.
+	StoreJfklRightStore = "jfkl-right-store"
 	// StoreJtsiTableStore is key-value store "jtsi-table-store": string to string.
 	StoreJtsiTableStore = "jtsi-table-store"
 	// StoreJtslTableStore is key-value store "jtsl-table-store": string to string.
@@ -357,6 +397,8 @@ const (
 	StoreTrStore = "tr-store"
 	// StoreTsStore is window store "ts-store": string to int64.
 	StoreTsStore = "ts-store"
+	// StoreVtStore is versioned key-value store "vt-store": string to string.
+	StoreVtStore = "vt-store"
 	// StoreWordCountsStore is key-value store "word-counts-store": string to int64.
 	StoreWordCountsStore = "word-counts-store"
 )
@@ -533,6 +575,30 @@ type Serdes struct {
 	ForeachNullableInKey serde.Serde[string]
 	// ForeachNullableInValue encodes the values of topic "foreach-nullable-in" (string).
 	ForeachNullableInValue serde.Serde[string]
+	// GlobalJoinInKey encodes the keys of topic "global-join-in" (string).
+	GlobalJoinInKey serde.Serde[string]
+	// GlobalJoinInValue encodes the values of topic "global-join-in" (string).
+	GlobalJoinInValue serde.Serde[string]
+	// GlobalJoinOutKey encodes the keys of topic "global-join-out" (string).
+	GlobalJoinOutKey serde.Serde[string]
+	// GlobalJoinOutValue encodes the values of topic "global-join-out" (string).
+	GlobalJoinOutValue serde.Serde[string]
+	// GlobalJoinTableKey encodes the keys of topic "global-join-table" (string).
+	GlobalJoinTableKey serde.Serde[string]
+	// GlobalJoinTableValue encodes the values of topic "global-join-table" (string).
+	GlobalJoinTableValue serde.Serde[string]
+	// GlobalLeftJoinInKey encodes the keys of topic "global-left-join-in" (string).
+	GlobalLeftJoinInKey serde.Serde[string]
+	// GlobalLeftJoinInValue encodes the values of topic "global-left-join-in" (string).
+	GlobalLeftJoinInValue serde.Serde[string]
+	// GlobalLeftJoinOutKey encodes the keys of topic "global-left-join-out" (string).
+	GlobalLeftJoinOutKey serde.Serde[string]
+	// GlobalLeftJoinOutValue encodes the values of topic "global-left-join-out" (string).
+	GlobalLeftJoinOutValue serde.Serde[string]
+	// GlobalLeftJoinTableKey encodes the keys of topic "global-left-join-table" (string).
+	GlobalLeftJoinTableKey serde.Serde[string]
+	// GlobalLeftJoinTableValue encodes the values of topic "global-left-join-table" (string).
+	GlobalLeftJoinTableValue serde.Serde[string]
 	// HoppingCountInKey encodes the keys of topic "hopping-count-in" (string).
 	HoppingCountInKey serde.Serde[string]
 	// HoppingCountInValue encodes the values of topic "hopping-count-in" (string).
@@ -541,6 +607,30 @@ type Serdes struct {
 	HoppingCountOutKey serde.Serde[string]
 	// HoppingCountOutValue encodes the values of topic "hopping-count-out" (int64).
 	HoppingCountOutValue serde.Serde[int64]
+	// JoinFkInnerInKey encodes the keys of topic "join-fk-inner-in" (string).
+	JoinFkInnerInKey serde.Serde[string]
+	// JoinFkInnerInValue encodes the values of topic "join-fk-inner-in" (string).
+	JoinFkInnerInValue serde.Serde[string]
+	// JoinFkInnerIn2Key encodes the keys of topic "join-fk-inner-in2" (string).
+	JoinFkInnerIn2Key serde.Serde[string]
+	// JoinFkInnerIn2Value encodes the values of topic "join-fk-inner-in2" (string).
+	JoinFkInnerIn2Value serde.Serde[string]
+	// JoinFkInnerOutKey encodes the keys of topic "join-fk-inner-out" (string).
+	JoinFkInnerOutKey serde.Serde[string]
+	// JoinFkInnerOutValue encodes the values of topic "join-fk-inner-out" (string).
+	JoinFkInnerOutValue serde.Serde[string]
+	// JoinFkLeftInKey encodes the keys of topic "join-fk-left-in" (string).
+	JoinFkLeftInKey serde.Serde[string]
+	// JoinFkLeftInValue encodes the values of topic "join-fk-left-in" (string).
+	JoinFkLeftInValue serde.Serde[string]
+	// JoinFkLeftIn2Key encodes the keys of topic "join-fk-left-in2" (string).
+	JoinFkLeftIn2Key serde.Serde[string]
+	// JoinFkLeftIn2Value encodes the values of topic "join-fk-left-in2" (string).
+	JoinFkLeftIn2Value serde.Serde[string]
+	// JoinFkLeftOutKey encodes the keys of topic "join-fk-left-out" (string).
+	JoinFkLeftOutKey serde.Serde[string]
+	// JoinFkLeftOutValue encodes the values of topic "join-fk-left-out" (string).
+	JoinFkLeftOutValue serde.Serde[string]
 	// JoinSsInnerLeftKey encodes the keys of topic "join-ss-inner-left" (string).
 	JoinSsInnerLeftKey serde.Serde[string]
 	// JoinSsInnerLeftValue encodes the values of topic "join-ss-inner-left" (string).
@@ -861,6 +951,14 @@ type Serdes struct {
 	TumblingSuppressOutKey serde.Serde[string]
 	// TumblingSuppressOutValue encodes the values of topic "tumbling-suppress-out" (int64).
 	TumblingSuppressOutValue serde.Serde[int64]
+	// VersionedTableInKey encodes the keys of topic "versioned-table-in" (string).
+	VersionedTableInKey serde.Serde[string]
+	// VersionedTableInValue encodes the values of topic "versioned-table-in" (string).
+	VersionedTableInValue serde.Serde[string]
+	// VersionedTableOutKey encodes the keys of topic "versioned-table-out" (string).
+	VersionedTableOutKey serde.Serde[string]
+	// VersionedTableOutValue encodes the values of topic "versioned-table-out" (string).
+	VersionedTableOutValue serde.Serde[string]
 	// WordcountInKey encodes the keys of topic "wordcount-in" (string).
 	WordcountInKey serde.Serde[string]
 	// WordcountInValue encodes the values of topic "wordcount-in" (string).
@@ -901,6 +999,14 @@ type Serdes struct {
 	StoreEfsFinalStoreKey serde.Serde[string]
 	// StoreEfsFinalStoreValue encodes the values of store "efs-final-store".
 	StoreEfsFinalStoreValue serde.Serde[int64]
+	// StoreGjTableStoreKey encodes the keys of store "gj-table-store".
+	StoreGjTableStoreKey serde.Serde[string]
+	// StoreGjTableStoreValue encodes the values of store "gj-table-store".
+	StoreGjTableStoreValue serde.Serde[string]
+	// StoreGljTableStoreKey encodes the keys of store "glj-table-store".
+	StoreGljTableStoreKey serde.Serde[string]
+	// StoreGljTableStoreValue encodes the values of store "glj-table-store".
+	StoreGljTableStoreValue serde.Serde[string]
 	// StoreHcStoreKey encodes the keys of store "hc-store".
 	StoreHcStoreKey serde.Serde[string]
 	// StoreHcStoreValue encodes the values of store "hc-store".
@@ -909,6 +1015,22 @@ type Serdes struct {
 	StoreHomesStoreKey serde.Serde[string]
 	// StoreHomesStoreValue encodes the values of store "homes-store".
 	StoreHomesStoreValue serde.Serde[string]
+	// StoreJfkiLeftStoreKey encodes the keys of store "jfki-left-store".
+	StoreJfkiLeftStoreKey serde.Serde[string]
+	// StoreJfkiLeftStoreValue encodes the values of store "jfki-left-store".
+	StoreJfkiLeftStoreValue serde.Serde[string]
+	// StoreJfkiRightStoreKey encodes the keys of store "jfki-right-store".
+	StoreJfkiRightStoreKey serde.Serde[string]
+	// StoreJfkiRightStoreValue encodes the values of store "jfki-right-store".
+	StoreJfkiRightStoreValue serde.Serde[string]
+	// StoreJfklLeftStoreKey encodes the keys of store "jfkl-left-store".
+	StoreJfklLeftStoreKey serde.Serde[string]
+	// StoreJfklLeftStoreValue encodes the values of store "jfkl-left-store".
+	StoreJfklLeftStoreValue serde.Serde[string]
+	// StoreJfklRightStoreKey encodes the keys of store "jfkl-right-store".
+	StoreJfklRightStoreKey serde.Serde[string]
+	// StoreJfklRightStoreValue encodes the values of store "jfkl-right-store".
+	StoreJfklRightStoreValue serde.Serde[string]
 	// StoreJtsiTableStoreKey encodes the keys of store "jtsi-table-store".
 	StoreJtsiTableStoreKey serde.Serde[string]
 	// StoreJtsiTableStoreValue encodes the values of store "jtsi-table-store".
@@ -1025,6 +1147,10 @@ type Serdes struct {
 	StoreTsStoreKey serde.Serde[string]
 	// StoreTsStoreValue encodes the values of store "ts-store".
 	StoreTsStoreValue serde.Serde[int64]
+	// StoreVtStoreKey encodes the keys of store "vt-store".
+	StoreVtStoreKey serde.Serde[string]
+	// StoreVtStoreValue encodes the values of store "vt-store".
+	StoreVtStoreValue serde.Serde[string]
 	// StoreWordCountsStoreKey encodes the keys of store "word-counts-store".
 	StoreWordCountsStoreKey serde.Serde[string]
 	// StoreWordCountsStoreValue encodes the values of store "word-counts-store".
@@ -1200,10 +1326,34 @@ func DefaultSerdes() Serdes {
 		ForeachInValue:                      serde.String{},
 		ForeachNullableInKey:                serde.String{},
 		ForeachNullableInValue:              serde.String{},
+		GlobalJoinInKey:                     serde.String{},
+		GlobalJoinInValue:                   serde.String{},
+		GlobalJoinOutKey:                    serde.String{},
+		GlobalJoinOutValue:                  serde.String{},
+		GlobalJoinTableKey:                  serde.String{},
+		GlobalJoinTableValue:                serde.String{},
+		GlobalLeftJoinInKey:                 serde.String{},
+		GlobalLeftJoinInValue:               serde.String{},
+		GlobalLeftJoinOutKey:                serde.String{},
+		GlobalLeftJoinOutValue:              serde.String{},
+		GlobalLeftJoinTableKey:              serde.String{},
+		GlobalLeftJoinTableValue:            serde.String{},
 		HoppingCountInKey:                   serde.String{},
 		HoppingCountInValue:                 serde.String{},
 		HoppingCountOutKey:                  serde.String{},
 		HoppingCountOutValue:                serde.Int64{},
+		JoinFkInnerIn2Key:                   serde.String{},
+		JoinFkInnerIn2Value:                 serde.String{},
+		JoinFkInnerInKey:                    serde.String{},
+		JoinFkInnerInValue:                  serde.String{},
+		JoinFkInnerOutKey:                   serde.String{},
+		JoinFkInnerOutValue:                 serde.String{},
+		JoinFkLeftIn2Key:                    serde.String{},
+		JoinFkLeftIn2Value:                  serde.String{},
+		JoinFkLeftInKey:                     serde.String{},
+		JoinFkLeftInValue:                   serde.String{},
+		JoinFkLeftOutKey:                    serde.String{},
+		JoinFkLeftOutValue:                  serde.String{},
 		JoinSsInnerLeftKey:                  serde.String{},
 		JoinSsInnerLeftValue:                serde.String{},
 		JoinSsInnerOutKey:                   serde.String{},
@@ -1338,10 +1488,22 @@ func DefaultSerdes() Serdes {
 		StoreEfsFinalStoreValue:             serde.Int64{},
 		StoreEfsSuppressBufferKey:           serde.String{},
 		StoreEfsSuppressBufferValue:         serde.Int64{},
+		StoreGjTableStoreKey:                serde.String{},
+		StoreGjTableStoreValue:              serde.String{},
+		StoreGljTableStoreKey:               serde.String{},
+		StoreGljTableStoreValue:             serde.String{},
 		StoreHcStoreKey:                     serde.String{},
 		StoreHcStoreValue:                   serde.Int64{},
 		StoreHomesStoreKey:                  serde.String{},
 		StoreHomesStoreValue:                serde.String{},
+		StoreJfkiLeftStoreKey:               serde.String{},
+		StoreJfkiLeftStoreValue:             serde.String{},
+		StoreJfkiRightStoreKey:              serde.String{},
+		StoreJfkiRightStoreValue:            serde.String{},
+		StoreJfklLeftStoreKey:               serde.String{},
+		StoreJfklLeftStoreValue:             serde.String{},
+		StoreJfklRightStoreKey:              serde.String{},
+		StoreJfklRightStoreValue:            serde.String{},
 		StoreJssInnerLeftStoreKey:           serde.String{},
 		StoreJssInnerLeftStoreValue:         serde.String{},
 		StoreJssInnerRightStoreKey:          serde.String{},
@@ -1418,6 +1580,8 @@ func DefaultSerdes() Serdes {
 		StoreTsFinalBufferValue:             serde.Int64{},
 		StoreTsStoreKey:                     serde.String{},
 		StoreTsStoreValue:                   serde.Int64{},
+		StoreVtStoreKey:                     serde.String{},
+		StoreVtStoreValue:                   serde.String{},
 		StoreWordCountsStoreKey:             serde.String{},
 		StoreWordCountsStoreValue:           serde.Int64{},
 		TableAggregateInKey:                 serde.String{},
@@ -1464,6 +1628,10 @@ func DefaultSerdes() Serdes {
 		TumblingSuppressInValue:             serde.String{},
 		TumblingSuppressOutKey:              serde.String{},
 		TumblingSuppressOutValue:            serde.Int64{},
+		VersionedTableInKey:                 serde.String{},
+		VersionedTableInValue:               serde.String{},
+		VersionedTableOutKey:                serde.String{},
+		VersionedTableOutValue:              serde.String{},
 		WordcountInKey:                      serde.String{},
 		WordcountInValue:                    serde.String{},
 		WordcountOutKey:                     serde.String{},
@@ -1509,6 +1677,33 @@ type Processors interface {
 	DropLongN(key *string, value *string) bool
 	// FirstLetter is the key selector of selectKey "first-letter": the new key of a record.
 	FirstLetter(key string, value string) string
+	// GjJoin is the joiner of join "gj-join" with global table "gj-table": the joined value
+	// of a record and the table's row under the key GjJoinKey gives.
+	GjJoin(key *string, value *string, row string) string
+	// GjJoinKey maps a record of join "gj-join" to the key of its row in global table
+	// "gj-table"; ok false maps it to none (a null key: a join drops the record, a leftJoin
+	// joins it with nil).
+	GjJoinKey(key *string, value *string) (string, bool)
+	// GljJoin is the joiner of leftJoin "glj-join" with global table "glj-table": the joined
+	// value of a record and the table's row under the key GljJoinKey gives (nil where there
+	// is none).
+	GljJoin(key *string, value *string, row *string) string
+	// GljJoinKey maps a record of leftJoin "glj-join" to the key of its row in global table
+	// "glj-table"; ok false maps it to none (a null key: a join drops the record, a leftJoin
+	// joins it with nil).
+	GljJoinKey(key *string, value *string) (string, bool)
+	// JfkiJoin is the joiner of foreign-key join "jfki-join": the joined value of a left row
+	// and the right row its foreign key names.
+	JfkiJoin(left string, right string) string
+	// JfkiJoinForeignKey gives the key of the row of "jfki-right" that a row of "jfki-left"
+	// joins in foreign-key join "jfki-join"; ok false names none.
+	JfkiJoinForeignKey(value string) (string, bool)
+	// JfklJoin is the joiner of foreign-key leftJoin "jfkl-join": the joined value of a left
+	// row and the right row its foreign key names (nil where there is none).
+	JfklJoin(left string, right *string) string
+	// JfklJoinForeignKey gives the key of the row of "jfkl-right" that a row of "jfkl-left"
+	// joins in foreign-key leftJoin "jfkl-join"; ok false names none.
+	JfklJoinForeignKey(value string) (string, bool)
 	// JssInner is the joiner of join "jss-inner" (stream-stream): the joined value of a
 	// key's left and right values.
 	JssInner(key string, left string, right string) string
@@ -1682,6 +1877,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "flat-map-values-nullable-in-source", TopicFlatMapValuesNullableIn, dsl.Nullable(s.FlatMapValuesNullableInKey), dsl.Nullable(s.FlatMapValuesNullableInValue))
 	stream.AddSource(t, "foreach-in-source", TopicForeachIn, s.ForeachInKey, s.ForeachInValue)
 	stream.AddSource(t, "foreach-nullable-in-source", TopicForeachNullableIn, dsl.Nullable(s.ForeachNullableInKey), dsl.Nullable(s.ForeachNullableInValue))
+	stream.AddSource(t, "global-join-in-source", TopicGlobalJoinIn, dsl.Nullable(s.GlobalJoinInKey), dsl.Nullable(s.GlobalJoinInValue))
+	stream.AddSource(t, "global-left-join-in-source", TopicGlobalLeftJoinIn, dsl.Nullable(s.GlobalLeftJoinInKey), dsl.Nullable(s.GlobalLeftJoinInValue))
 	stream.AddSource(t, "hopping-count-in-source", TopicHoppingCountIn, s.HoppingCountInKey, s.HoppingCountInValue)
 	stream.AddSource(t, "join-ss-inner-left-source", TopicJoinSsInnerLeft, s.JoinSsInnerLeftKey, s.JoinSsInnerLeftValue)
 	stream.AddSource(t, "join-ss-inner-right-source", TopicJoinSsInnerRight, s.JoinSsInnerRightKey, s.JoinSsInnerRightValue)
@@ -1799,10 +1996,62 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.SuppressUntilWindowCloses[string, int64](t, "efs-suppress", "efs-suppress-buffer", dsl.TumblingWindows(10*time.Second), serde.TimeWindowed(s.StoreEfsSuppressBufferKey, 10*time.Second), s.StoreEfsSuppressBufferValue, dsl.SuppressOptions{Store: stream.StoreOptions{Changelog: true}}, "efs-count")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "efs-suppress-out", "efs-suppress")
 	dsl.SelectKey(t, "first-letter", p.FirstLetter, "select-key-in-source")
+	// gj-table holds every partition of global-join-table in store gj-table-store, on every instance.
+	globalGjTable := dsl.NewGlobalTable[string, string](t, StoreGjTableStore, TopicGlobalJoinTable, s.GlobalJoinTableKey, s.GlobalJoinTableValue, stream.StoreOptions{Changelog: false})
+	// gj-join looks each record of global-join-in up in global table "gj-table" under the key GjJoinKey gives.
+	dsl.JoinGlobal[*string, *string, string, string, string](t, "gj-join", globalGjTable, p.GjJoinKey, p.GjJoin, "global-join-in-source")
+	// glj-table holds every partition of global-left-join-table in store glj-table-store, on every instance.
+	globalGljTable := dsl.NewGlobalTable[string, string](t, StoreGljTableStore, TopicGlobalLeftJoinTable, s.GlobalLeftJoinTableKey, s.GlobalLeftJoinTableValue, stream.StoreOptions{Changelog: false})
+	// glj-join looks each record of global-left-join-in up in global table "glj-table" under the key GljJoinKey gives.
+	dsl.LeftJoinGlobal[*string, *string, string, string, string](t, "glj-join", globalGljTable, p.GljJoinKey, p.GljJoin, "global-left-join-in-source")
 	// groupByKey hc-group: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "hc-group", "hopping-count-in-source")
 	dsl.WindowedCount[string, string](t, "hc-count", StoreHcStore, dsl.HoppingWindows(10*time.Second, 5*time.Second), s.StoreHcStoreKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "hc-group")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "hc-stream", "hc-count")
+	dsl.Table[string, string](t, "jfki-left", TopicJoinFkInnerIn, s.JoinFkInnerInKey, s.JoinFkInnerInValue, StoreJfkiLeftStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "jfki-right", TopicJoinFkInnerIn2, s.JoinFkInnerIn2Key, s.JoinFkInnerIn2Value, StoreJfkiRightStore, stream.StoreOptions{Changelog: true})
+	// jfki-join joins each row of jfki-left with the row of jfki-right its foreign key names, through oracle-jfki-join-subscription-registration-repartition and oracle-jfki-join-subscription-response-repartition.
+	dsl.ForeignKeyJoin[string, string, string, string, string](t, "jfki-join", dsl.TableRef{
+		Node:  "jfki-left",
+		Store: StoreJfkiLeftStore,
+	}, dsl.TableRef{
+		Node:  "jfki-right",
+		Store: StoreJfkiRightStore,
+	}, func(v string) *string {
+		k, ok := p.JfkiJoinForeignKey(v)
+		if !ok {
+			return nil
+		}
+		return &k
+	}, p.JfkiJoin, dsl.FKJoinSerdes[string, string, string, string]{
+		LeftKey:    s.StoreJfkiLeftStoreKey,
+		LeftValue:  s.StoreJfkiLeftStoreValue,
+		RightKey:   s.StoreJfkiRightStoreKey,
+		RightValue: s.StoreJfkiRightStoreValue,
+	})
+	dsl.ToStream[string, string](t, "jfki-out", "jfki-join")
+	dsl.Table[string, string](t, "jfkl-left", TopicJoinFkLeftIn, s.JoinFkLeftInKey, s.JoinFkLeftInValue, StoreJfklLeftStore, stream.StoreOptions{Changelog: true})
+	dsl.Table[string, string](t, "jfkl-right", TopicJoinFkLeftIn2, s.JoinFkLeftIn2Key, s.JoinFkLeftIn2Value, StoreJfklRightStore, stream.StoreOptions{Changelog: true})
+	// jfkl-join joins each row of jfkl-left with the row of jfkl-right its foreign key names, through oracle-jfkl-join-subscription-registration-repartition and oracle-jfkl-join-subscription-response-repartition.
+	dsl.ForeignKeyLeftJoin[string, string, string, string, string](t, "jfkl-join", dsl.TableRef{
+		Node:  "jfkl-left",
+		Store: StoreJfklLeftStore,
+	}, dsl.TableRef{
+		Node:  "jfkl-right",
+		Store: StoreJfklRightStore,
+	}, func(v string) *string {
+		k, ok := p.JfklJoinForeignKey(v)
+		if !ok {
+			return nil
+		}
+		return &k
+	}, p.JfklJoin, dsl.FKJoinSerdes[string, string, string, string]{
+		LeftKey:    s.StoreJfklLeftStoreKey,
+		LeftValue:  s.StoreJfklLeftStoreValue,
+		RightKey:   s.StoreJfklRightStoreKey,
+		RightValue: s.StoreJfklRightStoreValue,
+	})
+	dsl.ToStream[string, string](t, "jfkl-out", "jfkl-join")
 	// jss-inner joins join-ss-inner-left with join-ss-inner-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jss-inner-left-store and jss-inner-right-store.
 	dsl.JoinStreams[string, string, string, string](t, "jss-inner", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssInnerLeftStoreKey, s.StoreJssInnerLeftStoreValue, s.StoreJssInnerRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssInner, "join-ss-inner-left-source", "join-ss-inner-right-source")
 	// jss-left joins join-ss-left-left with join-ss-left-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jss-left-left-store and jss-left-right-store.
@@ -1944,6 +2193,9 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.SuppressUntilWindowCloses[string, int64](t, "ts-final", "ts-final-buffer", dsl.TumblingWindows(10*time.Second).Grace(2*time.Second), serde.TimeWindowed(s.StoreTsFinalBufferKey, 10*time.Second), s.StoreTsFinalBufferValue, dsl.SuppressOptions{Store: stream.StoreOptions{Changelog: true}}, "ts-count")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "ts-stream", "ts-final")
 	dsl.Map(t, "upper-and-length", p.UpperAndLength, "map-in-source")
+	// vt-table keeps the versions of each key of versioned-table-in for 100ms in versioned store vt-store.
+	dsl.VersionedTable[string, string](t, "vt-table", TopicVersionedTableIn, s.VersionedTableInKey, s.VersionedTableInValue, StoreVtStore, 100*time.Millisecond, stream.StoreOptions{Changelog: true})
+	dsl.ToStream[string, string](t, "vt-out", "vt-table")
 	dsl.Count[string, string](t, "word-counts", StoreWordCountsStore, s.StoreWordCountsStoreKey, stream.StoreOptions{Changelog: true}, "by-word")
 	dsl.ToStream[string, int64](t, "word-counts-stream", "word-counts")
 	dsl.FlatMap(t, "word-lengths", p.WordLengths, "flat-map-in-source")
@@ -1970,7 +2222,11 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "flat-map-out-sink", TopicFlatMapOut, s.FlatMapOutKey, s.FlatMapOutValue, "word-lengths")
 	stream.AddSink(t, "flat-map-values-nullable-out-sink", TopicFlatMapValuesNullableOut, dsl.Nullable(s.FlatMapValuesNullableOutKey), s.FlatMapValuesNullableOutValue, "split-words-n")
 	stream.AddSink(t, "flat-map-values-out-sink", TopicFlatMapValuesOut, s.FlatMapValuesOutKey, s.FlatMapValuesOutValue, "split-words")
+	stream.AddSink(t, "global-join-out-sink", TopicGlobalJoinOut, dsl.Nullable(s.GlobalJoinOutKey), s.GlobalJoinOutValue, "gj-join")
+	stream.AddSink(t, "global-left-join-out-sink", TopicGlobalLeftJoinOut, dsl.Nullable(s.GlobalLeftJoinOutKey), s.GlobalLeftJoinOutValue, "glj-join")
 	stream.AddSinkWith(t, "hopping-count-out-sink", TopicHoppingCountOut, serde.TimeWindowed(s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(s.HoppingCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.HoppingCountOutKey)}, "hc-stream")
+	stream.AddSink(t, "join-fk-inner-out-sink", TopicJoinFkInnerOut, s.JoinFkInnerOutKey, dsl.Nullable(s.JoinFkInnerOutValue), "jfki-out")
+	stream.AddSink(t, "join-fk-left-out-sink", TopicJoinFkLeftOut, s.JoinFkLeftOutKey, dsl.Nullable(s.JoinFkLeftOutValue), "jfkl-out")
 	stream.AddSink(t, "join-ss-inner-out-sink", TopicJoinSsInnerOut, s.JoinSsInnerOutKey, s.JoinSsInnerOutValue, "jss-inner")
 	stream.AddSink(t, "join-ss-left-out-sink", TopicJoinSsLeftOut, s.JoinSsLeftOutKey, s.JoinSsLeftOutValue, "jss-left")
 	stream.AddSink(t, "join-ss-outer-asym-out-sink", TopicJoinSsOuterAsymOut, s.JoinSsOuterAsymOutKey, s.JoinSsOuterAsymOutValue, "jss-outer-asym")
@@ -2006,6 +2262,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSinkWith(t, "tumbling-grace-count-out-sink", TopicTumblingGraceCountOut, serde.TimeWindowed(s.TumblingGraceCountOutKey, 10*time.Second), dsl.Nullable(s.TumblingGraceCountOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingGraceCountOutKey)}, "tgc-stream")
 	stream.AddSinkWith(t, "tumbling-reduce-out-sink", TopicTumblingReduceOut, serde.TimeWindowed(s.TumblingReduceOutKey, 10*time.Second), dsl.Nullable(s.TumblingReduceOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingReduceOutKey)}, "tr-stream")
 	stream.AddSinkWith(t, "tumbling-suppress-out-sink", TopicTumblingSuppressOut, serde.TimeWindowed(s.TumblingSuppressOutKey, 10*time.Second), dsl.Nullable(s.TumblingSuppressOutValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.TumblingSuppressOutKey)}, "ts-stream")
+	stream.AddSink(t, "versioned-table-out-sink", TopicVersionedTableOut, s.VersionedTableOutKey, dsl.Nullable(s.VersionedTableOutValue), "vt-out")
 	stream.AddSink(t, "wordcount-out-sink", TopicWordcountOut, s.WordcountOutKey, dsl.Nullable(s.WordcountOutValue), "word-counts-stream")
 	if err := t.Validate(); err != nil {
 		return nil, err

@@ -418,6 +418,62 @@ func (d *TestDriver) PipeForeachNullableIn(key *string, value *string, ts time.T
 	return streamtest.Pipe(d.d, TopicForeachNullableIn, dsl.Nullable(d.s.ForeachNullableInKey), dsl.Nullable(d.s.ForeachNullableInValue), key, value, ts)
 }
 
+// PipeGlobalJoinIn writes a record with timestamp ts to topic "global-join-in" and processes it.
+func (d *TestDriver) PipeGlobalJoinIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalJoinIn, dsl.Nullable(d.s.GlobalJoinInKey), dsl.Nullable(d.s.GlobalJoinInValue), key, value, ts)
+}
+
+// ReadGlobalJoinOut returns the records written to topic "global-join-out" since the last read.
+func (d *TestDriver) ReadGlobalJoinOut() ([]stream.Record[*string, string], error) {
+	return streamtest.Read(d.d, TopicGlobalJoinOut, dsl.Nullable(d.s.GlobalJoinOutKey), d.s.GlobalJoinOutValue)
+}
+
+// PipeGlobalJoinTable writes a record with timestamp ts to topic "global-join-table" and processes it.
+func (d *TestDriver) PipeGlobalJoinTable(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalJoinTable, d.s.GlobalJoinTableKey, d.s.GlobalJoinTableValue, key, value, ts)
+}
+
+// PipeGlobalJoinTableNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "global-join-table" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeGlobalJoinTableNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicGlobalJoinTable, d.s.GlobalJoinTableValue, value, ts)
+}
+
+// DeleteGlobalJoinTable writes a tombstone for key with timestamp ts to topic "global-join-table" and processes
+// it: table "gj-table" deletes the key's row.
+func (d *TestDriver) DeleteGlobalJoinTable(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalJoinTable, d.s.GlobalJoinTableKey, dsl.Nullable(d.s.GlobalJoinTableValue), key, nil, ts)
+}
+
+// PipeGlobalLeftJoinIn writes a record with timestamp ts to topic "global-left-join-in" and processes it.
+func (d *TestDriver) PipeGlobalLeftJoinIn(key *string, value *string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalLeftJoinIn, dsl.Nullable(d.s.GlobalLeftJoinInKey), dsl.Nullable(d.s.GlobalLeftJoinInValue), key, value, ts)
+}
+
+// ReadGlobalLeftJoinOut returns the records written to topic "global-left-join-out" since the last read.
+func (d *TestDriver) ReadGlobalLeftJoinOut() ([]stream.Record[*string, string], error) {
+	return streamtest.Read(d.d, TopicGlobalLeftJoinOut, dsl.Nullable(d.s.GlobalLeftJoinOutKey), d.s.GlobalLeftJoinOutValue)
+}
+
+// PipeGlobalLeftJoinTable writes a record with timestamp ts to topic "global-left-join-table" and processes it.
+func (d *TestDriver) PipeGlobalLeftJoinTable(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalLeftJoinTable, d.s.GlobalLeftJoinTableKey, d.s.GlobalLeftJoinTableValue, key, value, ts)
+}
+
+// PipeGlobalLeftJoinTableNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "global-left-join-table" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeGlobalLeftJoinTableNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicGlobalLeftJoinTable, d.s.GlobalLeftJoinTableValue, value, ts)
+}
+
+// DeleteGlobalLeftJoinTable writes a tombstone for key with timestamp ts to topic "global-left-join-table" and processes
+// it: table "glj-table" deletes the key's row.
+func (d *TestDriver) DeleteGlobalLeftJoinTable(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicGlobalLeftJoinTable, d.s.GlobalLeftJoinTableKey, dsl.Nullable(d.s.GlobalLeftJoinTableValue), key, nil, ts)
+}
+
 // PipeHoppingCountIn writes a record with timestamp ts to topic "hopping-count-in" and processes it.
 func (d *TestDriver) PipeHoppingCountIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicHoppingCountIn, d.s.HoppingCountInKey, d.s.HoppingCountInValue, key, value, ts)
@@ -440,6 +496,90 @@ func (d *TestDriver) PipeHoppingCountInTombstone(key string, ts time.Time) error
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadHoppingCountOut() ([]stream.Record[dsl.Windowed[string], *int64], error) {
 	return streamtest.Read(d.d, TopicHoppingCountOut, serde.TimeWindowed(d.s.HoppingCountOutKey, 10*time.Second), dsl.Nullable(d.s.HoppingCountOutValue))
+}
+
+// PipeJoinFkInnerIn writes a record with timestamp ts to topic "join-fk-inner-in" and processes it.
+func (d *TestDriver) PipeJoinFkInnerIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkInnerIn, d.s.JoinFkInnerInKey, d.s.JoinFkInnerInValue, key, value, ts)
+}
+
+// PipeJoinFkInnerInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-fk-inner-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinFkInnerInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinFkInnerIn, d.s.JoinFkInnerInValue, value, ts)
+}
+
+// DeleteJoinFkInnerIn writes a tombstone for key with timestamp ts to topic "join-fk-inner-in" and processes
+// it: table "jfki-left" deletes the key's row.
+func (d *TestDriver) DeleteJoinFkInnerIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkInnerIn, d.s.JoinFkInnerInKey, dsl.Nullable(d.s.JoinFkInnerInValue), key, nil, ts)
+}
+
+// PipeJoinFkInnerIn2 writes a record with timestamp ts to topic "join-fk-inner-in2" and processes it.
+func (d *TestDriver) PipeJoinFkInnerIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkInnerIn2, d.s.JoinFkInnerIn2Key, d.s.JoinFkInnerIn2Value, key, value, ts)
+}
+
+// PipeJoinFkInnerIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-fk-inner-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinFkInnerIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinFkInnerIn2, d.s.JoinFkInnerIn2Value, value, ts)
+}
+
+// DeleteJoinFkInnerIn2 writes a tombstone for key with timestamp ts to topic "join-fk-inner-in2" and processes
+// it: table "jfki-right" deletes the key's row.
+func (d *TestDriver) DeleteJoinFkInnerIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkInnerIn2, d.s.JoinFkInnerIn2Key, dsl.Nullable(d.s.JoinFkInnerIn2Value), key, nil, ts)
+}
+
+// ReadJoinFkInnerOut returns the records written to topic "join-fk-inner-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadJoinFkInnerOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicJoinFkInnerOut, d.s.JoinFkInnerOutKey, dsl.Nullable(d.s.JoinFkInnerOutValue))
+}
+
+// PipeJoinFkLeftIn writes a record with timestamp ts to topic "join-fk-left-in" and processes it.
+func (d *TestDriver) PipeJoinFkLeftIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkLeftIn, d.s.JoinFkLeftInKey, d.s.JoinFkLeftInValue, key, value, ts)
+}
+
+// PipeJoinFkLeftInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-fk-left-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinFkLeftInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinFkLeftIn, d.s.JoinFkLeftInValue, value, ts)
+}
+
+// DeleteJoinFkLeftIn writes a tombstone for key with timestamp ts to topic "join-fk-left-in" and processes
+// it: table "jfkl-left" deletes the key's row.
+func (d *TestDriver) DeleteJoinFkLeftIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkLeftIn, d.s.JoinFkLeftInKey, dsl.Nullable(d.s.JoinFkLeftInValue), key, nil, ts)
+}
+
+// PipeJoinFkLeftIn2 writes a record with timestamp ts to topic "join-fk-left-in2" and processes it.
+func (d *TestDriver) PipeJoinFkLeftIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkLeftIn2, d.s.JoinFkLeftIn2Key, d.s.JoinFkLeftIn2Value, key, value, ts)
+}
+
+// PipeJoinFkLeftIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-fk-left-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinFkLeftIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinFkLeftIn2, d.s.JoinFkLeftIn2Value, value, ts)
+}
+
+// DeleteJoinFkLeftIn2 writes a tombstone for key with timestamp ts to topic "join-fk-left-in2" and processes
+// it: table "jfkl-right" deletes the key's row.
+func (d *TestDriver) DeleteJoinFkLeftIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinFkLeftIn2, d.s.JoinFkLeftIn2Key, dsl.Nullable(d.s.JoinFkLeftIn2Value), key, nil, ts)
+}
+
+// ReadJoinFkLeftOut returns the records written to topic "join-fk-left-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadJoinFkLeftOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicJoinFkLeftOut, d.s.JoinFkLeftOutKey, dsl.Nullable(d.s.JoinFkLeftOutValue))
 }
 
 // PipeJoinSsInnerLeft writes a record with timestamp ts to topic "join-ss-inner-left" and processes it.
@@ -1403,6 +1543,30 @@ func (d *TestDriver) ReadTumblingSuppressOut() ([]stream.Record[dsl.Windowed[str
 	return streamtest.Read(d.d, TopicTumblingSuppressOut, serde.TimeWindowed(d.s.TumblingSuppressOutKey, 10*time.Second), dsl.Nullable(d.s.TumblingSuppressOutValue))
 }
 
+// PipeVersionedTableIn writes a record with timestamp ts to topic "versioned-table-in" and processes it.
+func (d *TestDriver) PipeVersionedTableIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicVersionedTableIn, d.s.VersionedTableInKey, d.s.VersionedTableInValue, key, value, ts)
+}
+
+// PipeVersionedTableInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "versioned-table-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeVersionedTableInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicVersionedTableIn, d.s.VersionedTableInValue, value, ts)
+}
+
+// DeleteVersionedTableIn writes a tombstone for key with timestamp ts to topic "versioned-table-in" and processes
+// it: table "vt-table" deletes the key's row.
+func (d *TestDriver) DeleteVersionedTableIn(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicVersionedTableIn, d.s.VersionedTableInKey, dsl.Nullable(d.s.VersionedTableInValue), key, nil, ts)
+}
+
+// ReadVersionedTableOut returns the records written to topic "versioned-table-out" since the last read; a nil
+// value is a tombstone (a deleted table row).
+func (d *TestDriver) ReadVersionedTableOut() ([]stream.Record[string, *string], error) {
+	return streamtest.Read(d.d, TopicVersionedTableOut, d.s.VersionedTableOutKey, dsl.Nullable(d.s.VersionedTableOutValue))
+}
+
 // PipeWordcountIn writes a record with timestamp ts to topic "wordcount-in" and processes it.
 func (d *TestDriver) PipeWordcountIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicWordcountIn, d.s.WordcountInKey, d.s.WordcountInValue, key, value, ts)
@@ -1491,6 +1655,34 @@ func (d *TestDriver) HcStore() ([]streamtest.Window[string, state.ValueAndTimest
 // operator "homes" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) HomesStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreHomesStore, d.s.StoreHomesStoreKey)
+}
+
+// JfkiLeftStore is store "jfki-left-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jfki-left" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JfkiLeftStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJfkiLeftStore, d.s.StoreJfkiLeftStoreKey)
+}
+
+// JfkiRightStore is store "jfki-right-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jfki-right" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JfkiRightStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJfkiRightStore, d.s.StoreJfkiRightStoreKey)
+}
+
+// JfklLeftStore is store "jfkl-left-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jfkl-left" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JfklLeftStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJfklLeftStore, d.s.StoreJfklLeftStoreKey)
+}
+
+// JfklRightStore is store "jfkl-right-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jfkl-right" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JfklRightStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJfklRightStore, d.s.StoreJfklRightStoreKey)
 }
 
 // JtsiTableStore is store "jtsi-table-store", to inspect or seed: every partition's copy, each key

@@ -163,3 +163,41 @@ func TestForeignKeyJoinRightUpdateFansOut(t *testing.T) {
 	want := []string{"o1=c1:a+A@3", "o2=c1:b+A@4", "o3=c10:c+Z@5", "o1=c1:a+A2@6", "o2=c1:b+A2@6"}
 	same(t, "fan-out", render(d.Output("out"), text), want)
 }
+
+// Two foreign-key joins of the same tables: each join's registration
+// topic is read beside the other's (both subscribe to the customers), and
+// each response topic beside the other's, so each takes its partition
+// count from the tables rather than from the other, which waits likewise.
+func TestTwoForeignKeyJoinsOfOneTable(t *testing.T) {
+	s := serde.String{}
+	opts := stream.StoreOptions{Changelog: true}
+	topo := stream.NewTopology()
+	dsl.Table(topo, "orders", "orders", s, s, "orders-store", opts)
+	dsl.Table(topo, "customers", "customers", s, s, "customers-store", opts)
+	l, r := dsl.TableRef{Node: "orders", Store: "orders-store"}, dsl.TableRef{Node: "customers", Store: "customers-store"}
+	sd := dsl.FKJoinSerdes[string, string, string, string]{LeftKey: s, LeftValue: s, RightKey: s, RightValue: s}
+	dsl.ForeignKeyJoin(topo, "inner", l, r, fkOf, func(a, b string) string { return a + "+" + b }, sd)
+	dsl.ForeignKeyLeftJoin(topo, "left", l, r, fkOf, func(a string, b *string) string { return a + "+" + orNull(b) }, sd)
+	dsl.ToStream[string, string](topo, "inner-updates", "inner")
+	stream.AddSink(topo, "out", "out", s, dsl.Nullable[string](s), "inner-updates")
+	dsl.ToStream[string, string](topo, "left-updates", "left")
+	stream.AddSink(topo, "out-left", "out-left", s, dsl.Nullable[string](s), "left-updates")
+	d, err := stream.NewLocalDriver(topo, stream.LocalConfig{
+		TopicPartitions: map[string]int32{"orders": 4, "customers": 2, "out": 4, "out-left": 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pipeFK(t, d, fkInputs)
+	same(t, "inner", byKey(render(d.Output("out"), text)), byKey([]string{"o1=c1:x+A@20", "o2=c2:y+B@40", "o1=c1:x+A2@50", "o1=c2:x+B@60", "o2=-@80", "o1=-@90", "o1=-@100"}))
+	same(t, "left", byKey(render(d.Output("out-left"), text)), byKey([]string{"o1=c1:x+A@20", "o2=c2:y+null@30", "o2=c2:y+B@40", "o1=c1:x+A2@50", "o1=c2:x+B@60",
+		"o2=none+null@80", "o1=c2:x+null@90", "o1=-@100", "o2=-@110"}))
+	for _, topic := range []string{"test-inner-subscription-registration-repartition", "test-left-subscription-registration-repartition"} {
+		for _, r := range d.Output(topic) {
+			if r.Partition >= 2 {
+				t.Errorf("%s: a subscription in partition %d of the customers' 2", topic, r.Partition)
+			}
+		}
+	}
+}

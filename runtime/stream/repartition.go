@@ -109,12 +109,14 @@ func (t *Topology) forApp(appID string) (*Topology, error) {
 func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 	want := map[string]int32{} // repartition topic -> asked for
 	writer := map[string]int{} // repartition topic -> sub-topology it takes its count from
+	like := map[string]bool{}  // repartition topics taking their readers' count
 	for _, r := range t.repartitions {
 		src := t.nodes[r.name]
 		want[src.topic] = r.partitions
 		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
 		if r.likeReaders {
 			writer[src.topic] = src.sub
+			like[src.topic] = r.partitions == 0
 		}
 	}
 	for range len(want) + 1 {
@@ -134,6 +136,12 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 					continue
 				}
 				c, ok := counts[up]
+				if !ok && like[topic] && like[up] {
+					// Two topics read beside each other, each taking
+					// the other's count (two foreign-key joins of one
+					// table): the others of the group decide both.
+					continue
+				}
 				known = known && ok
 				n = max(n, c)
 			}

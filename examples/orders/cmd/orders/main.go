@@ -7,5 +7,5 @@ package main
 import "github.com/kgen-dev/kgen/examples/orders"
 
 func main() {
-	orders.MainWithGlobals(orders.Factories{})
+	orders.Main(orders.Factories{})
 }
