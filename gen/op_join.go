@@ -20,7 +20,7 @@ func init() {
 	for _, name := range []string{"join", "leftJoin", "outerJoin"} {
 		register(&opKind{
 			Name:     name,
-			Keys:     keys("from", "to", "value!", "window"),
+			Keys:     keys("from", "to", "value!", "window", "grace"),
 			Inputs:   leftRight,
 			Type:     joinType,
 			Nodes:    joinNodes,
@@ -89,6 +89,17 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 			r.errs.add(o.Keys["window"], "%s is a %s join: it takes no window (a table has one row per key at a time; only two streams join in a window)", o.what(), shape)
 			return
 		}
+	}
+	if pos, ok := o.Keys["grace"]; ok {
+		// grace: is Kafka Streams' Joined.withGracePeriod, which only a
+		// join with a versioned table takes; the spec has no versioned
+		// tables yet, so every grace: is refused, at its place.
+		if shape != joinStreamTable {
+			r.errs.add(pos, "%s is a %s join: grace: is a stream-table join's (its records wait for a versioned table's late updates); a stream-stream join's grace is in its window: (window: {within: D, grace: G})", o.what(), shape)
+			return
+		}
+		r.errs.add(pos, "%s: grace: makes stream records wait for the late updates of a versioned table, and table %q is not versioned (Kafka Streams: a grace period needs a versioned table; versioned tables in the spec are planned)", o.what(), o.Parents[1].Name())
+		return
 	}
 	if shape == joinStreamTable && o.kind.Name == "outerJoin" {
 		r.errs.add(o.Op.Pos, "%s: a stream-table join is join or leftJoin: a table update joins nothing, so there is no outer stream-table join (as in Kafka Streams)", o.what())

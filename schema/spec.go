@@ -225,6 +225,10 @@ type Operator struct {
 	Window    *Window
 	Emit      Str
 	IdleClose Dur
+	// Grace is a stream-table join's grace: (Kafka Streams'
+	// Joined.withGracePeriod): how long stream records wait for a
+	// versioned table's late updates.
+	Grace Dur
 	// Suppress is a suppress operator's until: and buffer:.
 	Suppress *Suppress
 	// Keys holds where each key of the operator's mapping was written.
