@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,6 +39,26 @@ type graceBuffer[K, V any] struct {
 	store     state.KeyValueStore[[]byte, []byte]
 	observed  int64 // math.MinInt64: no record yet
 	seq       uint32
+	// waiting holds the backend keys of the buffered records, a min-heap
+	// in the store's order, rebuilt by one scan at init: so a record
+	// leaves by a Get rather than a range scan per record (a range read
+	// costs a snapshot of the in-memory backend, and a walk of the record
+	// cache). It costs a key's bytes per waiting record.
+	waiting keyHeap
+}
+
+// keyHeap is a min-heap of byte strings (container/heap).
+type keyHeap [][]byte
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return bytes.Compare(h[i], h[j]) < 0 }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.([]byte)) }
+func (h *keyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 const (
@@ -55,7 +76,21 @@ func (b *graceBuffer[K, V]) init(ctx stream.StoreGetter) error {
 	if b.store, err = stream.GetKeyValueStore[[]byte, []byte](ctx, b.storeName); err != nil {
 		return err
 	}
-	b.observed, b.seq = math.MinInt64, 0
+	b.observed, b.seq, b.waiting = math.MinInt64, 0, nil
+	it, err := b.store.Range([]byte{graceEntryPrefix}, []byte{graceMetaPrefix})
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		if len(it.Key()) < 1+8+4 {
+			it.Close()
+			return fmt.Errorf("stream-table join %q: grace buffer %q: entry key of %d bytes: %w", ctx.NodeName(), b.storeName, len(it.Key()), state.ErrCorrupt)
+		}
+		b.waiting = append(b.waiting, it.Key()) // in order: already a heap
+	}
+	if err := errors.Join(it.Err(), it.Close()); err != nil {
+		return err
+	}
 	meta, found, err := b.store.Get(graceObservedKey)
 	if err != nil || !found {
 		return err
@@ -99,6 +134,7 @@ func (b *graceBuffer[K, V]) put(r stream.Record[K, V]) (bool, error) {
 	if err := b.store.Put(key, encodeGraceEntry(r.Headers, vb)); err != nil {
 		return false, err
 	}
+	heap.Push(&b.waiting, key)
 	b.seq++
 	b.observed = max(b.observed, ts)
 	meta := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(b.observed))
@@ -109,37 +145,21 @@ func (b *graceBuffer[K, V]) put(r stream.Record[K, V]) (bool, error) {
 // evict takes out every record whose time is at or before stream time -
 // grace, in the buffer's order, and hands each to join.
 func (b *graceBuffer[K, V]) evict(join func(stream.Record[K, V]) error) error {
-	if b.observed == math.MinInt64 {
-		return nil
-	}
-	to := []byte{graceEntryPrefix}
-	if d := b.deadline(); d == math.MaxInt64 {
-		to = []byte{graceMetaPrefix}
-	} else {
-		to = binary.BigEndian.AppendUint64(to, uint64(d+1)^(1<<63))
-	}
-	it, err := b.store.Range([]byte{graceEntryPrefix}, to)
-	if err != nil {
-		return err
-	}
-	type entry struct{ key, value []byte }
-	var due []entry
-	for it.Next() {
-		due = append(due, entry{it.Key(), it.Value()})
-	}
-	err = errors.Join(it.Err(), it.Close())
-	if err != nil {
-		return err
-	}
-	for _, e := range due {
-		if len(e.key) < 1+8+4 {
-			return fmt.Errorf("grace buffer %q: entry key of %d bytes: %w", b.storeName, len(e.key), state.ErrCorrupt)
-		}
-		r, err := b.decode(e.key, e.value)
+	d := b.deadline()
+	for len(b.waiting) > 0 && entryTime(b.waiting[0]) <= d {
+		key := heap.Pop(&b.waiting).([]byte)
+		value, found, err := b.store.Get(key)
 		if err != nil {
 			return err
 		}
-		if err := b.store.Delete(e.key); err != nil {
+		if !found {
+			return fmt.Errorf("grace buffer %q: a waiting record is not in the store: %w", b.storeName, state.ErrCorrupt)
+		}
+		r, err := b.decode(key, value)
+		if err != nil {
+			return err
+		}
+		if err := b.store.Delete(key); err != nil {
 			return err
 		}
 		if err := join(r); err != nil {
@@ -149,9 +169,12 @@ func (b *graceBuffer[K, V]) evict(join func(stream.Record[K, V]) error) error {
 	return nil
 }
 
+// entryTime is the time of a buffered record's backend key.
+func entryTime(key []byte) int64 { return int64(binary.BigEndian.Uint64(key[1:9]) ^ (1 << 63)) }
+
 func (b *graceBuffer[K, V]) decode(key, value []byte) (stream.Record[K, V], error) {
 	var r stream.Record[K, V]
-	ts := int64(binary.BigEndian.Uint64(key[1:9]) ^ (1 << 63))
+	ts := entryTime(key)
 	k, err := b.ks.Deserialize(bytes.Clone(key[9 : len(key)-4]))
 	if err != nil {
 		return r, fmt.Errorf("grace buffer %q: key: %w", b.storeName, err)
