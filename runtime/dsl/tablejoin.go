@@ -36,6 +36,12 @@ type TableRef struct {
 // join. A record with a nil key or nil value (types that can be nil) is
 // dropped and counted (stream.DropNullKey, stream.DropNullValue), as Kafka
 // Streams drops it. tableStore is the table's store (TableRef.Store).
+//
+// When the table is versioned (VersionedTable), a record joins the row
+// its key had at the record's time, not the latest one, as Kafka Streams
+// does (KIP-914): no version by then, a tombstone then, or a time older
+// than the table's history (unless the latest row was valid then) is no
+// row. StreamTableJoinWith adds a grace period for late table updates.
 func StreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(value V, row VT) VR, parent string) {
 	addStreamTableJoin(t, name, tableStore, false, func(_ K, v V, row *VT) VR { return joiner(v, *row) }, parent)
 }
