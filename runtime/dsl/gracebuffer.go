@@ -24,13 +24,14 @@ import (
 // time first, then the serialized key, then arrival (seq), as Kafka Streams'
 // time-first buffer key orders records of one time (oracle case
 // verjoin-grace-order). The value is the record's headers and serialized
-// value (graceEntry). One more key, 0x01 "observed", holds the buffer's
-// stream time and next seq, so that both survive a restart with the
-// entries (the store's changelog restores them together).
+// value (encodeGraceEntry).
 //
 // The stream time is the largest time of the records put in the buffer:
 // as Kafka Streams', a dropped record (a null value) does not advance it
-// (oracle case verjoin-grace).
+// (oracle case verjoin-grace). With a grace above 0 the record of that
+// time stays in the buffer until a later one comes, so the stream time is
+// the time of the last entry, and init finds it, and the next seq, in the
+// restored entries: nothing else is written.
 type graceBuffer[K, V any] struct {
 	storeName string
 	ks        serde.Serde[K]
@@ -61,12 +62,9 @@ func (h *keyHeap) Pop() any {
 	return x
 }
 
-const (
-	graceEntryPrefix = 0x00
-	graceMetaPrefix  = 0x01
-)
-
-var graceObservedKey = []byte{graceMetaPrefix, 'o', 'b', 's', 'e', 'r', 'v', 'e', 'd'}
+// graceEntryPrefix leads every entry's key, so that other keys could
+// follow them (0x01 on) without a change of format.
+const graceEntryPrefix = 0x00
 
 func (b *graceBuffer[K, V]) init(ctx stream.StoreGetter) error {
 	if b.ks == nil || b.vs == nil {
@@ -77,29 +75,21 @@ func (b *graceBuffer[K, V]) init(ctx stream.StoreGetter) error {
 		return err
 	}
 	b.observed, b.seq, b.waiting = math.MinInt64, 0, nil
-	it, err := b.store.Range([]byte{graceEntryPrefix}, []byte{graceMetaPrefix})
+	it, err := b.store.Range([]byte{graceEntryPrefix}, []byte{graceEntryPrefix + 1})
 	if err != nil {
 		return err
 	}
 	for it.Next() {
-		if len(it.Key()) < 1+8+4 {
+		k := it.Key()
+		if len(k) < 1+8+4 {
 			it.Close()
-			return fmt.Errorf("stream-table join %q: grace buffer %q: entry key of %d bytes: %w", ctx.NodeName(), b.storeName, len(it.Key()), state.ErrCorrupt)
+			return fmt.Errorf("stream-table join %q: grace buffer %q: entry key of %d bytes: %w", ctx.NodeName(), b.storeName, len(k), state.ErrCorrupt)
 		}
-		b.waiting = append(b.waiting, it.Key()) // in order: already a heap
+		b.waiting = append(b.waiting, k) // in order: already a heap
+		b.observed = entryTime(k)        // the last is the largest
+		b.seq = max(b.seq, binary.BigEndian.Uint32(k[len(k)-4:])+1)
 	}
-	if err := errors.Join(it.Err(), it.Close()); err != nil {
-		return err
-	}
-	meta, found, err := b.store.Get(graceObservedKey)
-	if err != nil || !found {
-		return err
-	}
-	if len(meta) != 12 {
-		return fmt.Errorf("stream-table join %q: grace buffer %q: stream time entry of %d bytes: %w", ctx.NodeName(), b.storeName, len(meta), state.ErrCorrupt)
-	}
-	b.observed, b.seq = int64(binary.BigEndian.Uint64(meta)), binary.BigEndian.Uint32(meta[8:])
-	return nil
+	return errors.Join(it.Err(), it.Close())
 }
 
 // deadline is the time at or before which a record leaves the buffer (or
@@ -137,9 +127,7 @@ func (b *graceBuffer[K, V]) put(r stream.Record[K, V]) (bool, error) {
 	heap.Push(&b.waiting, key)
 	b.seq++
 	b.observed = max(b.observed, ts)
-	meta := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(b.observed))
-	meta = binary.BigEndian.AppendUint32(meta, b.seq)
-	return true, b.store.Put(graceObservedKey, meta)
+	return true, nil
 }
 
 // evict takes out every record whose time is at or before stream time -
