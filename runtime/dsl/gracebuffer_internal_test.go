@@ -14,7 +14,7 @@ import (
 // storeGetter hands a grace buffer its store, as a processor's context.
 type storeGetter struct{ store any }
 
-func (g storeGetter) Store(string) any  { return g.store }
+func (g storeGetter) Store(string) any { return g.store }
 func (g storeGetter) NodeName() string { return "join" }
 
 // A grace buffer reopened over its store (as after a restore) goes on as
