@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"strings"
+
 	"fmt"
 
 	"github.com/dave/jennifer/jen"
@@ -20,7 +22,7 @@ func init() {
 	for _, name := range []string{"join", "leftJoin", "outerJoin"} {
 		register(&opKind{
 			Name:     name,
-			Keys:     keys("from", "to", "value!", "window", "foreign-key"),
+			Keys:     keys("from", "to", "value!", "window", "foreign-key", "grace"),
 			Entry:    joinEntry,
 			Inputs:   leftRight,
 			Type:     joinType,
@@ -109,6 +111,24 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 			return
 		}
 	}
+	if pos, ok := o.Keys["grace"]; ok {
+		// grace: is Kafka Streams' Joined.withGracePeriod, which only a
+		// stream-table join with a versioned table takes, of at most its
+		// history (Kafka Streams refuses the others at start).
+		if shape != joinStreamTable {
+			r.errs.add(pos, "%s is a %s join: grace: is a stream-table join's (its records wait for a versioned table's late updates); a stream-stream join's grace is in its window: (window: {within: D, grace: G})", o.what(), shape)
+			return
+		}
+		table := o.Parents[1].Op
+		if table == nil || table.Versioned == nil {
+			r.errs.add(pos, "%s: grace: makes stream records wait for the late updates of a versioned table, and table %q is not versioned (Kafka Streams: a grace period needs a versioned table; add versioned: {history: D} to it)", o.what(), o.Parents[1].Name())
+			return
+		}
+		if h := table.Versioned.History.Value; o.Grace.Value > h {
+			r.errs.add(posOr(o.Grace.Pos, pos), "%s: grace %s is longer than versioned table %q's history %s: a record waiting that long would look up versions already dropped (Kafka Streams refuses it too)", o.what(), schema.DurationText(o.Grace.Value), table.Name.Value, schema.DurationText(h))
+			return
+		}
+	}
 	if shape == joinStreamTable && o.kind.Name == "outerJoin" {
 		r.errs.add(o.Op.Pos, "%s: a stream-table join is join or leftJoin: a table update joins nothing, so there is no outer stream-table join (as in Kafka Streams)", o.what())
 		return
@@ -144,7 +164,7 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 		return
 	}
 	o.Out, o.HasOut = KV{left.Key, vr}, true
-	if shape == joinStreamStream {
+	if shape == joinStreamStream || shape == joinStreamTable && o.Grace.Value > 0 {
 		o.KeyFormat = r.format(schema.Str{}, schema.Str{}, left.Key, true)
 		o.ValueFormat = r.format(schema.Str{}, schema.Str{}, left.Value, false)
 		o.RightFormat = r.format(schema.Str{}, schema.Str{}, right.Value, false)
@@ -172,6 +192,9 @@ func joinNodes(o *OpNode) []runtimeNode {
 func joinStores(o *OpNode) []internalRole {
 	if o.HasOut && o.ForeignKey {
 		return fkJoinInternal(o)
+	}
+	if o.HasOut && joinShape(o) == joinStreamTable && o.Grace.Value > 0 {
+		return []internalRole{{Role: "Buffer", What: "grace buffer of stream records", KV: KV{o.Ins[0].Key, o.Ins[0].Value}, KeyFormat: o.KeyFormat, ValueFormat: o.ValueFormat}}
 	}
 	if !o.HasOut || joinShape(o) != joinStreamStream {
 		return nil
@@ -263,6 +286,13 @@ func joinEmit(e *emitter, o *OpNode) []jen.Code {
 			fn = "StreamTableLeftJoinWithKey"
 		}
 		table := o.Parents[1].Op
+		if o.Grace.Value > 0 {
+			buf := o.internal("Buffer")
+			opts := c.dsl("StreamTableJoinOptions").Values(jen.Dict{jen.Id("Grace"): durationCode(o.Grace.Value), jen.Id("Store"): jen.Qual(pkgStream, "StoreOptions").Values(jen.Dict{jen.Id("Changelog"): jen.True()})})
+			return []jen.Code{jen.Commentf("%s looks each record of %s up in versioned table %q's store %s as of its time, after waiting %s in %s for late table updates.", o.Name.Value, o.Parents[0].Name(), table.Name.Value, table.Rows.Name.Value, schema.DurationText(o.Grace.Value), buf.Name),
+				c.dsl(strings.TrimSuffix(fn, "Key")).Types(k, typeOf(o.Ins[0].Value), rowOf(1), typeOf(o.Out.Value)).Call(
+					jen.Id("t"), jen.Lit(o.Name.Value), c.store(table.Rows), jen.Id("s").Dot(buf.KeySerde), jen.Id("s").Dot(buf.ValueSerde), opts, c.method(0), c.parents[0])}
+		}
 		return []jen.Code{jen.Commentf("%s looks each record of %s up in table %q's store %s.", o.Name.Value, o.Parents[0].Name(), table.Name.Value, table.Rows.Name.Value),
 			c.dsl(fn).Types(k, typeOf(o.Ins[0].Value), rowOf(1), typeOf(o.Out.Value)).Call(
 				jen.Id("t"), jen.Lit(o.Name.Value), c.store(table.Rows), c.method(0), c.parents[0])}

@@ -69,14 +69,17 @@ func tableAgainst(c *againstCtx, old, new *schema.Operator) {
 }
 
 // versionedJoinOK reports join o reading a versioned table as its i-th
-// input: the runtime's joins read a plain store's latest row, and a join
-// reading the row as of a record's time is not in it yet.
+// input, unless o is a stream-table join and the table its right side: the
+// runtime's other joins read a plain store's latest row.
 func (r *resolver) versionedJoinOK(o *OpNode, i int) bool {
 	p := o.Parents[i].Op
 	if p == nil || p.Rows == nil || p.Rows.Flavor != "versioned" {
 		return true
 	}
-	r.errs.add(r.opFromPos(o, i), "%s joins versioned table %q: a join reading a versioned store (the row as of each record's time) is not supported by this kgen yet; read it with toStream, or drop versioned:", o.what(), p.Name.Value)
+	if !o.ForeignKey && joinShape(o) == joinStreamTable && i == 1 {
+		return true // the runtime's lookup reads it as of the record's time
+	}
+	r.errs.add(r.opFromPos(o, i), "%s joins versioned table %q: only a stream-table join reads a versioned table (the row as of each stream record's time); read it with toStream, or drop versioned:", o.what(), p.Name.Value)
 	return false
 }
 

@@ -61,7 +61,7 @@ processors:
   p: {from: [t], to: [t], forward: {key: string, value: string}, stores: [s], rekeys: false, punctuate: [{name: n, every: 1s, time: wall-clock}]}
 operators:
   o: {op: groupBy, from: [t], to: [t], key: string, value: string, store: s, topic: t, branches: [a], default: b, partitions: 2,
-    window: {tumbling: 1m, grace: 1s}, emit: final, idle-close: 1m, until: window-closes, buffer: {max-records: 1, max-bytes: 1, when-full: shut-down},
+    window: {tumbling: 1m, grace: 1s}, emit: final, idle-close: 1m, grace: 1s, until: window-closes, buffer: {max-records: 1, max-bytes: 1, when-full: shut-down},
     versioned: {history: 1h}, foreign-key: true}
 `
 	_, err := Parse("kgen.yaml", []byte(spec))
@@ -75,7 +75,7 @@ operators:
 		"processor": {"forward", "from", "punctuate", "rekeys", "stores", "to"},
 		"forward":   {"key", "value"},
 		"punctuate": {"every", "name", "time"},
-		"operator":  {"branches", "buffer", "default", "emit", "foreign-key", "from", "idle-close", "key", "op", "partitions", "store", "to", "topic", "until", "value", "versioned", "window"},
+		"operator":  {"branches", "buffer", "default", "emit", "foreign-key", "from", "grace", "idle-close", "key", "op", "partitions", "store", "to", "topic", "until", "value", "versioned", "window"},
 	}
 	for section, want := range used {
 		if got := sections[section]; !slices.Equal(want, got) {

@@ -49,6 +49,7 @@ func (d *decoder) operator(name Str, n *yaml.Node) *Operator {
 			}
 		}},
 		{"idle-close", func(k, v *yaml.Node) { at(k); o.IdleClose = d.duration(v, what+": idle-close", false) }},
+		{"grace", func(k, v *yaml.Node) { at(k); o.Grace = d.duration(v, what+": grace", true) }},
 		{"until", func(k, v *yaml.Node) { at(k); d.until(v, what, o.suppress()) }},
 		{"buffer", func(k, v *yaml.Node) { at(k); d.buffer(v, what, o.suppress()) }},
 		{"versioned", func(k, v *yaml.Node) { at(k); o.Versioned = d.versioned(v, what) }},
@@ -99,6 +100,8 @@ func (o *Operator) Clear(k string) {
 		o.Emit = Str{}
 	case "idle-close":
 		o.IdleClose = Dur{}
+	case "grace":
+		o.Grace = Dur{}
 	case "until", "buffer":
 		o.Suppress = nil
 	case "versioned":

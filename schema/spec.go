@@ -232,6 +232,10 @@ type Operator struct {
 	Window    *Window
 	Emit      Str
 	IdleClose Dur
+	// Grace is a stream-table join's grace: (Kafka Streams'
+	// Joined.withGracePeriod): how long stream records wait for a
+	// versioned table's late updates.
+	Grace Dur
 	// Suppress is a suppress operator's until: and buffer:.
 	Suppress *Suppress
 	// Versioned makes a table's store a versioned store (versioned:

@@ -164,3 +164,71 @@ func BenchmarkSessionCount(b *testing.B) {
 		})
 	}
 }
+
+// A stream–table join per record over 1,000 keys, a record a millisecond:
+// the latest row of a plain table, the row as of the record's time in a
+// versioned table, and that with a 1 s grace buffer (each record is put in
+// the buffer, and leaves it 1,000 records later).
+func BenchmarkStreamTableJoin(b *testing.B) {
+	s := serde.String{}
+	logged := stream.StoreOptions{Changelog: true}
+	joiner := func(_, v, row string) string { return v + row }
+	forms := map[string]func() *stream.Topology{
+		"latest": func() *stream.Topology {
+			t := stream.NewTopology()
+			stream.AddSource(t, "in", "in", s, s)
+			dsl.Table(t, "table", "table", s, s, "rows", logged)
+			dsl.StreamTableJoinWithKey[string](t, "join", "rows", joiner, "in")
+			stream.AddSink(t, "out", "out", s, s, "join")
+			return t
+		},
+		"versioned": func() *stream.Topology {
+			t := stream.NewTopology()
+			stream.AddSource(t, "in", "in", s, s)
+			dsl.VersionedTable(t, "table", "table", s, s, "rows", time.Hour, logged)
+			dsl.StreamTableJoinWithKey[string](t, "join", "rows", joiner, "in")
+			stream.AddSink(t, "out", "out", s, s, "join")
+			return t
+		},
+		"versioned-grace": func() *stream.Topology {
+			t := stream.NewTopology()
+			stream.AddSource(t, "in", "in", s, s)
+			dsl.VersionedTable(t, "table", "table", s, s, "rows", time.Hour, logged)
+			dsl.StreamTableJoinWith(t, "join", "rows", s, s, dsl.StreamTableJoinOptions{Grace: time.Second, Store: logged}, joiner, "in")
+			stream.AddSink(t, "out", "out", s, s, "join")
+			return t
+		},
+	}
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	for _, form := range []string{"latest", "versioned", "versioned-grace"} {
+		b.Run(form, func(b *testing.B) {
+			d, err := stream.NewLocalDriver(forms[form](), stream.LocalConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			for _, k := range keys {
+				if err := d.Pipe("table", k, []byte("row"), nil, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			value := []byte("v")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := d.Pipe("in", keys[i%len(keys)], value, nil, t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+					b.Fatal(err)
+				}
+				if i%1024 == 0 {
+					d.Output("out")
+					d.Changelog("rows")
+					if form == "versioned-grace" {
+						d.Changelog("join-Buffer")
+					}
+				}
+			}
+		})
+	}
+}

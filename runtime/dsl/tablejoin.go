@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -35,6 +36,12 @@ type TableRef struct {
 // join. A record with a nil key or nil value (types that can be nil) is
 // dropped and counted (stream.DropNullKey, stream.DropNullValue), as Kafka
 // Streams drops it. tableStore is the table's store (TableRef.Store).
+//
+// When the table is versioned (VersionedTable), a record joins the row
+// its key had at the record's time, not the latest one, as Kafka Streams
+// does (KIP-914): no version by then, a tombstone then, or a time older
+// than the table's history (unless the latest row was valid then) is no
+// row. StreamTableJoinWith adds a grace period for late table updates.
 func StreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, joiner func(value V, row VT) VR, parent string) {
 	addStreamTableJoin(t, name, tableStore, false, func(_ K, v V, row *VT) VR { return joiner(v, *row) }, parent)
 }
@@ -60,27 +67,95 @@ func StreamTableLeftJoinWithKey[K, V, VT, VR any](t *stream.Topology, name, tabl
 	addStreamTableJoin(t, name, tableStore, true, joiner, parent)
 }
 
-func addStreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, left bool, joiner func(K, V, *VT) VR, parent string) {
-	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, VR] {
-		return &streamTableJoin[K, V, VT, VR]{storeName: tableStore, left: left, joiner: joiner, keyNil: nilTest[K](), valNil: nilTest[V]()}
-	}, parent)
-	t.ConnectStore(tableStore, name)
+// StreamTableJoinOptions are the per-operator settings of a stream–table
+// join made with StreamTableJoinWith or StreamTableLeftJoinWith.
+type StreamTableJoinOptions struct {
+	// Grace, when more than 0, is Kafka Streams' Joined.withGracePeriod
+	// (KIP-923): each stream record waits in a buffer until the join's
+	// stream time (the largest time of the stream records it kept) reaches
+	// its time + Grace, so that a versioned table's updates of up to Grace
+	// later, arriving out of order, are seen by its lookup as of its time.
+	// Records leave the buffer in time order (equal times by serialized
+	// key, then arrival); one older than stream time - Grace is joined at
+	// once. Only a versioned table may have a grace period, of at most its
+	// history retention: otherwise the task fails to start.
+	Grace time.Duration
+	// Store configures the grace buffer, the key-value store <name>-Buffer
+	// (Kafka Streams' name, so its changelog is <app>-<name>-Buffer-changelog):
+	// in memory or persistent, changelogged or not. Unused without Grace.
+	Store stream.StoreOptions
 }
 
-// rowLookup is how a stream–table join finds the row a stream record joins.
-// latestRow reads the table's current row; a join with a versioned table
-// would read the row as of the record's time (and buffer records for a
-// grace period, as Kafka Streams does): the seam for it.
+// StreamTableJoinWith is StreamTableJoinWithKey with options: a grace
+// period buffers stream records before they join a versioned table. ks and
+// vs serialize the buffered records' keys and values (they may be nil
+// without a grace period).
+func StreamTableJoinWith[K, V, VT, VR any](t *stream.Topology, name, tableStore string, ks serde.Serde[K], vs serde.Serde[V], opts StreamTableJoinOptions, joiner func(key K, value V, row VT) VR, parent string) {
+	addStreamTableJoinWith(t, name, tableStore, ks, vs, opts, false, func(k K, v V, row *VT) VR { return joiner(k, v, *row) }, parent)
+}
+
+// StreamTableLeftJoinWith is StreamTableLeftJoinWithKey with options, as
+// StreamTableJoinWith. A record with a nil key is joined with no row at
+// once, never buffered: it can meet no row anyway (Kafka Streams 4.4 fails
+// on it when a grace period is set).
+func StreamTableLeftJoinWith[K, V, VT, VR any](t *stream.Topology, name, tableStore string, ks serde.Serde[K], vs serde.Serde[V], opts StreamTableJoinOptions, joiner func(key K, value V, row *VT) VR, parent string) {
+	addStreamTableJoinWith(t, name, tableStore, ks, vs, opts, true, joiner, parent)
+}
+
+func addStreamTableJoin[K, V, VT, VR any](t *stream.Topology, name, tableStore string, left bool, joiner func(K, V, *VT) VR, parent string) {
+	addStreamTableJoinWith(t, name, tableStore, nil, nil, StreamTableJoinOptions{}, left, joiner, parent)
+}
+
+func addStreamTableJoinWith[K, V, VT, VR any](t *stream.Topology, name, tableStore string, ks serde.Serde[K], vs serde.Serde[V], opts StreamTableJoinOptions, left bool, joiner func(K, V, *VT) VR, parent string) {
+	bufferStore := ""
+	if opts.Grace > 0 {
+		bufferStore = name + "-Buffer"
+	}
+	stream.AddProcessor(t, name, func() stream.Processor[K, V, K, VR] {
+		j := &streamTableJoin[K, V, VT, VR]{storeName: tableStore, left: left, joiner: joiner, keyNil: nilTest[K](), valNil: nilTest[V](), grace: opts.Grace}
+		if bufferStore != "" {
+			j.buffer = &graceBuffer[K, V]{storeName: bufferStore, ks: ks, vs: vs, grace: opts.Grace.Milliseconds()}
+		}
+		return j
+	}, parent)
+	t.ConnectStore(tableStore, name)
+	if bufferStore != "" {
+		stream.AddKeyValueStore(t, bufferStore, serde.Bytes{}, serde.Bytes{}, opts.Store, name)
+	}
+}
+
+// rowLookup is how a stream–table join finds the row a stream record joins:
+// latestRow reads the table's current row, versionedRow the row as of the
+// record's time (Kafka Streams' versioned value getter, KIP-914).
 type rowLookup[K, VT any] interface {
-	row(key K, at time.Time) (ValueAndTimestamp[VT], bool, error)
+	row(key K, at time.Time) (*VT, error)
 }
 
 type latestRow[K, VT any] struct {
 	store state.KeyValueStore[K, ValueAndTimestamp[VT]]
 }
 
-func (l latestRow[K, VT]) row(key K, _ time.Time) (ValueAndTimestamp[VT], bool, error) {
-	return l.store.Get(key)
+func (l latestRow[K, VT]) row(key K, _ time.Time) (*VT, error) {
+	vt, found, err := l.store.Get(key)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &vt.Value, nil
+}
+
+// versionedRow reads a versioned table (VersionedTable's store of *VT): a
+// tombstone, no version yet, or a time older than the history (unless the
+// latest version was already valid then) is no row.
+type versionedRow[K, VT any] struct {
+	store state.VersionedKeyValueStore[K, *VT]
+}
+
+func (l versionedRow[K, VT]) row(key K, at time.Time) (*VT, error) {
+	rec, found, err := l.store.GetAsOf(key, at.UnixMilli())
+	if err != nil || !found {
+		return nil, err
+	}
+	return rec.Value, nil
 }
 
 type streamTableJoin[K, V, VT, VR any] struct {
@@ -90,14 +165,33 @@ type streamTableJoin[K, V, VT, VR any] struct {
 	keyNil    func(K) bool // nil for a type that cannot be nil
 	valNil    func(V) bool
 	lookup    rowLookup[K, VT]
+	grace     time.Duration
+	buffer    *graceBuffer[K, V] // nil without a grace period
 }
 
 func (j *streamTableJoin[K, V, VT, VR]) Init(ctx *stream.Context[K, VR]) error {
-	store, err := stream.GetKeyValueStore[K, ValueAndTimestamp[VT]](ctx, j.storeName)
-	if err != nil {
-		return err
+	if j.grace < 0 {
+		return fmt.Errorf("stream-table join %q: grace period %v, want 0 or more", ctx.NodeName(), j.grace)
 	}
-	j.lookup = latestRow[K, VT]{store}
+	if vs, ok := ctx.Store(j.storeName).(state.VersionedKeyValueStore[K, *VT]); ok {
+		if j.grace > vs.HistoryRetention() {
+			return fmt.Errorf("stream-table join %q: grace period %v is longer than table store %q's history retention %v (Kafka Streams: history retention must be at least grace period)",
+				ctx.NodeName(), j.grace, j.storeName, vs.HistoryRetention())
+		}
+		j.lookup = versionedRow[K, VT]{vs}
+	} else {
+		if j.grace > 0 {
+			return fmt.Errorf("stream-table join %q: a grace period needs a versioned table, and store %q is not one (dsl.VersionedTable makes one)", ctx.NodeName(), j.storeName)
+		}
+		store, err := stream.GetKeyValueStore[K, ValueAndTimestamp[VT]](ctx, j.storeName)
+		if err != nil {
+			return err
+		}
+		j.lookup = latestRow[K, VT]{store}
+	}
+	if j.buffer != nil {
+		return j.buffer.init(ctx)
+	}
 	return nil
 }
 
@@ -106,20 +200,32 @@ func (j *streamTableJoin[K, V, VT, VR]) Process(ctx *stream.Context[K, VR], r st
 		ctx.RecordDropped(stream.DropNullValue)
 		return nil
 	}
-	var row *VT
 	if j.keyNil != nil && j.keyNil(r.Key) {
 		if !j.left {
 			ctx.RecordDropped(stream.DropNullKey)
 			return nil
 		}
-	} else {
-		vt, found, err := j.lookup.row(r.Key, r.Timestamp)
-		if err != nil {
-			return err
-		}
-		if found {
-			row = &vt.Value
-		}
+		ctx.Forward(stream.Record[K, VR]{Key: r.Key, Value: j.joiner(r.Key, r.Value, nil), Timestamp: r.Timestamp, Headers: r.Headers})
+		return nil
+	}
+	if j.buffer == nil {
+		return j.join(ctx, r)
+	}
+	buffered, err := j.buffer.put(r)
+	if err != nil {
+		return err
+	}
+	if !buffered {
+		return j.join(ctx, r)
+	}
+	return j.buffer.evict(func(r stream.Record[K, V]) error { return j.join(ctx, r) })
+}
+
+// join joins r with its row and forwards the result, if any.
+func (j *streamTableJoin[K, V, VT, VR]) join(ctx *stream.Context[K, VR], r stream.Record[K, V]) error {
+	row, err := j.lookup.row(r.Key, r.Timestamp)
+	if err != nil {
+		return err
 	}
 	if row == nil && !j.left {
 		return nil

@@ -53,3 +53,45 @@ func ExampleStreamTableLeftJoin() {
 	// lamp for Ann B.
 	// pen for an unknown customer
 }
+
+// Trades priced from a versioned table of quotes: each trade joins the
+// quote as of its own time, and waits up to 5 s (the grace period) for
+// quotes that arrive late. The quote of 10:00:02 arrives after the trade of
+// 10:00:03, yet that trade is priced with it; the trade of 10:00:10 moves
+// stream time past 10:00:03 + 5 s, which lets the first trade out of the
+// buffer; the last trade is still waiting.
+func ExampleStreamTableJoinWith() {
+	s := serde.String{}
+	t := stream.NewTopology()
+	stream.AddSource(t, "trades", "trades", s, s)
+	dsl.VersionedTable(t, "quotes", "quotes", s, s, "quotes", time.Hour, stream.StoreOptions{Changelog: true})
+	dsl.StreamTableJoinWith(t, "price", "quotes", s, s,
+		dsl.StreamTableJoinOptions{Grace: 5 * time.Second, Store: stream.StoreOptions{Changelog: true}},
+		func(symbol, trade, quote string) string { return trade + " " + symbol + " at " + quote }, "trades")
+	stream.AddSink(t, "out", "priced", s, s, "price")
+
+	d, err := stream.NewLocalDriver(t, stream.LocalConfig{AppID: "trades"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	at := func(sec int) time.Time { return time.Date(2026, 1, 1, 10, 0, sec, 0, time.UTC) }
+	for _, r := range []struct {
+		topic, k, v string
+		sec         int
+	}{
+		{"quotes", "ACME", "100", 0}, {"trades", "ACME", "buy 5", 3}, {"quotes", "ACME", "101", 2},
+		{"trades", "ACME", "sell 2", 10},
+	} {
+		if err := d.Pipe(r.topic, []byte(r.k), []byte(r.v), nil, at(r.sec)); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for _, r := range d.Output("priced") {
+		fmt.Println(string(r.Value), r.Timestamp.UTC().Format(time.TimeOnly))
+	}
+	// Output:
+	// buy 5 ACME at 101 10:00:03
+}

@@ -60,3 +60,14 @@ func (Factories) WithCountry(key string, value string, row string) (joined strin
 func (Factories) WithCountryKey(key string, value string) (tableKey string, ok bool) {
 	return value, value != "none"
 }
+
+// Valued prices a trade at the price of its time.
+func (Factories) Valued(key string, left int64, right int64) int64 { return left * right }
+
+// ValuedLate is Valued, -1 for a trade before the product had a price.
+func (Factories) ValuedLate(key string, left int64, right *int64) int64 {
+	if right == nil {
+		return -1
+	}
+	return left * *right
+}

@@ -25,6 +25,8 @@ const AppID = "tables"
 const (
 	// TopicCountries is topic "countries": key string (string), value string (string).
 	TopicCountries = "countries"
+	// TopicLateTradeValue is topic "late-trade-value": key string (string), value int64 (int64).
+	TopicLateTradeValue = "late-trade-value"
 	// TopicLines is topic "lines": key string (string), value string (string).
 	TopicLines = "lines"
 	// TopicMaybeNamed is topic "maybe-named": key string (string), value string (string).
@@ -43,6 +45,10 @@ const (
 	TopicPrices = "prices"
 	// TopicProducts is topic "products": key string (string), value int64 (int64).
 	TopicProducts = "products"
+	// TopicTradeValue is topic "trade-value": key string (string), value int64 (int64).
+	TopicTradeValue = "trade-value"
+	// TopicTrades is topic "trades": key string (string), value int64 (int64).
+	TopicTrades = "trades"
 )
 
 // State stores of the application.
@@ -65,6 +71,10 @@ type Serdes struct {
 	CountriesKey serde.Serde[string]
 	// CountriesValue encodes the values of topic "countries" (string).
 	CountriesValue serde.Serde[string]
+	// LateTradeValueKey encodes the keys of topic "late-trade-value" (string).
+	LateTradeValueKey serde.Serde[string]
+	// LateTradeValueValue encodes the values of topic "late-trade-value" (int64).
+	LateTradeValueValue serde.Serde[int64]
 	// LinesKey encodes the keys of topic "lines" (string).
 	LinesKey serde.Serde[string]
 	// LinesValue encodes the values of topic "lines" (string).
@@ -101,6 +111,14 @@ type Serdes struct {
 	ProductsKey serde.Serde[string]
 	// ProductsValue encodes the values of topic "products" (int64).
 	ProductsValue serde.Serde[int64]
+	// TradeValueKey encodes the keys of topic "trade-value" (string).
+	TradeValueKey serde.Serde[string]
+	// TradeValueValue encodes the values of topic "trade-value" (int64).
+	TradeValueValue serde.Serde[int64]
+	// TradesKey encodes the keys of topic "trades" (string).
+	TradesKey serde.Serde[string]
+	// TradesValue encodes the values of topic "trades" (int64).
+	TradesValue serde.Serde[int64]
 	// StoreCountriesKey encodes the keys of store "countries".
 	StoreCountriesKey serde.Serde[string]
 	// StoreCountriesValue encodes the values of store "countries".
@@ -117,39 +135,51 @@ type Serdes struct {
 	StoreProductsKey serde.Serde[string]
 	// StoreProductsValue encodes the values of store "products".
 	StoreProductsValue serde.Serde[int64]
+	// StoreValuedLateBufferKey encodes the keys of store "valued-late-Buffer" (string).
+	StoreValuedLateBufferKey serde.Serde[string]
+	// StoreValuedLateBufferValue encodes the values of store "valued-late-Buffer" (int64).
+	StoreValuedLateBufferValue serde.Serde[int64]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
-		CountriesKey:           serde.String{},
-		CountriesValue:         serde.String{},
-		LinesKey:               serde.String{},
-		LinesValue:             serde.String{},
-		MaybeNamedKey:          serde.String{},
-		MaybeNamedValue:        serde.String{},
-		MaybePricedKey:         serde.String{},
-		MaybePricedValue:       serde.String{},
-		NamedKey:               serde.String{},
-		NamedValue:             serde.String{},
-		OrdersKey:              serde.String{},
-		OrdersValue:            serde.String{},
-		PriceLogKey:            serde.String{},
-		PriceLogValue:          serde.Int64{},
-		PricedKey:              serde.String{},
-		PricedValue:            serde.String{},
-		PricesKey:              serde.String{},
-		PricesValue:            serde.Int64{},
-		ProductsKey:            serde.String{},
-		ProductsValue:          serde.Int64{},
-		StoreCountriesKey:      serde.String{},
-		StoreCountriesValue:    serde.String{},
-		StoreLinesKey:          serde.String{},
-		StoreLinesValue:        serde.String{},
-		StorePriceHistoryKey:   serde.String{},
-		StorePriceHistoryValue: serde.Int64{},
-		StoreProductsKey:       serde.String{},
-		StoreProductsValue:     serde.Int64{},
+		CountriesKey:               serde.String{},
+		CountriesValue:             serde.String{},
+		LateTradeValueKey:          serde.String{},
+		LateTradeValueValue:        serde.Int64{},
+		LinesKey:                   serde.String{},
+		LinesValue:                 serde.String{},
+		MaybeNamedKey:              serde.String{},
+		MaybeNamedValue:            serde.String{},
+		MaybePricedKey:             serde.String{},
+		MaybePricedValue:           serde.String{},
+		NamedKey:                   serde.String{},
+		NamedValue:                 serde.String{},
+		OrdersKey:                  serde.String{},
+		OrdersValue:                serde.String{},
+		PriceLogKey:                serde.String{},
+		PriceLogValue:              serde.Int64{},
+		PricedKey:                  serde.String{},
+		PricedValue:                serde.String{},
+		PricesKey:                  serde.String{},
+		PricesValue:                serde.Int64{},
+		ProductsKey:                serde.String{},
+		ProductsValue:              serde.Int64{},
+		StoreCountriesKey:          serde.String{},
+		StoreCountriesValue:        serde.String{},
+		StoreLinesKey:              serde.String{},
+		StoreLinesValue:            serde.String{},
+		StorePriceHistoryKey:       serde.String{},
+		StorePriceHistoryValue:     serde.Int64{},
+		StoreProductsKey:           serde.String{},
+		StoreProductsValue:         serde.Int64{},
+		StoreValuedLateBufferKey:   serde.String{},
+		StoreValuedLateBufferValue: serde.Int64{},
+		TradeValueKey:              serde.String{},
+		TradeValueValue:            serde.Int64{},
+		TradesKey:                  serde.String{},
+		TradesValue:                serde.Int64{},
 	}
 }
 
@@ -184,6 +214,12 @@ type Processors interface {
 	// LinePriceForeignKey gives the key of the row of "product-table" that a row of
 	// "line-table" joins in foreign-key join "line-price"; ok false names none.
 	LinePriceForeignKey(value string) (string, bool)
+	// Valued is the joiner of join "valued" (stream-table): the joined value of a key's left
+	// and right values.
+	Valued(key string, left int64, right int64) int64
+	// ValuedLate is the joiner of leftJoin "valued-late" (stream-table): the joined value of
+	// a key's left and right values (right nil where there is none).
+	ValuedLate(key string, left int64, right *int64) int64
 	// WithCountry is the joiner of join "with-country" with global table "country-table":
 	// the joined value of a record and the table's row under the key WithCountryKey gives.
 	WithCountry(key string, value string, row string) string
@@ -201,6 +237,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}
 	t := stream.NewTopology()
 	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue)
+	stream.AddSource(t, "trades-source", TopicTrades, s.TradesKey, s.TradesValue)
 	// country-table holds every partition of countries in store countries, on every instance.
 	globalCountryTable := dsl.NewGlobalTable[string, string](t, StoreCountries, TopicCountries, s.CountriesKey, s.CountriesValue, stream.StoreOptions{Changelog: false})
 	// any-country looks each record of orders up in global table "country-table" under the key AnyCountryKey gives.
@@ -250,13 +287,22 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	// price-history keeps the versions of each key of prices for 1h in versioned store price-history.
 	dsl.VersionedTable[string, int64](t, "price-history", TopicPrices, s.PricesKey, s.PricesValue, StorePriceHistory, time.Hour, stream.StoreOptions{Changelog: true})
 	dsl.ToStream[string, int64](t, "price-updates", "price-history")
+	// valued looks each record of trades up in table "price-history"'s store price-history.
+	dsl.StreamTableJoinWithKey[string, int64, int64, int64](t, "valued", StorePriceHistory, p.Valued, "trades-source")
+	// valued-late looks each record of trades up in versioned table "price-history"'s store price-history as of its time, after waiting 10s in valued-late-Buffer for late table updates.
+	dsl.StreamTableLeftJoinWith[string, int64, int64, int64](t, "valued-late", StorePriceHistory, s.StoreValuedLateBufferKey, s.StoreValuedLateBufferValue, dsl.StreamTableJoinOptions{
+		Grace: 10 * time.Second,
+		Store: stream.StoreOptions{Changelog: true},
+	}, p.ValuedLate, "trades-source")
 	// with-country looks each record of orders up in global table "country-table" under the key WithCountryKey gives.
 	dsl.JoinGlobal[string, string, string, string, string](t, "with-country", globalCountryTable, p.WithCountryKey, p.WithCountry, "orders-source")
+	stream.AddSink(t, "late-trade-value-sink", TopicLateTradeValue, s.LateTradeValueKey, s.LateTradeValueValue, "valued-late")
 	stream.AddSink(t, "maybe-named-sink", TopicMaybeNamed, s.MaybeNamedKey, s.MaybeNamedValue, "any-country")
 	stream.AddSink(t, "maybe-priced-sink", TopicMaybePriced, s.MaybePricedKey, dsl.Nullable(s.MaybePricedValue), "any-price-out")
 	stream.AddSink(t, "named-sink", TopicNamed, s.NamedKey, s.NamedValue, "with-country")
 	stream.AddSink(t, "price-log-sink", TopicPriceLog, s.PriceLogKey, dsl.Nullable(s.PriceLogValue), "price-updates")
 	stream.AddSink(t, "priced-sink", TopicPriced, s.PricedKey, dsl.Nullable(s.PricedValue), "line-price-out")
+	stream.AddSink(t, "trade-value-sink", TopicTradeValue, s.TradeValueKey, s.TradeValueValue, "valued")
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}

@@ -17,16 +17,19 @@ type Config = appmain.Config
 // Topics maps every topic of kgen.yaml to its partition count (4 where the
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
-	TopicCountries:   4,
-	TopicLines:       4,
-	TopicMaybeNamed:  4,
-	TopicMaybePriced: 4,
-	TopicNamed:       4,
-	TopicOrders:      4,
-	TopicPriceLog:    4,
-	TopicPriced:      4,
-	TopicPrices:      4,
-	TopicProducts:    2,
+	TopicCountries:      4,
+	TopicLateTradeValue: 4,
+	TopicLines:          4,
+	TopicMaybeNamed:     4,
+	TopicMaybePriced:    4,
+	TopicNamed:          4,
+	TopicOrders:         4,
+	TopicPriceLog:       4,
+	TopicPriced:         4,
+	TopicPrices:         4,
+	TopicProducts:       2,
+	TopicTradeValue:     4,
+	TopicTrades:         4,
 }
 
 // StartDevBroker starts the in-process development broker with every topic of

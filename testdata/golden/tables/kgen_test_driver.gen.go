@@ -70,6 +70,11 @@ func (d *TestDriver) DeleteCountries(key string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicCountries, d.s.CountriesKey, dsl.Nullable(d.s.CountriesValue), key, nil, ts)
 }
 
+// ReadLateTradeValue returns the records written to topic "late-trade-value" since the last read.
+func (d *TestDriver) ReadLateTradeValue() ([]stream.Record[string, int64], error) {
+	return streamtest.Read(d.d, TopicLateTradeValue, d.s.LateTradeValueKey, d.s.LateTradeValueValue)
+}
+
 // PipeLines writes a record with timestamp ts to topic "lines" and processes it.
 func (d *TestDriver) PipeLines(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicLines, d.s.LinesKey, d.s.LinesValue, key, value, ts)
@@ -168,6 +173,29 @@ func (d *TestDriver) PipeProductsNullKey(value int64, ts time.Time) error {
 // it: table "product-table" deletes the key's row.
 func (d *TestDriver) DeleteProducts(key string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicProducts, d.s.ProductsKey, dsl.Nullable(d.s.ProductsValue), key, nil, ts)
+}
+
+// ReadTradeValue returns the records written to topic "trade-value" since the last read.
+func (d *TestDriver) ReadTradeValue() ([]stream.Record[string, int64], error) {
+	return streamtest.Read(d.d, TopicTradeValue, d.s.TradeValueKey, d.s.TradeValueValue)
+}
+
+// PipeTrades writes a record with timestamp ts to topic "trades" and processes it.
+func (d *TestDriver) PipeTrades(key string, value int64, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicTrades, d.s.TradesKey, d.s.TradesValue, key, value, ts)
+}
+
+// PipeTradesNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "trades" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeTradesNullKey(value int64, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicTrades, d.s.TradesValue, value, ts)
+}
+
+// PipeTradesTombstone writes a tombstone (a null value) for key to topic "trades" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeTradesTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicTrades, d.s.TradesKey, key, ts)
 }
 
 // Lines is store "lines", to inspect or seed: every partition's copy, each key

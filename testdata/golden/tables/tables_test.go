@@ -117,3 +117,25 @@ func TestVersionedTable(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestVersionedJoin: a stream-table join reads a versioned table's row as
+// of each trade's time; with grace: 10s the trades wait until the trades'
+// stream time is 10 s past them, so they see the out-of-order price of 3 s
+// that the join without grace missed, and leave in time order.
+func TestVersionedJoin(t *testing.T) {
+	d := newDriver(t)
+	must(t, d.PipePrices("p1", 10, at(time.Second)))
+	must(t, d.PipePrices("p1", 20, at(5*time.Second)))
+	must(t, d.PipeTrades("p1", 5, at(500*time.Millisecond))) // before any price
+	must(t, d.PipeTrades("p1", 2, at(4*time.Second)))
+	must(t, d.PipePrices("p1", 15, at(3*time.Second))) // late: valid from 3 s
+	must(t, d.PipeTrades("p1", 3, at(4*time.Second)))
+	must(t, d.PipeTrades("p1", 1, at(20*time.Second)))
+	must(t, d.PipeTrades("p1", 1, at(40*time.Second)))
+	if got, want := read(t, d.ReadTradeValue), "p1:20 p1:45 p1:20 p1:20"; got != want {
+		t.Errorf("without grace: got %s, want %s", got, want)
+	}
+	if got, want := read(t, d.ReadLateTradeValue), "p1:-1 p1:30 p1:45 p1:20"; got != want {
+		t.Errorf("with grace: got %s, want %s", got, want)
+	}
+}

@@ -281,6 +281,27 @@ final class Topologies {
                         .leftJoin(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
                         .to("out", Produced.with(S, S));
                 break;
+            case "verjoin-inner":
+            case "verjoin-left":
+            case "verjoin-inner-grace":
+            case "verjoin-left-grace": {
+                // A stream joined with a versioned table (history 10 s): the
+                // lookup is as of the stream record's time (KIP-914); the
+                // "-grace" ones buffer stream records for 2 s first (KIP-923).
+                KTable<String, String> vt = b.table("in2", Consumed.with(S, S),
+                        Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("vt", Duration.ofSeconds(10)))
+                                .withKeySerde(S).withValueSerde(S));
+                Joined<String, String, String> joined = Joined.with(S, S, S);
+                if (name.endsWith("-grace")) {
+                    joined = joined.withGracePeriod(Duration.ofSeconds(2));
+                }
+                KStream<String, String> in = b.stream("in", Consumed.with(S, S));
+                KStream<String, String> out = name.startsWith("verjoin-left")
+                        ? in.leftJoin(vt, (v, row) -> v + "/" + row, joined)
+                        : in.join(vt, (v, row) -> v + "/" + row, joined);
+                out.to("out", Produced.with(S, S));
+                break;
+            }
             case "join-table-table-inner":
                 b.table("in", Consumed.with(S, S))
                         .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
