@@ -21,12 +21,18 @@ type RepartitionOptions struct {
 	// topics co-partitioned with the group's other topics). A foreign-key
 	// join's subscription and response topics take it.
 	LikeReaders bool
+	// Source names the node that reads the topic back, when it is not the
+	// step's name: a join's side repartitioned through
+	// <app>-<join>-left-repartition is read by <join>-left-repartition-source,
+	// as the join's own node <join>-left already has the step's name.
+	Source string
 }
 
 // AddRepartition adds a repartition step named name (Kafka Streams'
 // repartition topics): the records its parents forward are written, keyed by
 // their key, to the internal topic <app>-<name>-repartition, and read back by
-// a source node called name, whose children form a new sub-topology. All
+// a source node called name (or opts.Source), whose children form a new
+// sub-topology. All
 // records with one key then meet in one task, whichever partition they came
 // from: put it after a processor that changes the key and before one whose
 // state is per key. The sink half is the node name+"-repartition-sink".
@@ -51,18 +57,23 @@ func AddRepartition[K, V any](t *Topology, name string, ks serde.Serde[K], vs se
 		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
 	}
 	sink.build = sinkBuilder(sink, serde.Serializer[K](ks), serde.Serializer[V](vs), nil)
+	srcName := name
+	if opts.Source != "" {
+		srcName = opts.Source
+	}
 	source := &node{
-		name: name, kind: sourceKind, topic: placeholder, repartition: name,
+		name: srcName, kind: sourceKind, topic: placeholder, repartition: name,
 		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
 	}
 	source.build = sourceBuilder(source, serde.Deserializer[K](ks), serde.Deserializer[V](vs), nil)
 	if t.addNode(sink) && t.addNode(source) {
-		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions, likeReaders: opts.LikeReaders})
+		t.repartitions = append(t.repartitions, repartitionDef{name: name, source: srcName, partitions: opts.Partitions, likeReaders: opts.LikeReaders})
 	}
 }
 
 type repartitionDef struct {
-	name        string
+	name        string // the step's: its topic and sink are named from it
+	source      string // the node reading the topic back
 	partitions  int32
 	likeReaders bool
 }
@@ -110,7 +121,7 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 	want := map[string]int32{} // repartition topic -> asked for
 	writer := map[string]int{} // repartition topic -> sub-topology it takes its count from
 	for _, r := range t.repartitions {
-		src := t.nodes[r.name]
+		src := t.nodes[r.source]
 		want[src.topic] = r.partitions
 		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
 		if r.likeReaders {
@@ -156,7 +167,7 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 // internalSourceTopic says whether a source topic is a repartition topic.
 func (t *Topology) isRepartitionTopic(topic string) bool {
 	for _, r := range t.repartitions {
-		if t.nodes[r.name].topic == topic {
+		if t.nodes[r.source].topic == topic {
 			return true
 		}
 	}
