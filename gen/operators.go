@@ -61,6 +61,12 @@ type OpNode struct {
 	// UpSubtopology is, for a grouping that repartitions, the sub-topology
 	// writing its repartition topic (Subtopology reads it).
 	UpSubtopology int
+	// Rekeyed are, for a join, the sides (left, right) read through a
+	// repartition topic of their own, nil for a side read as it is
+	// (autorepartition.go).
+	Rekeyed [2]*rekeyedSide
+	// entrySubs are the sub-topologies each parent's records enter.
+	entrySubs map[Node]int
 }
 
 // OpNames are the names generated for one operator.
@@ -621,15 +627,15 @@ func emitOrder(g *Graph) []Node {
 }
 
 // shapeKey is a node's key in the TopologyShape kgen builds: the runtime
-// node a parent's records enter.
-func shapeKey(n Node) string {
+// node the records of parent from enter.
+func shapeKey(from, n Node) string {
 	switch {
 	case n.Topic != nil:
 		return "sink:" + n.Topic.Name.Value
 	case n.Proc != nil:
 		return "processor:" + n.Proc.Name.Value
 	}
-	return "op:" + n.Op.entryNode()
+	return "op:" + n.Op.entryFrom(from)
 }
 
 // addOpShape adds the runtime nodes of operator o to shape, as NewTopology
@@ -646,8 +652,12 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 	for i, n := range nodes {
 		name := "op:" + o.Name.Value + n.Suffix
 		add(name, n.Source)
-		// Each node feeds the next, unless the next reads a topic.
-		if i+1 < len(nodes) && !nodes[i+1].Source {
+		// Each node feeds the next, unless it writes a topic, the next
+		// reads one, or it says which it feeds.
+		switch {
+		case n.Into != "":
+			shape.Children[name] = []string{"op:" + o.Name.Value + n.Into}
+		case !n.Sink && i+1 < len(nodes) && !nodes[i+1].Source:
 			shape.Children[name] = []string{"op:" + o.Name.Value + nodes[i+1].Suffix}
 		}
 	}
@@ -655,14 +665,14 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 		shape.Children[out] = append(shape.Children[out], "op:"+a.nodeName())
 		add("op:"+a.nodeName(), false)
 		for _, c := range a.Children {
-			shape.Children["op:"+a.nodeName()] = append(shape.Children["op:"+a.nodeName()], shapeKey(c))
+			shape.Children["op:"+a.nodeName()] = append(shape.Children["op:"+a.nodeName()], shapeKey(Node{Op: a}, c))
 		}
 	}
 	if len(o.Arms) > 0 {
 		return // the arms are its children
 	}
 	for _, c := range o.Children {
-		shape.Children[out] = append(shape.Children[out], shapeKey(c))
+		shape.Children[out] = append(shape.Children[out], shapeKey(Node{Op: o}, c))
 	}
 }
 

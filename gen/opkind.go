@@ -118,6 +118,10 @@ type runtimeNode struct {
 	// Source says the node reads a topic: the chain of the operator's
 	// nodes ends before it (its records come through that topic).
 	Source bool
+	// Sink says the node writes a topic: the chain ends after it.
+	Sink bool
+	// Into is the suffix of the node this one feeds, when not the next.
+	Into string
 }
 
 // opFunc is one function an operator calls: a method of Processors the

@@ -824,7 +824,7 @@ func (r *resolver) subtopologies() {
 			shape.Children[src] = append(shape.Children[src], "processor:"+p.Name.Value)
 		}
 		for _, o := range t.OpReaders {
-			shape.Children[src] = append(shape.Children[src], shapeKey(Node{Op: o}))
+			shape.Children[src] = append(shape.Children[src], shapeKey(Node{Topic: t}, Node{Op: o}))
 		}
 	}
 	for _, t := range r.g.Topics {
@@ -841,7 +841,7 @@ func (r *resolver) subtopologies() {
 		k := "processor:" + p.Name.Value
 		shape.Nodes = append(shape.Nodes, k)
 		for _, c := range p.Children {
-			shape.Children[k] = append(shape.Children[k], shapeKey(c))
+			shape.Children[k] = append(shape.Children[k], shapeKey(n, c))
 		}
 	}
 	for _, t := range r.g.Topics {
@@ -868,6 +868,10 @@ func (r *resolver) subtopologies() {
 	for _, o := range r.g.allOps() {
 		o.Subtopology = ids["op:"+o.nodeName()]
 		o.UpSubtopology = ids["op:"+o.entryNode()]
+		o.entrySubs = map[Node]int{}
+		for _, p := range o.Parents {
+			o.entrySubs[p] = ids["op:"+o.entryFrom(p)]
+		}
 		n = max(n, o.Subtopology+1)
 	}
 	readBy := (*TopicNode).readBy
@@ -896,7 +900,11 @@ func (t *TopicNode) readBy() int {
 	case len(t.Readers) > 0:
 		return t.Readers[0].Subtopology
 	case len(t.OpReaders) > 0:
-		return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
+		o := t.OpReaders[0]
+		if id, ok := o.entrySubs[Node{Topic: t}]; ok {
+			return id // a grouping's upstream half reads, a join's side
+		}
+		return o.UpSubtopology
 	case t.Table != nil:
 		return t.Table.Subtopology
 	}
