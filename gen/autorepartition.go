@@ -85,7 +85,8 @@ func (o *OpNode) sideOf(p Node) int {
 
 // entryFrom is the runtime node that receives what parent p sends to o: the
 // sink of p's repartition topic when o reads p through one, the side node
-// of a stream-stream join, else o's entry node.
+// of a stream-stream or table-table join, the join's own node for a
+// stream-table join.
 func (o *OpNode) entryFrom(p Node) string {
 	i := o.sideOf(p)
 	if i < 0 || i >= len(o.Rekeyed) || o.kind.Inputs != leftRight {
@@ -94,10 +95,13 @@ func (o *OpNode) entryFrom(p Node) string {
 	if s := o.Rekeyed[i]; s != nil {
 		return s.sink(o)
 	}
-	if o.HasOut && joinShape(o) == joinStreamStream {
-		return o.Name.Value + [2]string{"-left", "-right"}[i]
+	if !o.HasOut {
+		return o.entryNode()
 	}
-	return o.entryNode()
+	if joinShape(o) == joinStreamTable {
+		return o.Name.Value // the stream's records; the table is read by its store
+	}
+	return o.Name.Value + [2]string{"-left", "-right"}[i]
 }
 
 // sideTopic is the repartition topic o reads parent p through, "" if none.
