@@ -43,6 +43,9 @@ var generatedPrefix = map[string]string{
 	// The stream-stream joins.
 	"join-ss-inner": "join-ss-inner", "join-ss-left": "join-ss-left", "join-ss-outer": "join-ss-outer",
 	"join-ss-outer-asym": "join-ss-outer-asym",
+	// The joins of a re-keyed stream, through the repartition topic the
+	// generator inserts.
+	"join-ss-rekeyed": "join-ss-rekeyed", "join-table-stream-rekeyed": "join-table-stream-rekeyed",
 }
 
 // notGenerated names the topologies kgen.yaml cannot express: a function

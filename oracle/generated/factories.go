@@ -208,3 +208,9 @@ func (Factories) JssOuter(_ string, left *string, right *string) string {
 func (Factories) JssOuterAsym(_ string, left *string, right *string) string {
 	return orNull(left) + "|" + orNull(right)
 }
+
+// The joins of a re-keyed stream: keyed by the value's first character.
+func (Factories) JssrKey(_ string, value string) string               { return first(value) }
+func (Factories) JssrJoin(_ string, left string, right string) string { return left + "|" + right }
+func (Factories) JtsrKey(_ string, value string) string               { return first(value) }
+func (Factories) JtsrJoin(_ string, left string, right string) string { return left + "/" + right }
