@@ -332,3 +332,40 @@ func (o *OpNode) groupingTopic() *InternalName {
 	}
 	return o.internal("repartition")
 }
+
+// OwnRepartitionTopic is a repartition topic the application creates
+// itself at start, as the spec implies it.
+type OwnRepartitionTopic struct {
+	// Name is the topic's full name, <app>-...-repartition.
+	Name string
+	// What says whose topic it is ("operator \"x\" (groupByKey)").
+	What string
+}
+
+// RepartitionTopics lists the repartition topics the application creates
+// at start: those of topics declared repartition: true, of groupings and
+// repartition operators, and those inserted before re-keyed join sides,
+// topics first, then by operator, for kgen topics to show.
+func (g *Graph) RepartitionTopics() []OwnRepartitionTopic {
+	var out []OwnRepartitionTopic
+	for _, t := range g.Topics {
+		if t.Repartition {
+			out = append(out, OwnRepartitionTopic{Name: g.Spec.App.Value + "-" + t.Name.Value + "-repartition", What: fmt.Sprintf("topic %q (repartition: true)", t.Name.Value)})
+		}
+	}
+	for _, o := range g.allOps() {
+		for _, in := range o.Internal {
+			if !in.Topic || !strings.HasSuffix(in.Name, "-repartition") {
+				continue
+			}
+			what := o.what()
+			for i, s := range o.Rekeyed {
+				if s != nil && s.Role == in.Role {
+					what = fmt.Sprintf("%s, inserted before %q: %s", what, o.Parents[i].Name(), s.Why)
+				}
+			}
+			out = append(out, OwnRepartitionTopic{Name: in.Name, What: what})
+		}
+	}
+	return out
+}

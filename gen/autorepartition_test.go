@@ -67,3 +67,25 @@ operators:
 		})
 	}
 }
+
+// The repartition topics inserted before re-keyed join sides are the
+// application's own, listed (for kgen topics) with the side they carry.
+func TestRepartitionTopicsOfRekeyedJoins(t *testing.T) {
+	p, err := Load("../testdata/golden/joins-rekeyed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rt := range p.Graph.RepartitionTopics() {
+		got = append(got, rt.Name+": "+rt.What)
+	}
+	want := []string{
+		`rekeyedjoins-both-left-repartition: operator "both" (join), inserted before "l-by-value": operator "l-by-value" (selectKey) changes the key`,
+		`rekeyedjoins-both-right-repartition: operator "both" (join), inserted before "r-by-value": operator "r-by-value" (map) changes the key`,
+		`rekeyedjoins-paid-left-repartition: operator "paid" (join), inserted before "by-order": operator "by-order" (selectKey) changes the key`,
+		`rekeyedjoins-with-user-repartition: operator "with-user" (leftJoin), inserted before "by-user": operator "by-user" (selectKey) changes the key`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("repartition topics (-want +got):\n%s", diff)
+	}
+}
