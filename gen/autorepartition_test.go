@@ -83,6 +83,7 @@ func TestRepartitionTopicsOfRekeyedJoins(t *testing.T) {
 		`rekeyedjoins-both-left-repartition: operator "both" (join), inserted before "l-by-value": operator "l-by-value" (selectKey) changes the key`,
 		`rekeyedjoins-both-right-repartition: operator "both" (join), inserted before "r-by-value": operator "r-by-value" (map) changes the key`,
 		`rekeyedjoins-paid-left-repartition: operator "paid" (join), inserted before "by-order": operator "by-order" (selectKey) changes the key`,
+		`rekeyedjoins-swapped-repartition: operator "swapped" (join), inserted before "swap": processor "swap" re-keys (rekeys: true)`,
 		`rekeyedjoins-with-user-repartition: operator "with-user" (leftJoin), inserted before "by-user": operator "by-user" (selectKey) changes the key`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -15,8 +15,9 @@ type RepartitionOptions struct {
 	// topics of the sub-topology that writes to it.
 	Partitions int32
 	// LikeReaders, when Partitions is zero, gives the topic the partition
-	// count of the other source topics of the sub-topology that reads it,
-	// rather than of the one that writes it: for a topic a join reads
+	// count of the other source topics of the sub-topology that reads it
+	// (but for those that take it so too), rather than of the one that
+	// writes it: for a topic a join reads
 	// beside another side's topic (Kafka Streams makes such repartition
 	// topics co-partitioned with the group's other topics). A foreign-key
 	// join's subscription and response topics take it.
@@ -120,12 +121,14 @@ func (t *Topology) forApp(appID string) (*Topology, error) {
 func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 	want := map[string]int32{} // repartition topic -> asked for
 	writer := map[string]int{} // repartition topic -> sub-topology it takes its count from
+	like := map[string]bool{}  // repartition topics with LikeReaders
 	for _, r := range t.repartitions {
 		src := t.nodes[r.source]
 		want[src.topic] = r.partitions
 		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
 		if r.likeReaders {
 			writer[src.topic] = src.sub
+			like[src.topic] = true
 		}
 	}
 	for range len(want) + 1 {
@@ -141,7 +144,11 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 			var n int32
 			known := true
 			for _, up := range t.subs[writer[topic]].topics {
-				if up == topic {
+				// Topics that take their readers' count do not take it
+				// from each other (two joins reading one table's store,
+				// each through its own repartition topic), but from the
+				// others.
+				if up == topic || like[topic] && like[up] {
 					continue
 				}
 				c, ok := counts[up]

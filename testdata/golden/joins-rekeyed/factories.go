@@ -45,3 +45,9 @@ func (Factories) WithUser(key string, left string, right *string) (joined string
 	}
 	return left + "@" + *right
 }
+
+// Swap makes the processor "swap".
+func (Factories) Swap() SwapProcessor { return &Swap{} }
+
+// Swapped is the joiner of join "swapped" (stream-table): the record's old key and its user's name.
+func (Factories) Swapped(key string, left string, right string) string { return left + "@" + right }

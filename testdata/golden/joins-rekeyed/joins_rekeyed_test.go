@@ -97,3 +97,21 @@ func TestRekeyedStreamTable(t *testing.T) {
 	}
 	check(t, "with-user", joined(t, d.ReadUserOut), want)
 }
+
+// A processor that re-keys (rekeys: true) feeds a join, one child at a
+// time (ForwardToSwapped names the repartition topic's sink): each record
+// meets its new key's row.
+func TestRekeyedByProcessor(t *testing.T) {
+	d := newDriver(t)
+	for i := range n {
+		must(t, d.PipeUsers(fmt.Sprintf("u%d", i), fmt.Sprintf("name%d", i), t0))
+	}
+	var want, copies []string
+	for i := range n {
+		must(t, d.PipeSwaps(fmt.Sprintf("s%d", i), fmt.Sprintf("u%d", i), t0.Add(time.Second)))
+		want = append(want, fmt.Sprintf("u%d=s%d@name%d", i, i, i))
+		copies = append(copies, fmt.Sprintf("s%d=u%d", i, i))
+	}
+	check(t, "swapped", joined(t, d.ReadSwapOut), want)
+	check(t, "swap-copy", joined(t, d.ReadSwapCopy), copies)
+}

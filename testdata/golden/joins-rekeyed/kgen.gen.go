@@ -37,6 +37,12 @@ const (
 	TopicPayments = "payments"
 	// TopicRights is topic "rights": key string (string), value string (string).
 	TopicRights = "rights"
+	// TopicSwapCopy is topic "swap-copy": key string (string), value string (string).
+	TopicSwapCopy = "swap-copy"
+	// TopicSwapOut is topic "swap-out": key string (string), value string (string).
+	TopicSwapOut = "swap-out"
+	// TopicSwaps is topic "swaps": key string (string), value string (string).
+	TopicSwaps = "swaps"
 	// TopicUserOut is topic "user-out": key string (string), value string (string).
 	TopicUserOut = "user-out"
 	// TopicUsers is topic "users": key string (string), value string (string).
@@ -81,6 +87,18 @@ type Serdes struct {
 	RightsKey serde.Serde[string]
 	// RightsValue encodes the values of topic "rights" (string).
 	RightsValue serde.Serde[string]
+	// SwapCopyKey encodes the keys of topic "swap-copy" (string).
+	SwapCopyKey serde.Serde[string]
+	// SwapCopyValue encodes the values of topic "swap-copy" (string).
+	SwapCopyValue serde.Serde[string]
+	// SwapOutKey encodes the keys of topic "swap-out" (string).
+	SwapOutKey serde.Serde[string]
+	// SwapOutValue encodes the values of topic "swap-out" (string).
+	SwapOutValue serde.Serde[string]
+	// SwapsKey encodes the keys of topic "swaps" (string).
+	SwapsKey serde.Serde[string]
+	// SwapsValue encodes the values of topic "swaps" (string).
+	SwapsValue serde.Serde[string]
 	// UserOutKey encodes the keys of topic "user-out" (string).
 	UserOutKey serde.Serde[string]
 	// UserOutValue encodes the values of topic "user-out" (string).
@@ -121,6 +139,10 @@ type Serdes struct {
 	PaidLeftKey serde.Serde[string]
 	// PaidLeftValue encodes the values of rekeyedjoins-paid-left-repartition (string).
 	PaidLeftValue serde.Serde[string]
+	// SwappedKey encodes the keys of rekeyedjoins-swapped-repartition (string).
+	SwappedKey serde.Serde[string]
+	// SwappedValue encodes the values of rekeyedjoins-swapped-repartition (string).
+	SwappedValue serde.Serde[string]
 	// WithUserKey encodes the keys of rekeyedjoins-with-user-repartition (string).
 	WithUserKey serde.Serde[string]
 	// WithUserValue encodes the values of rekeyedjoins-with-user-repartition (string).
@@ -160,6 +182,14 @@ func DefaultSerdes() Serdes {
 		StorePaidRightStoreValue: serde.Int64{},
 		StoreUsersKey:            serde.String{},
 		StoreUsersValue:          serde.String{},
+		SwapCopyKey:              serde.String{},
+		SwapCopyValue:            serde.String{},
+		SwapOutKey:               serde.String{},
+		SwapOutValue:             serde.String{},
+		SwappedKey:               serde.String{},
+		SwappedValue:             serde.String{},
+		SwapsKey:                 serde.String{},
+		SwapsValue:               serde.String{},
 		UserOutKey:               serde.String{},
 		UserOutValue:             serde.String{},
 		UsersKey:                 serde.String{},
@@ -173,6 +203,90 @@ func DefaultSerdes() Serdes {
 // RegisterSchemas must run before NewTopology.
 const UsesSchemaRegistry = false
 
+// SwapProcessor is the user code of processor "swap". It reads string,string from topic
+// "swaps" and forwards string,string to topic "swap-copy", operator "swapped" (join).
+//
+// An implementation may also have Init(*SwapContext) error, called once per task
+// before the first record, and Close() error, called when the task closes.
+type SwapProcessor interface {
+	// Process handles one input record.
+	Process(ctx *SwapContext, key string, value string) error
+}
+
+// SwapContext is processor "swap"'s handle on its task: typed forwarding, its stores,
+// and the coordinates of the current record. It is valid on the task's goroutine only.
+type SwapContext struct {
+	stream.ContextBase[string, string]
+}
+
+// Forward sends key and value to every child of "swap", with the current record's
+// timestamp and headers.
+func (c *SwapContext) Forward(key string, value string) {
+	c.Runtime().Forward(stream.Record[string, string]{
+		Headers:   c.Headers(),
+		Key:       key,
+		Timestamp: c.Timestamp(),
+		Value:     value,
+	})
+}
+
+// ForwardRecord sends rec to every child of "swap".
+func (c *SwapContext) ForwardRecord(rec stream.Record[string, string]) {
+	c.Runtime().Forward(rec)
+}
+
+// ForwardToSwapCopy sends key and value to topic "swap-copy" only.
+func (c *SwapContext) ForwardToSwapCopy(key string, value string) {
+	c.Runtime().ForwardTo("swap-copy-sink", stream.Record[string, string]{
+		Headers:   c.Headers(),
+		Key:       key,
+		Timestamp: c.Timestamp(),
+		Value:     value,
+	})
+}
+
+// ForwardToSwapped sends key and value to operator "swapped" only.
+func (c *SwapContext) ForwardToSwapped(key string, value string) {
+	c.Runtime().ForwardTo("swapped-repartition-sink", stream.Record[string, string]{
+		Headers:   c.Headers(),
+		Key:       key,
+		Timestamp: c.Timestamp(),
+		Value:     value,
+	})
+}
+
+// swapNode runs a SwapProcessor inside the runtime.
+type swapNode struct {
+	impl SwapProcessor
+	ctx  SwapContext
+}
+
+// Init wires the context and the punctuations, then calls the user's Init if there is one.
+func (n *swapNode) Init(rt *stream.Context[string, string]) error {
+	n.ctx.ContextBase = rt.Base()
+	if i, ok := n.impl.(interface {
+		Init(*SwapContext) error
+	}); ok {
+		return i.Init(&n.ctx)
+	}
+	return nil
+}
+
+// Process hands the record to the user's code.
+func (n *swapNode) Process(_ *stream.Context[string, string], rec stream.Record[string, string]) error {
+	return n.impl.Process(&n.ctx, rec.Key, rec.Value)
+}
+
+// Close calls the user's Close if there is one.
+func (n *swapNode) Close() error {
+	if c, ok := n.impl.(interface {
+		Close() error
+	}); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // Processors makes the user code of every processor of the topology: one method
 // per processor. Each is called once per task, so an instance is used by one
 // goroutine at a time. kgen scaffolds an implementation, Factories, once.
@@ -180,6 +294,8 @@ const UsesSchemaRegistry = false
 // It also holds the functions of the operators, one method each: these are called
 // from every task's goroutine at once, so they must not change shared state.
 type Processors interface {
+	// Swap makes the user code of processor "swap".
+	Swap() SwapProcessor
 	// Both is the joiner of join "both" (stream-stream): the joined value of a key's left
 	// and right values.
 	Both(key string, left string, right string) string
@@ -194,6 +310,9 @@ type Processors interface {
 	Paid(key string, left string, right int64) string
 	// RByValue is the mapper of map "r-by-value": the new key and value of a record.
 	RByValue(key string, value string) (string, string)
+	// Swapped is the joiner of join "swapped" (stream-table): the joined value of a key's
+	// left and right values.
+	Swapped(key string, left string, right string) string
 	// WithUser is the joiner of leftJoin "with-user" (stream-table): the joined value of a
 	// key's left and right values (right nil where there is none).
 	WithUser(key string, left string, right *string) string
@@ -211,6 +330,7 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "orders-source", TopicOrders, s.OrdersKey, s.OrdersValue)
 	stream.AddSource(t, "payments-source", TopicPayments, s.PaymentsKey, s.PaymentsValue)
 	stream.AddSource(t, "rights-source", TopicRights, s.RightsKey, s.RightsValue)
+	stream.AddSource(t, "swaps-source", TopicSwaps, s.SwapsKey, s.SwapsValue)
 	dsl.SelectKey(t, "l-by-value", p.LByValue, "lefts-source")
 	dsl.Map(t, "r-by-value", p.RByValue, "rights-source")
 	// both reads l-by-value through rekeyedjoins-both-left-repartition: operator "l-by-value" (selectKey) changes the key.
@@ -231,7 +351,17 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	}, "by-order")
 	// paid joins by-order with payments in {before: 5s, after: 5s, grace: 0s}, keeping each side in paid-left-store and paid-right-store.
 	dsl.JoinStreams[string, string, int64, string](t, "paid", dsl.JoinWindowsOf(5*time.Second), s.StorePaidLeftStoreKey, s.StorePaidLeftStoreValue, s.StorePaidRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Paid, "paid-left-repartition-source", "payments-source")
+	stream.AddProcessor(t, "swap", func() stream.Processor[string, string, string, string] {
+		return &swapNode{impl: p.Swap()}
+	}, "swaps-source")
 	dsl.Table[string, string](t, "user-table", TopicUsers, s.UsersKey, s.UsersValue, StoreUsers, stream.StoreOptions{Changelog: true})
+	// swapped reads swap through rekeyedjoins-swapped-repartition: processor "swap" re-keys (rekeys: true).
+	stream.AddRepartition(t, "swapped", s.SwappedKey, s.SwappedValue, stream.RepartitionOptions{
+		LikeReaders: true,
+		Source:      "swapped-repartition-source",
+	}, "swap")
+	// swapped looks each record of swap up in table "user-table"'s store users.
+	dsl.StreamTableJoinWithKey[string, string, string, string](t, "swapped", StoreUsers, p.Swapped, "swapped-repartition-source")
 	// with-user reads by-user through rekeyedjoins-with-user-repartition: operator "by-user" (selectKey) changes the key.
 	stream.AddRepartition(t, "with-user", s.WithUserKey, s.WithUserValue, stream.RepartitionOptions{
 		LikeReaders: true,
@@ -241,6 +371,8 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.StreamTableLeftJoinWithKey[string, string, string, string](t, "with-user", StoreUsers, p.WithUser, "with-user-repartition-source")
 	stream.AddSink(t, "both-out-sink", TopicBothOut, s.BothOutKey, s.BothOutValue, "both")
 	stream.AddSink(t, "paid-out-sink", TopicPaidOut, s.PaidOutKey, s.PaidOutValue, "paid")
+	stream.AddSink(t, "swap-copy-sink", TopicSwapCopy, s.SwapCopyKey, s.SwapCopyValue, "swap")
+	stream.AddSink(t, "swap-out-sink", TopicSwapOut, s.SwapOutKey, s.SwapOutValue, "swapped")
 	stream.AddSink(t, "user-out-sink", TopicUserOut, s.UserOutKey, s.UserOutValue, "with-user")
 	if err := t.Validate(); err != nil {
 		return nil, err

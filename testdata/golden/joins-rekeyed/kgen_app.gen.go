@@ -24,6 +24,9 @@ var Topics = map[string]int32{
 	TopicPaidOut:  4,
 	TopicPayments: 4,
 	TopicRights:   4,
+	TopicSwapCopy: 4,
+	TopicSwapOut:  4,
+	TopicSwaps:    4,
 	TopicUserOut:  4,
 	TopicUsers:    4,
 }

@@ -149,6 +149,34 @@ func (d *TestDriver) PipeRightsTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicRights, d.s.RightsKey, key, ts)
 }
 
+// ReadSwapCopy returns the records written to topic "swap-copy" since the last read.
+func (d *TestDriver) ReadSwapCopy() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicSwapCopy, d.s.SwapCopyKey, d.s.SwapCopyValue)
+}
+
+// ReadSwapOut returns the records written to topic "swap-out" since the last read.
+func (d *TestDriver) ReadSwapOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicSwapOut, d.s.SwapOutKey, d.s.SwapOutValue)
+}
+
+// PipeSwaps writes a record with timestamp ts to topic "swaps" and processes it.
+func (d *TestDriver) PipeSwaps(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicSwaps, d.s.SwapsKey, d.s.SwapsValue, key, value, ts)
+}
+
+// PipeSwapsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "swaps" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeSwapsNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicSwaps, d.s.SwapsValue, value, ts)
+}
+
+// PipeSwapsTombstone writes a tombstone (a null value) for key to topic "swaps" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeSwapsTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicSwaps, d.s.SwapsKey, key, ts)
+}
+
 // ReadUserOut returns the records written to topic "user-out" since the last read.
 func (d *TestDriver) ReadUserOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicUserOut, d.s.UserOutKey, d.s.UserOutValue)
