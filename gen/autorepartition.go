@@ -369,3 +369,23 @@ func (g *Graph) RepartitionTopics() []OwnRepartitionTopic {
 	}
 	return out
 }
+
+// copartitionedRepartitions reports, at its partitions:, a repartition
+// topic whose count is given (a repartition's or a grouping's) and differs
+// from that of a topic read by the same sub-topology, such as the other
+// side of the join it feeds: the application would refuse to start.
+// Topics read together without a repartition are checked by subtopologies.
+func (r *resolver) copartitionedRepartitions() {
+	for _, o := range r.g.allOps() {
+		if o.Partitions == 0 || !o.HasOut || !o.Repartition && o.kind.Name != "repartition" {
+			continue
+		}
+		for _, t := range r.g.Topics {
+			if t.Partitions == 0 || t.Partitions == o.Partitions || t.readBy() != o.Subtopology {
+				continue
+			}
+			r.errs.add(o.PartitionsPos, "%s's repartition topic %s (partitions: %d) and topic %q (%d partitions) are read by the same sub-topology, so they must be co-partitioned: give it partitions: %d", o.what(), r.spec.App.Value+"-"+o.Name.Value+"-repartition", o.Partitions, t.Name.Value, t.Partitions, t.Partitions)
+			break
+		}
+	}
+}

@@ -892,6 +892,7 @@ func (r *resolver) subtopologies() {
 			}
 		}
 	}
+	r.copartitionedRepartitions()
 }
 
 // readBy is the sub-topology reading topic t, -1 for none.
