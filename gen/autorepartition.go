@@ -85,8 +85,8 @@ func (o *OpNode) sideOf(p Node) int {
 
 // entryFrom is the runtime node that receives what parent p sends to o: the
 // sink of p's repartition topic when o reads p through one, the side node
-// of a stream-stream or table-table join, the join's own node for a
-// stream-table join.
+// of a stream-stream join, the join's own node for a stream-table join
+// whose stream is repartitioned, else o's entry node.
 func (o *OpNode) entryFrom(p Node) string {
 	i := o.sideOf(p)
 	if i < 0 || i >= len(o.Rekeyed) || o.kind.Inputs != leftRight {
@@ -95,13 +95,14 @@ func (o *OpNode) entryFrom(p Node) string {
 	if s := o.Rekeyed[i]; s != nil {
 		return s.sink(o)
 	}
-	if !o.HasOut {
-		return o.entryNode()
+	switch {
+	case !o.HasOut:
+	case joinShape(o) == joinStreamStream:
+		return o.Name.Value + [2]string{"-left", "-right"}[i] // each side's own node
+	case o.rekeyedSides() != nil:
+		return o.Name.Value // the stream-table join's own node, the table's store beside it
 	}
-	if joinShape(o) == joinStreamTable {
-		return o.Name.Value // the stream's records; the table is read by its store
-	}
-	return o.Name.Value + [2]string{"-left", "-right"}[i]
+	return o.entryNode()
 }
 
 // sideTopic is the repartition topic o reads parent p through, "" if none.
