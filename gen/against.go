@@ -180,6 +180,7 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 		}
 	}
 	compareOperators(old, new, add)
+	compareRekeyedTopics(old, new, add)
 	newTopicPos := map[string]schema.Pos{}
 	for _, t := range new.Topics {
 		newTopicPos[t.Name.Value] = t.Name.Pos

@@ -117,13 +117,13 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// nodeName is the runtime node name of a processor's child.
-func nodeName(n Node) string {
+// nodeName is the runtime node name of processor from's child n.
+func nodeName(from, n Node) string {
 	switch {
 	case n.Topic != nil:
 		return n.Topic.Go.SinkNode
 	case n.Op != nil:
-		return n.Op.entryNode()
+		return n.Op.entryFrom(from)
 	}
 	return n.Proc.Name.Value
 }
@@ -313,7 +313,7 @@ func (e *emitter) processor(f *jen.File, p *ProcNode) {
 				}
 				f.Commentf("%s sends key and value to %s %q only.", p.Go.ForwardTo[i], what, c.Name())
 				recv().Id(p.Go.ForwardTo[i]).Params(jen.Id("key").Add(kt.Clone()), jen.Id("value").Add(vt.Clone())).Block(
-					jen.Id("c").Dot("Runtime").Call().Dot("ForwardTo").Call(jen.Lit(nodeName(c)), newRec.Clone()))
+					jen.Id("c").Dot("Runtime").Call().Dot("ForwardTo").Call(jen.Lit(nodeName(Node{Proc: p}, c)), newRec.Clone()))
 			}
 		}
 	}

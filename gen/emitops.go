@@ -150,7 +150,7 @@ type opEmit struct {
 }
 
 // op helps emit operator o.
-func (e *emitter) op(o *OpNode) opEmit { return opEmit{e, o, parentNames(o.Parents)} }
+func (e *emitter) op(o *OpNode) opEmit { return opEmit{e, o, o.inputNames()} }
 
 // dsl is function fn of package dsl.
 func (c opEmit) dsl(fn string) *jen.Statement { return jen.Qual(pkgDSL, fn) }

@@ -77,7 +77,13 @@ func Diagram(g *Graph) stream.Diagram {
 			continue
 		}
 		grp := group(o.Subtopology)
-		if rt := o.internal("repartition"); rt != nil {
+		for i, s := range o.Rekeyed {
+			if s != nil {
+				// A join's side read through its own repartition topic.
+				d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: o.sideTopic(o.Parents[i]), Detail: o.Ins[i].String() + ", repartition topic"})
+			}
+		}
+		if rt := o.groupingTopic(); rt != nil {
 			grp = group(o.UpSubtopology)
 			topic := rt.Name
 			d.Nodes = append(d.Nodes, stream.DiagramNode{Kind: stream.DiagramTopic, Name: topic, Detail: o.Out.String() + ", repartition topic"})
@@ -115,6 +121,16 @@ func Diagram(g *Graph) stream.Diagram {
 		}
 		return n.Name()
 	}
+	// to is where an edge from parent from to child c ends: c, or the
+	// repartition topic c reads from through.
+	to := func(from, c Node) string {
+		if c.Op != nil {
+			if t := c.Op.sideTopic(from); t != "" {
+				return "topic:" + t
+			}
+		}
+		return key(c)
+	}
 	for _, p := range g.Processors {
 		for _, par := range p.Parents {
 			if par.Topic != nil {
@@ -122,7 +138,7 @@ func Diagram(g *Graph) stream.Diagram {
 			}
 		}
 		for _, c := range p.Children {
-			e := stream.DiagramEdge{From: p.Name.Value, To: key(c)}
+			e := stream.DiagramEdge{From: p.Name.Value, To: to(Node{Proc: p}, c)}
 			if p.HasOut {
 				e.Label = p.Out.String()
 			}
@@ -133,18 +149,21 @@ func Diagram(g *Graph) stream.Diagram {
 		}
 	}
 	for _, o := range g.allOps() {
-		for _, par := range o.Parents {
+		for i, par := range o.Parents {
+			if t := o.sideTopic(par); t != "" {
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: "topic:" + t, To: o.Name.Value, Label: o.Ins[i].String()})
+			}
 			if par.Topic != nil {
-				d.Edges = append(d.Edges, stream.DiagramEdge{From: key(par), To: o.Name.Value})
+				d.Edges = append(d.Edges, stream.DiagramEdge{From: key(par), To: to(par, Node{Op: o})})
 			}
 		}
 		from := o.Name.Value
-		rt := o.internal("repartition")
+		rt := o.groupingTopic()
 		if rt != nil {
 			d.Edges = append(d.Edges, stream.DiagramEdge{From: from, To: "topic:" + rt.Name, Label: o.Out.String()})
 		}
 		for _, c := range o.Children {
-			e := stream.DiagramEdge{From: from, To: key(c)}
+			e := stream.DiagramEdge{From: from, To: to(Node{Op: o}, c)}
 			if rt != nil {
 				e.From = "topic:" + rt.Name
 			} else if o.HasOut {

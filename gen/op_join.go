@@ -26,11 +26,14 @@ func init() {
 			Entry:    joinEntry,
 			Inputs:   leftRight,
 			Type:     joinType,
-			Nodes:    joinNodes,
-			Internal: joinStores,
+			Nodes:    withRekeyedNodes(joinNodes),
+			Internal: withRekeyedTopics(joinStores),
 			Funcs:    joinFuncs,
-			Emit:     joinEmit,
+			Emit:     withRekeyedEmit(joinEmit),
 			Against:  joinAgainst,
+			// A re-keyed side is repartitioned (autorepartition.go): the
+			// output is partitioned by its key.
+			KeyedOutput: true,
 		})
 	}
 }
@@ -154,8 +157,7 @@ func joinType(r *resolver, o *OpNode, _ Node) {
 			return
 		}
 		if why := r.keyChangedAbove(&OpNode{Parents: []Node{p}}); why != "" {
-			r.errs.add(r.opFromPos(o, i), "%s reads %q, whose key may have changed (%s): a join's inputs must be partitioned by their key; repartition that side first ({op: repartition, from: [%s]})", o.what(), p.Name(), why, p.Name())
-			return
+			r.rekeyed(o, i, why) // read through a repartition topic
 		}
 	}
 	vr := r.typ(o.Value)

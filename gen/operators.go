@@ -61,6 +61,12 @@ type OpNode struct {
 	// UpSubtopology is, for a grouping that repartitions, the sub-topology
 	// writing its repartition topic (Subtopology reads it).
 	UpSubtopology int
+	// Rekeyed are, for a join, the sides (left, right) read through a
+	// repartition topic of their own, nil for a side read as it is
+	// (autorepartition.go).
+	Rekeyed [2]*rekeyedSide
+	// entrySubs are the sub-topologies each parent's records enter.
+	entrySubs map[Node]int
 }
 
 // OpNames are the names generated for one operator.
@@ -636,12 +642,7 @@ func shapeKey(from, n Node) string {
 	case n.Proc != nil:
 		return "processor:" + n.Proc.Name.Value
 	}
-	if e := n.Op.kind.Entry; e != nil {
-		if i := slices.Index(n.Op.Parents, from); i >= 0 {
-			return "op:" + n.Op.Name.Value + e(n.Op, i)
-		}
-	}
-	return "op:" + n.Op.entryNode()
+	return "op:" + n.Op.entryFrom(from)
 }
 
 // addOpShape adds the runtime nodes of operator o to shape, as NewTopology
@@ -666,8 +667,11 @@ func addOpShape(shape *stream.TopologyShape, o *OpNode) {
 			for _, f := range n.Feeds {
 				shape.Children[name] = append(shape.Children[name], "op:"+o.Name.Value+f)
 			}
-		case i+1 < len(nodes) && !nodes[i+1].Source:
-			// Each node feeds the next, unless the next reads a topic.
+		case n.Into != "":
+			shape.Children[name] = []string{"op:" + o.Name.Value + n.Into}
+		case !n.Sink && i+1 < len(nodes) && !nodes[i+1].Source:
+			// Each node feeds the next, unless it writes a topic, the next
+			// reads one, or it says which it feeds.
 			shape.Children[name] = []string{"op:" + o.Name.Value + nodes[i+1].Suffix}
 		}
 	}

@@ -130,6 +130,10 @@ type runtimeNode struct {
 	// its records to, instead of the next in the chain.
 	Feeds    []string
 	Explicit bool
+	// Sink says the node writes a topic: the chain ends after it.
+	Sink bool
+	// Into is the suffix of the node this one feeds, when not the next.
+	Into string
 }
 
 // opFunc is one function an operator calls: a method of Processors the

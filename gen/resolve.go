@@ -872,6 +872,10 @@ func (r *resolver) subtopologies() {
 	for _, o := range r.g.allOps() {
 		o.Subtopology = ids["op:"+o.nodeName()]
 		o.UpSubtopology = ids["op:"+o.entryNode()]
+		o.entrySubs = map[Node]int{}
+		for _, p := range o.Parents {
+			o.entrySubs[p] = ids["op:"+o.entryFrom(p)]
+		}
 		n = max(n, o.Subtopology+1)
 	}
 	readBy := (*TopicNode).readBy
@@ -892,6 +896,7 @@ func (r *resolver) subtopologies() {
 			}
 		}
 	}
+	r.copartitionedRepartitions()
 }
 
 // readBy is the sub-topology reading topic t, -1 for none.
@@ -900,7 +905,11 @@ func (t *TopicNode) readBy() int {
 	case len(t.Readers) > 0:
 		return t.Readers[0].Subtopology
 	case len(t.OpReaders) > 0:
-		return t.OpReaders[0].UpSubtopology // a grouping's upstream half reads
+		o := t.OpReaders[0]
+		if id, ok := o.entrySubs[Node{Topic: t}]; ok {
+			return id // a grouping's upstream half reads, a join's side
+		}
+		return o.UpSubtopology
 	case t.Table != nil && !t.Table.kind.Global:
 		return t.Table.Subtopology
 	}

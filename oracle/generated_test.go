@@ -48,6 +48,9 @@ var generatedPrefix = map[string]string{
 	"global-join-nullable": "global-join", "global-leftJoin-nullable": "global-left-join",
 	"join-fk-inner": "join-fk-inner", "join-fk-left": "join-fk-left",
 	"versioned-table": "versioned-table",
+	// The joins of a re-keyed stream, through the repartition topic the
+	// generator inserts.
+	"join-ss-rekeyed": "join-ss-rekeyed", "join-table-stream-rekeyed": "join-table-stream-rekeyed",
 }
 
 // notGenerated names the topologies kgen.yaml cannot express: a function

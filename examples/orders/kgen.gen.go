@@ -78,10 +78,6 @@ type Serdes struct {
 	StoreCustomersKey serde.Serde[string]
 	// StoreCustomersValue encodes the values of store "customers".
 	StoreCustomersValue serde.Serde[Customer]
-	// ByOrderRpKey encodes the keys of orders-by-order-rp-repartition (string).
-	ByOrderRpKey serde.Serde[string]
-	// ByOrderRpValue encodes the values of orders-by-order-rp-repartition (avro).
-	ByOrderRpValue serde.Serde[EnrichedOrder]
 	// StorePaidLeftStoreKey encodes the keys of store "paid-left-store" (string).
 	StorePaidLeftStoreKey serde.Serde[string]
 	// StorePaidLeftStoreValue encodes the values of store "paid-left-store" (avro).
@@ -90,13 +86,15 @@ type Serdes struct {
 	StorePaidRightStoreKey serde.Serde[string]
 	// StorePaidRightStoreValue encodes the values of store "paid-right-store" (avro).
 	StorePaidRightStoreValue serde.Serde[Payment]
+	// PaidLeftKey encodes the keys of orders-paid-left-repartition (string).
+	PaidLeftKey serde.Serde[string]
+	// PaidLeftValue encodes the values of orders-paid-left-repartition (avro).
+	PaidLeftValue serde.Serde[EnrichedOrder]
 }
 
 // DefaultSerdes returns the serdes of the formats kgen.yaml declares.
 func DefaultSerdes() Serdes {
 	return Serdes{
-		ByOrderRpKey:             serde.String{},
-		ByOrderRpValue:           EnrichedOrderAvroSerde{},
 		CountriesKey:             serde.String{},
 		CountriesValue:           CountryAvroSerde{},
 		CustomersKey:             serde.String{},
@@ -105,6 +103,8 @@ func DefaultSerdes() Serdes {
 		EnrichedOrdersValue:      EnrichedOrderConfluentSerde{},
 		OrdersKey:                serde.String{},
 		OrdersValue:              OrderConfluentSerde{},
+		PaidLeftKey:              serde.String{},
+		PaidLeftValue:            EnrichedOrderAvroSerde{},
 		PaymentsKey:              serde.String{},
 		PaymentsValue:            PaymentAvroSerde{},
 		StoreCountriesKey:        serde.String{},
@@ -191,12 +191,15 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	// with-customer looks each record of orders up in table "customer-table"'s store customers.
 	dsl.StreamTableLeftJoinWithKey[string, Order, Customer, EnrichedOrder](t, "with-customer", StoreCustomers, p.WithCustomer, "orders-source")
 	dsl.SelectKey(t, "by-order", p.ByOrder, "with-customer")
-	// repartition by-order-rp writes its records through orders-by-order-rp-repartition, read back by key.
-	stream.AddRepartition(t, "by-order-rp", s.ByOrderRpKey, s.ByOrderRpValue, stream.RepartitionOptions{Partitions: 3}, "by-order")
 	// country-table holds every partition of countries in store countries, on every instance.
 	globalCountryTable := dsl.NewGlobalTable[string, Country](t, StoreCountries, TopicCountries, s.CountriesKey, s.CountriesValue, stream.StoreOptions{Changelog: false})
-	// paid joins by-order-rp with payments in {before: 10m, after: 10m, grace: 0s}, keeping each side in paid-left-store and paid-right-store.
-	dsl.JoinStreams[string, EnrichedOrder, Payment, EnrichedOrder](t, "paid", dsl.JoinWindowsOf(10*time.Minute), s.StorePaidLeftStoreKey, s.StorePaidLeftStoreValue, s.StorePaidRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Paid, "by-order-rp", "payments-source")
+	// paid reads by-order through orders-paid-left-repartition: operator "by-order" (selectKey) changes the key.
+	stream.AddRepartition(t, "paid-left", s.PaidLeftKey, s.PaidLeftValue, stream.RepartitionOptions{
+		LikeReaders: true,
+		Source:      "paid-left-repartition-source",
+	}, "by-order")
+	// paid joins by-order with payments in {before: 10m, after: 10m, grace: 0s}, keeping each side in paid-left-store and paid-right-store.
+	dsl.JoinStreams[string, EnrichedOrder, Payment, EnrichedOrder](t, "paid", dsl.JoinWindowsOf(10*time.Minute), s.StorePaidLeftStoreKey, s.StorePaidLeftStoreValue, s.StorePaidRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.Paid, "paid-left-repartition-source", "payments-source")
 	// with-country looks each record of paid up in global table "country-table" under the key WithCountryKey gives.
 	dsl.LeftJoinGlobal[string, EnrichedOrder, string, Country, EnrichedOrder](t, "with-country", globalCountryTable, p.WithCountryKey, p.WithCountry, "paid")
 	stream.AddSink(t, "enriched-orders-sink", TopicEnrichedOrders, s.EnrichedOrdersKey, s.EnrichedOrdersValue, "with-country")

@@ -409,6 +409,11 @@ func topics(ctx context.Context, f topicsFlags, dir string, stdout io.Writer) (d
 			return false, fmt.Errorf("created %s on %s, but: %w", strings.Join(made, ", "), brokers, err)
 		}
 	}
+	// The application's own repartition topics, which it creates at start
+	// (co-partitioned as its topology needs): named so that they are known.
+	for _, rt := range p.Graph.RepartitionTopics() {
+		fmt.Fprintf(stdout, "the application creates %s at start: repartition topic of %s\n", rt.Name, rt.What)
+	}
 	sort.Strings(plan.ok)
 	for _, ok := range plan.ok {
 		fmt.Fprintf(stdout, "ok %s\n", ok)

@@ -244,3 +244,9 @@ func (Factories) JfklJoinForeignKey(value string) (string, bool) { return foreig
 func (Factories) JfklJoin(left string, right *string) string {
 	return left + "/" + orNull(right)
 }
+
+// The joins of a re-keyed stream: keyed by the value's first character.
+func (Factories) JssrKey(_ string, value string) string               { return first(value) }
+func (Factories) JssrJoin(_ string, left string, right string) string { return left + "|" + right }
+func (Factories) JtsrKey(_ string, value string) string               { return first(value) }
+func (Factories) JtsrJoin(_ string, left string, right string) string { return left + "/" + right }

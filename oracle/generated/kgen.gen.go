@@ -159,6 +159,12 @@ const (
 	TopicJoinSsOuterOut = "join-ss-outer-out"
 	// TopicJoinSsOuterRight is topic "join-ss-outer-right": key string (string), value string (string).
 	TopicJoinSsOuterRight = "join-ss-outer-right"
+	// TopicJoinSsRekeyedLeft is topic "join-ss-rekeyed-left": key string (string), value string (string).
+	TopicJoinSsRekeyedLeft = "join-ss-rekeyed-left"
+	// TopicJoinSsRekeyedOut is topic "join-ss-rekeyed-out": key string (string), value string (string).
+	TopicJoinSsRekeyedOut = "join-ss-rekeyed-out"
+	// TopicJoinSsRekeyedRight is topic "join-ss-rekeyed-right": key string (string), value string (string).
+	TopicJoinSsRekeyedRight = "join-ss-rekeyed-right"
 	// TopicJoinTableStreamInnerIn is topic "join-table-stream-inner-in": key string (string), value string (string).
 	TopicJoinTableStreamInnerIn = "join-table-stream-inner-in"
 	// TopicJoinTableStreamInnerIn2 is topic "join-table-stream-inner-in2": key string (string), value string (string).
@@ -171,6 +177,12 @@ const (
 	TopicJoinTableStreamLeftIn2 = "join-table-stream-left-in2"
 	// TopicJoinTableStreamLeftOut is topic "join-table-stream-left-out": key string (string), value string (string).
 	TopicJoinTableStreamLeftOut = "join-table-stream-left-out"
+	// TopicJoinTableStreamRekeyedIn is topic "join-table-stream-rekeyed-in": key string (string), value string (string).
+	TopicJoinTableStreamRekeyedIn = "join-table-stream-rekeyed-in"
+	// TopicJoinTableStreamRekeyedIn2 is topic "join-table-stream-rekeyed-in2": key string (string), value string (string).
+	TopicJoinTableStreamRekeyedIn2 = "join-table-stream-rekeyed-in2"
+	// TopicJoinTableStreamRekeyedOut is topic "join-table-stream-rekeyed-out": key string (string), value string (string).
+	TopicJoinTableStreamRekeyedOut = "join-table-stream-rekeyed-out"
 	// TopicJoinTableTableInnerIn is topic "join-table-table-inner-in": key string (string), value string (string).
 	TopicJoinTableTableInnerIn = "join-table-table-inner-in"
 	// TopicJoinTableTableInnerIn2 is topic "join-table-table-inner-in2": key string (string), value string (string).
@@ -343,6 +355,8 @@ const (
 	StoreJtsiTableStore = "jtsi-table-store"
 	// StoreJtslTableStore is key-value store "jtsl-table-store": string to string.
 	StoreJtslTableStore = "jtsl-table-store"
+	// StoreJtsrTableStore is key-value store "jtsr-table-store": string to string.
+	StoreJtsrTableStore = "jtsr-table-store"
 	// StoreJttiLeftStore is key-value store "jtti-left-store": string to string.
 	StoreJttiLeftStore = "jtti-left-store"
 	// StoreJttiRightStore is key-value store "jtti-right-store": string to string.
@@ -679,6 +693,18 @@ type Serdes struct {
 	JoinSsOuterRightKey serde.Serde[string]
 	// JoinSsOuterRightValue encodes the values of topic "join-ss-outer-right" (string).
 	JoinSsOuterRightValue serde.Serde[string]
+	// JoinSsRekeyedLeftKey encodes the keys of topic "join-ss-rekeyed-left" (string).
+	JoinSsRekeyedLeftKey serde.Serde[string]
+	// JoinSsRekeyedLeftValue encodes the values of topic "join-ss-rekeyed-left" (string).
+	JoinSsRekeyedLeftValue serde.Serde[string]
+	// JoinSsRekeyedOutKey encodes the keys of topic "join-ss-rekeyed-out" (string).
+	JoinSsRekeyedOutKey serde.Serde[string]
+	// JoinSsRekeyedOutValue encodes the values of topic "join-ss-rekeyed-out" (string).
+	JoinSsRekeyedOutValue serde.Serde[string]
+	// JoinSsRekeyedRightKey encodes the keys of topic "join-ss-rekeyed-right" (string).
+	JoinSsRekeyedRightKey serde.Serde[string]
+	// JoinSsRekeyedRightValue encodes the values of topic "join-ss-rekeyed-right" (string).
+	JoinSsRekeyedRightValue serde.Serde[string]
 	// JoinTableStreamInnerInKey encodes the keys of topic "join-table-stream-inner-in" (string).
 	JoinTableStreamInnerInKey serde.Serde[string]
 	// JoinTableStreamInnerInValue encodes the values of topic "join-table-stream-inner-in" (string).
@@ -703,6 +729,18 @@ type Serdes struct {
 	JoinTableStreamLeftOutKey serde.Serde[string]
 	// JoinTableStreamLeftOutValue encodes the values of topic "join-table-stream-left-out" (string).
 	JoinTableStreamLeftOutValue serde.Serde[string]
+	// JoinTableStreamRekeyedInKey encodes the keys of topic "join-table-stream-rekeyed-in" (string).
+	JoinTableStreamRekeyedInKey serde.Serde[string]
+	// JoinTableStreamRekeyedInValue encodes the values of topic "join-table-stream-rekeyed-in" (string).
+	JoinTableStreamRekeyedInValue serde.Serde[string]
+	// JoinTableStreamRekeyedIn2Key encodes the keys of topic "join-table-stream-rekeyed-in2" (string).
+	JoinTableStreamRekeyedIn2Key serde.Serde[string]
+	// JoinTableStreamRekeyedIn2Value encodes the values of topic "join-table-stream-rekeyed-in2" (string).
+	JoinTableStreamRekeyedIn2Value serde.Serde[string]
+	// JoinTableStreamRekeyedOutKey encodes the keys of topic "join-table-stream-rekeyed-out" (string).
+	JoinTableStreamRekeyedOutKey serde.Serde[string]
+	// JoinTableStreamRekeyedOutValue encodes the values of topic "join-table-stream-rekeyed-out" (string).
+	JoinTableStreamRekeyedOutValue serde.Serde[string]
 	// JoinTableTableInnerInKey encodes the keys of topic "join-table-table-inner-in" (string).
 	JoinTableTableInnerInKey serde.Serde[string]
 	// JoinTableTableInnerInValue encodes the values of topic "join-table-table-inner-in" (string).
@@ -1039,6 +1077,10 @@ type Serdes struct {
 	StoreJtslTableStoreKey serde.Serde[string]
 	// StoreJtslTableStoreValue encodes the values of store "jtsl-table-store".
 	StoreJtslTableStoreValue serde.Serde[string]
+	// StoreJtsrTableStoreKey encodes the keys of store "jtsr-table-store".
+	StoreJtsrTableStoreKey serde.Serde[string]
+	// StoreJtsrTableStoreValue encodes the values of store "jtsr-table-store".
+	StoreJtsrTableStoreValue serde.Serde[string]
 	// StoreJttiLeftStoreKey encodes the keys of store "jtti-left-store".
 	StoreJttiLeftStoreKey serde.Serde[string]
 	// StoreJttiLeftStoreValue encodes the values of store "jtti-left-store".
@@ -1219,6 +1261,22 @@ type Serdes struct {
 	StoreJssOuterAsymRightStoreKey serde.Serde[string]
 	// StoreJssOuterAsymRightStoreValue encodes the values of store "jss-outer-asym-right-store" (string).
 	StoreJssOuterAsymRightStoreValue serde.Serde[string]
+	// StoreJssrJoinLeftStoreKey encodes the keys of store "jssr-join-left-store" (string).
+	StoreJssrJoinLeftStoreKey serde.Serde[string]
+	// StoreJssrJoinLeftStoreValue encodes the values of store "jssr-join-left-store" (string).
+	StoreJssrJoinLeftStoreValue serde.Serde[string]
+	// StoreJssrJoinRightStoreKey encodes the keys of store "jssr-join-right-store" (string).
+	StoreJssrJoinRightStoreKey serde.Serde[string]
+	// StoreJssrJoinRightStoreValue encodes the values of store "jssr-join-right-store" (string).
+	StoreJssrJoinRightStoreValue serde.Serde[string]
+	// JssrJoinLeftKey encodes the keys of oracle-jssr-join-left-repartition (string).
+	JssrJoinLeftKey serde.Serde[string]
+	// JssrJoinLeftValue encodes the values of oracle-jssr-join-left-repartition (string).
+	JssrJoinLeftValue serde.Serde[string]
+	// JtsrJoinKey encodes the keys of oracle-jtsr-join-repartition (string).
+	JtsrJoinKey serde.Serde[string]
+	// JtsrJoinValue encodes the values of oracle-jtsr-join-repartition (string).
+	JtsrJoinValue serde.Serde[string]
 	// StoreTsFinalBufferKey encodes the keys of store "ts-final-buffer" (string).
 	StoreTsFinalBufferKey serde.Serde[string]
 	// StoreTsFinalBufferValue encodes the values of store "ts-final-buffer" (int64).
@@ -1378,6 +1436,12 @@ func DefaultSerdes() Serdes {
 		JoinSsOuterOutValue:                 serde.String{},
 		JoinSsOuterRightKey:                 serde.String{},
 		JoinSsOuterRightValue:               serde.String{},
+		JoinSsRekeyedLeftKey:                serde.String{},
+		JoinSsRekeyedLeftValue:              serde.String{},
+		JoinSsRekeyedOutKey:                 serde.String{},
+		JoinSsRekeyedOutValue:               serde.String{},
+		JoinSsRekeyedRightKey:               serde.String{},
+		JoinSsRekeyedRightValue:             serde.String{},
 		JoinTableStreamInnerIn2Key:          serde.String{},
 		JoinTableStreamInnerIn2Value:        serde.String{},
 		JoinTableStreamInnerInKey:           serde.String{},
@@ -1390,6 +1454,12 @@ func DefaultSerdes() Serdes {
 		JoinTableStreamLeftInValue:          serde.String{},
 		JoinTableStreamLeftOutKey:           serde.String{},
 		JoinTableStreamLeftOutValue:         serde.String{},
+		JoinTableStreamRekeyedIn2Key:        serde.String{},
+		JoinTableStreamRekeyedIn2Value:      serde.String{},
+		JoinTableStreamRekeyedInKey:         serde.String{},
+		JoinTableStreamRekeyedInValue:       serde.String{},
+		JoinTableStreamRekeyedOutKey:        serde.String{},
+		JoinTableStreamRekeyedOutValue:      serde.String{},
 		JoinTableTableInnerIn2Key:           serde.String{},
 		JoinTableTableInnerIn2Value:         serde.String{},
 		JoinTableTableInnerInKey:            serde.String{},
@@ -1408,6 +1478,10 @@ func DefaultSerdes() Serdes {
 		JoinTableTableOuterInValue:          serde.String{},
 		JoinTableTableOuterOutKey:           serde.String{},
 		JoinTableTableOuterOutValue:         serde.String{},
+		JssrJoinLeftKey:                     serde.String{},
+		JssrJoinLeftValue:                   serde.String{},
+		JtsrJoinKey:                         serde.String{},
+		JtsrJoinValue:                       serde.String{},
 		MapInKey:                            serde.String{},
 		MapInValue:                          serde.String{},
 		MapOutKey:                           serde.String{},
@@ -1520,10 +1594,16 @@ func DefaultSerdes() Serdes {
 		StoreJssOuterLeftStoreValue:         serde.String{},
 		StoreJssOuterRightStoreKey:          serde.String{},
 		StoreJssOuterRightStoreValue:        serde.String{},
+		StoreJssrJoinLeftStoreKey:           serde.String{},
+		StoreJssrJoinLeftStoreValue:         serde.String{},
+		StoreJssrJoinRightStoreKey:          serde.String{},
+		StoreJssrJoinRightStoreValue:        serde.String{},
 		StoreJtsiTableStoreKey:              serde.String{},
 		StoreJtsiTableStoreValue:            serde.String{},
 		StoreJtslTableStoreKey:              serde.String{},
 		StoreJtslTableStoreValue:            serde.String{},
+		StoreJtsrTableStoreKey:              serde.String{},
+		StoreJtsrTableStoreValue:            serde.String{},
 		StoreJttiLeftStoreKey:               serde.String{},
 		StoreJttiLeftStoreValue:             serde.String{},
 		StoreJttiRightStoreKey:              serde.String{},
@@ -1716,12 +1796,22 @@ type Processors interface {
 	// JssOuterAsym is the joiner of outerJoin "jss-outer-asym" (stream-stream): the joined
 	// value of a key's left and right values (either nil where that side has none).
 	JssOuterAsym(key string, left *string, right *string) string
+	// JssrJoin is the joiner of join "jssr-join" (stream-stream): the joined value of a
+	// key's left and right values.
+	JssrJoin(key string, left string, right string) string
+	// JssrKey is the key selector of selectKey "jssr-key": the new key of a record.
+	JssrKey(key string, value string) string
 	// JtsiJoin is the joiner of join "jtsi-join" (stream-table): the joined value of a key's
 	// left and right values.
 	JtsiJoin(key string, left string, right string) string
 	// JtslJoin is the joiner of leftJoin "jtsl-join" (stream-table): the joined value of a
 	// key's left and right values (right nil where there is none).
 	JtslJoin(key string, left string, right *string) string
+	// JtsrJoin is the joiner of join "jtsr-join" (stream-table): the joined value of a key's
+	// left and right values.
+	JtsrJoin(key string, left string, right string) string
+	// JtsrKey is the key selector of selectKey "jtsr-key": the new key of a record.
+	JtsrKey(key string, value string) string
 	// JttiJoin is the joiner of join "jtti-join" (table-table): the joined value of a key's
 	// left and right values.
 	JttiJoin(key string, left string, right string) string
@@ -1888,8 +1978,11 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "join-ss-outer-asym-right-source", TopicJoinSsOuterAsymRight, s.JoinSsOuterAsymRightKey, s.JoinSsOuterAsymRightValue)
 	stream.AddSource(t, "join-ss-outer-left-source", TopicJoinSsOuterLeft, s.JoinSsOuterLeftKey, s.JoinSsOuterLeftValue)
 	stream.AddSource(t, "join-ss-outer-right-source", TopicJoinSsOuterRight, s.JoinSsOuterRightKey, s.JoinSsOuterRightValue)
+	stream.AddSource(t, "join-ss-rekeyed-left-source", TopicJoinSsRekeyedLeft, s.JoinSsRekeyedLeftKey, s.JoinSsRekeyedLeftValue)
+	stream.AddSource(t, "join-ss-rekeyed-right-source", TopicJoinSsRekeyedRight, s.JoinSsRekeyedRightKey, s.JoinSsRekeyedRightValue)
 	stream.AddSource(t, "join-table-stream-inner-in-source", TopicJoinTableStreamInnerIn, s.JoinTableStreamInnerInKey, s.JoinTableStreamInnerInValue)
 	stream.AddSource(t, "join-table-stream-left-in-source", TopicJoinTableStreamLeftIn, s.JoinTableStreamLeftInKey, s.JoinTableStreamLeftInValue)
+	stream.AddSource(t, "join-table-stream-rekeyed-in-source", TopicJoinTableStreamRekeyedIn, s.JoinTableStreamRekeyedInKey, s.JoinTableStreamRekeyedInValue)
 	stream.AddSource(t, "map-in-source", TopicMapIn, s.MapInKey, s.MapInValue)
 	stream.AddSource(t, "map-values-in-source", TopicMapValuesIn, s.MapValuesInKey, s.MapValuesInValue)
 	stream.AddSource(t, "map-values-nullable-in-source", TopicMapValuesNullableIn, dsl.Nullable(s.MapValuesNullableInKey), dsl.Nullable(s.MapValuesNullableInValue))
@@ -2060,12 +2153,29 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	dsl.OuterJoinStreams[string, string, string, string](t, "jss-outer", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssOuterLeftStoreKey, s.StoreJssOuterLeftStoreValue, s.StoreJssOuterRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssOuter, "join-ss-outer-left-source", "join-ss-outer-right-source")
 	// jss-outer-asym joins join-ss-outer-asym-left with join-ss-outer-asym-right in {before: 5s, after: 10s, grace: 2s}, keeping each side in jss-outer-asym-left-store and jss-outer-asym-right-store.
 	dsl.OuterJoinStreams[string, string, string, string](t, "jss-outer-asym", dsl.JoinWindowsOf(5*time.Second).After(10*time.Second).Grace(2*time.Second), s.StoreJssOuterAsymLeftStoreKey, s.StoreJssOuterAsymLeftStoreValue, s.StoreJssOuterAsymRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssOuterAsym, "join-ss-outer-asym-left-source", "join-ss-outer-asym-right-source")
+	dsl.SelectKey(t, "jssr-key", p.JssrKey, "join-ss-rekeyed-left-source")
+	// jssr-join reads jssr-key through oracle-jssr-join-left-repartition: operator "jssr-key" (selectKey) changes the key.
+	stream.AddRepartition(t, "jssr-join-left", s.JssrJoinLeftKey, s.JssrJoinLeftValue, stream.RepartitionOptions{
+		LikeReaders: true,
+		Source:      "jssr-join-left-repartition-source",
+	}, "jssr-key")
+	// jssr-join joins jssr-key with join-ss-rekeyed-right in {before: 10s, after: 10s, grace: 5s}, keeping each side in jssr-join-left-store and jssr-join-right-store.
+	dsl.JoinStreams[string, string, string, string](t, "jssr-join", dsl.JoinWindowsOf(10*time.Second).Grace(5*time.Second), s.StoreJssrJoinLeftStoreKey, s.StoreJssrJoinLeftStoreValue, s.StoreJssrJoinRightStoreValue, dsl.StreamJoinOptions{Store: stream.StoreOptions{Changelog: true}}, p.JssrJoin, "jssr-join-left-repartition-source", "join-ss-rekeyed-right-source")
 	dsl.Table[string, string](t, "jtsi-table", TopicJoinTableStreamInnerIn2, s.JoinTableStreamInnerIn2Key, s.JoinTableStreamInnerIn2Value, StoreJtsiTableStore, stream.StoreOptions{Changelog: true})
 	// jtsi-join looks each record of join-table-stream-inner-in up in table "jtsi-table"'s store jtsi-table-store.
 	dsl.StreamTableJoinWithKey[string, string, string, string](t, "jtsi-join", StoreJtsiTableStore, p.JtsiJoin, "join-table-stream-inner-in-source")
 	dsl.Table[string, string](t, "jtsl-table", TopicJoinTableStreamLeftIn2, s.JoinTableStreamLeftIn2Key, s.JoinTableStreamLeftIn2Value, StoreJtslTableStore, stream.StoreOptions{Changelog: true})
 	// jtsl-join looks each record of join-table-stream-left-in up in table "jtsl-table"'s store jtsl-table-store.
 	dsl.StreamTableLeftJoinWithKey[string, string, string, string](t, "jtsl-join", StoreJtslTableStore, p.JtslJoin, "join-table-stream-left-in-source")
+	dsl.SelectKey(t, "jtsr-key", p.JtsrKey, "join-table-stream-rekeyed-in-source")
+	dsl.Table[string, string](t, "jtsr-table", TopicJoinTableStreamRekeyedIn2, s.JoinTableStreamRekeyedIn2Key, s.JoinTableStreamRekeyedIn2Value, StoreJtsrTableStore, stream.StoreOptions{Changelog: true})
+	// jtsr-join reads jtsr-key through oracle-jtsr-join-repartition: operator "jtsr-key" (selectKey) changes the key.
+	stream.AddRepartition(t, "jtsr-join", s.JtsrJoinKey, s.JtsrJoinValue, stream.RepartitionOptions{
+		LikeReaders: true,
+		Source:      "jtsr-join-repartition-source",
+	}, "jtsr-key")
+	// jtsr-join looks each record of jtsr-key up in table "jtsr-table"'s store jtsr-table-store.
+	dsl.StreamTableJoinWithKey[string, string, string, string](t, "jtsr-join", StoreJtsrTableStore, p.JtsrJoin, "jtsr-join-repartition-source")
 	dsl.Table[string, string](t, "jtti-left", TopicJoinTableTableInnerIn, s.JoinTableTableInnerInKey, s.JoinTableTableInnerInValue, StoreJttiLeftStore, stream.StoreOptions{Changelog: true})
 	dsl.Table[string, string](t, "jtti-right", TopicJoinTableTableInnerIn2, s.JoinTableTableInnerIn2Key, s.JoinTableTableInnerIn2Value, StoreJttiRightStore, stream.StoreOptions{Changelog: true})
 	// jtti-join joins the rows of tables jtti-left and jtti-right, each update looking up the other's store.
@@ -2231,8 +2341,10 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSink(t, "join-ss-left-out-sink", TopicJoinSsLeftOut, s.JoinSsLeftOutKey, s.JoinSsLeftOutValue, "jss-left")
 	stream.AddSink(t, "join-ss-outer-asym-out-sink", TopicJoinSsOuterAsymOut, s.JoinSsOuterAsymOutKey, s.JoinSsOuterAsymOutValue, "jss-outer-asym")
 	stream.AddSink(t, "join-ss-outer-out-sink", TopicJoinSsOuterOut, s.JoinSsOuterOutKey, s.JoinSsOuterOutValue, "jss-outer")
+	stream.AddSink(t, "join-ss-rekeyed-out-sink", TopicJoinSsRekeyedOut, s.JoinSsRekeyedOutKey, s.JoinSsRekeyedOutValue, "jssr-join")
 	stream.AddSink(t, "join-table-stream-inner-out-sink", TopicJoinTableStreamInnerOut, s.JoinTableStreamInnerOutKey, s.JoinTableStreamInnerOutValue, "jtsi-join")
 	stream.AddSink(t, "join-table-stream-left-out-sink", TopicJoinTableStreamLeftOut, s.JoinTableStreamLeftOutKey, s.JoinTableStreamLeftOutValue, "jtsl-join")
+	stream.AddSink(t, "join-table-stream-rekeyed-out-sink", TopicJoinTableStreamRekeyedOut, s.JoinTableStreamRekeyedOutKey, s.JoinTableStreamRekeyedOutValue, "jtsr-join")
 	stream.AddSink(t, "join-table-table-inner-out-sink", TopicJoinTableTableInnerOut, s.JoinTableTableInnerOutKey, dsl.Nullable(s.JoinTableTableInnerOutValue), "jtti-out")
 	stream.AddSink(t, "join-table-table-left-out-sink", TopicJoinTableTableLeftOut, s.JoinTableTableLeftOutKey, dsl.Nullable(s.JoinTableTableLeftOutValue), "jttl-out")
 	stream.AddSink(t, "join-table-table-outer-out-sink", TopicJoinTableTableOuterOut, s.JoinTableTableOuterOutKey, dsl.Nullable(s.JoinTableTableOuterOutValue), "jtto-out")

@@ -746,6 +746,47 @@ func (d *TestDriver) PipeJoinSsOuterRightTombstone(key string, ts time.Time) err
 	return streamtest.PipeTombstone(d.d, TopicJoinSsOuterRight, d.s.JoinSsOuterRightKey, key, ts)
 }
 
+// PipeJoinSsRekeyedLeft writes a record with timestamp ts to topic "join-ss-rekeyed-left" and processes it.
+func (d *TestDriver) PipeJoinSsRekeyedLeft(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsRekeyedLeft, d.s.JoinSsRekeyedLeftKey, d.s.JoinSsRekeyedLeftValue, key, value, ts)
+}
+
+// PipeJoinSsRekeyedLeftNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-rekeyed-left" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsRekeyedLeftNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsRekeyedLeft, d.s.JoinSsRekeyedLeftValue, value, ts)
+}
+
+// PipeJoinSsRekeyedLeftTombstone writes a tombstone (a null value) for key to topic "join-ss-rekeyed-left" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsRekeyedLeftTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsRekeyedLeft, d.s.JoinSsRekeyedLeftKey, key, ts)
+}
+
+// ReadJoinSsRekeyedOut returns the records written to topic "join-ss-rekeyed-out" since the last read.
+func (d *TestDriver) ReadJoinSsRekeyedOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinSsRekeyedOut, d.s.JoinSsRekeyedOutKey, d.s.JoinSsRekeyedOutValue)
+}
+
+// PipeJoinSsRekeyedRight writes a record with timestamp ts to topic "join-ss-rekeyed-right" and processes it.
+func (d *TestDriver) PipeJoinSsRekeyedRight(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinSsRekeyedRight, d.s.JoinSsRekeyedRightKey, d.s.JoinSsRekeyedRightValue, key, value, ts)
+}
+
+// PipeJoinSsRekeyedRightNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-ss-rekeyed-right" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsRekeyedRightNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinSsRekeyedRight, d.s.JoinSsRekeyedRightValue, value, ts)
+}
+
+// PipeJoinSsRekeyedRightTombstone writes a tombstone (a null value) for key to topic "join-ss-rekeyed-right" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinSsRekeyedRightTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinSsRekeyedRight, d.s.JoinSsRekeyedRightKey, key, ts)
+}
+
 // PipeJoinTableStreamInnerIn writes a record with timestamp ts to topic "join-table-stream-inner-in" and processes it.
 func (d *TestDriver) PipeJoinTableStreamInnerIn(key string, value string, ts time.Time) error {
 	return streamtest.Pipe(d.d, TopicJoinTableStreamInnerIn, d.s.JoinTableStreamInnerInKey, d.s.JoinTableStreamInnerInValue, key, value, ts)
@@ -826,6 +867,47 @@ func (d *TestDriver) DeleteJoinTableStreamLeftIn2(key string, ts time.Time) erro
 // ReadJoinTableStreamLeftOut returns the records written to topic "join-table-stream-left-out" since the last read.
 func (d *TestDriver) ReadJoinTableStreamLeftOut() ([]stream.Record[string, string], error) {
 	return streamtest.Read(d.d, TopicJoinTableStreamLeftOut, d.s.JoinTableStreamLeftOutKey, d.s.JoinTableStreamLeftOutValue)
+}
+
+// PipeJoinTableStreamRekeyedIn writes a record with timestamp ts to topic "join-table-stream-rekeyed-in" and processes it.
+func (d *TestDriver) PipeJoinTableStreamRekeyedIn(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamRekeyedIn, d.s.JoinTableStreamRekeyedInKey, d.s.JoinTableStreamRekeyedInValue, key, value, ts)
+}
+
+// PipeJoinTableStreamRekeyedInNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-rekeyed-in" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamRekeyedInNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamRekeyedIn, d.s.JoinTableStreamRekeyedInValue, value, ts)
+}
+
+// PipeJoinTableStreamRekeyedInTombstone writes a tombstone (a null value) for key to topic "join-table-stream-rekeyed-in" and processes
+// it: its source, whose value cannot be null, drops it and counts it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamRekeyedInTombstone(key string, ts time.Time) error {
+	return streamtest.PipeTombstone(d.d, TopicJoinTableStreamRekeyedIn, d.s.JoinTableStreamRekeyedInKey, key, ts)
+}
+
+// PipeJoinTableStreamRekeyedIn2 writes a record with timestamp ts to topic "join-table-stream-rekeyed-in2" and processes it.
+func (d *TestDriver) PipeJoinTableStreamRekeyedIn2(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamRekeyedIn2, d.s.JoinTableStreamRekeyedIn2Key, d.s.JoinTableStreamRekeyedIn2Value, key, value, ts)
+}
+
+// PipeJoinTableStreamRekeyedIn2NullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "join-table-stream-rekeyed-in2" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeJoinTableStreamRekeyedIn2NullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicJoinTableStreamRekeyedIn2, d.s.JoinTableStreamRekeyedIn2Value, value, ts)
+}
+
+// DeleteJoinTableStreamRekeyedIn2 writes a tombstone for key with timestamp ts to topic "join-table-stream-rekeyed-in2" and processes
+// it: table "jtsr-table" deletes the key's row.
+func (d *TestDriver) DeleteJoinTableStreamRekeyedIn2(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicJoinTableStreamRekeyedIn2, d.s.JoinTableStreamRekeyedIn2Key, dsl.Nullable(d.s.JoinTableStreamRekeyedIn2Value), key, nil, ts)
+}
+
+// ReadJoinTableStreamRekeyedOut returns the records written to topic "join-table-stream-rekeyed-out" since the last read.
+func (d *TestDriver) ReadJoinTableStreamRekeyedOut() ([]stream.Record[string, string], error) {
+	return streamtest.Read(d.d, TopicJoinTableStreamRekeyedOut, d.s.JoinTableStreamRekeyedOutKey, d.s.JoinTableStreamRekeyedOutValue)
 }
 
 // PipeJoinTableTableInnerIn writes a record with timestamp ts to topic "join-table-table-inner-in" and processes it.
@@ -1697,6 +1779,13 @@ func (d *TestDriver) JtsiTableStore() (state.KeyValueStore[string, dsl.ValueAndT
 // operator "jtsl-table" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) JtslTableStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJtslTableStore, d.s.StoreJtslTableStoreKey)
+}
+
+// JtsrTableStore is store "jtsr-table-store", to inspect or seed: every partition's copy, each key
+// in its partition's.
+// operator "jtsr-table" (table) keeps its rows in it, each with the timestamp of its last update.
+func (d *TestDriver) JtsrTableStore() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
+	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreJtsrTableStore, d.s.StoreJtsrTableStoreKey)
 }
 
 // JttiLeftStore is store "jtti-left-store", to inspect or seed: every partition's copy, each key

@@ -105,7 +105,7 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 		}
 	}
 	for _, r := range t.repartitions {
-		if topic := t.nodes[r.name].topic; r.partitions > 0 && lc.TopicPartitions[topic] == 0 {
+		if topic := t.nodes[r.source].topic; r.partitions > 0 && lc.TopicPartitions[topic] == 0 {
 			d.counts[topic] = r.partitions
 		}
 	}

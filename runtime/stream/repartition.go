@@ -15,18 +15,25 @@ type RepartitionOptions struct {
 	// topics of the sub-topology that writes to it.
 	Partitions int32
 	// LikeReaders, when Partitions is zero, gives the topic the partition
-	// count of the other source topics of the sub-topology that reads it,
-	// rather than of the one that writes it: for a topic a join reads
+	// count of the other source topics of the sub-topology that reads it
+	// (but for those that take it so too), rather than of the one that
+	// writes it: for a topic a join reads
 	// beside another side's topic (Kafka Streams makes such repartition
 	// topics co-partitioned with the group's other topics). A foreign-key
 	// join's subscription and response topics take it.
 	LikeReaders bool
+	// Source names the node that reads the topic back, when it is not the
+	// step's name: a join's side repartitioned through
+	// <app>-<join>-left-repartition is read by <join>-left-repartition-source,
+	// as the join's own node <join>-left already has the step's name.
+	Source string
 }
 
 // AddRepartition adds a repartition step named name (Kafka Streams'
 // repartition topics): the records its parents forward are written, keyed by
 // their key, to the internal topic <app>-<name>-repartition, and read back by
-// a source node called name, whose children form a new sub-topology. All
+// a source node called name (or opts.Source), whose children form a new
+// sub-topology. All
 // records with one key then meet in one task, whichever partition they came
 // from: put it after a processor that changes the key and before one whose
 // state is per key. The sink half is the node name+"-repartition-sink".
@@ -51,18 +58,23 @@ func AddRepartition[K, V any](t *Topology, name string, ks serde.Serde[K], vs se
 		inKey: reflect.TypeFor[K](), inVal: reflect.TypeFor[V](),
 	}
 	sink.build = sinkBuilder(sink, serde.Serializer[K](ks), serde.Serializer[V](vs), nil)
+	srcName := name
+	if opts.Source != "" {
+		srcName = opts.Source
+	}
 	source := &node{
-		name: name, kind: sourceKind, topic: placeholder, repartition: name,
+		name: srcName, kind: sourceKind, topic: placeholder, repartition: name,
 		outKey: reflect.TypeFor[K](), outVal: reflect.TypeFor[V](),
 	}
 	source.build = sourceBuilder(source, serde.Deserializer[K](ks), serde.Deserializer[V](vs), nil)
 	if t.addNode(sink) && t.addNode(source) {
-		t.repartitions = append(t.repartitions, repartitionDef{name: name, partitions: opts.Partitions, likeReaders: opts.LikeReaders})
+		t.repartitions = append(t.repartitions, repartitionDef{name: name, source: srcName, partitions: opts.Partitions, likeReaders: opts.LikeReaders})
 	}
 }
 
 type repartitionDef struct {
-	name        string
+	name        string // the step's: its topic and sink are named from it
+	source      string // the node reading the topic back
 	partitions  int32
 	likeReaders bool
 }
@@ -111,7 +123,7 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 	writer := map[string]int{} // repartition topic -> sub-topology it takes its count from
 	like := map[string]bool{}  // repartition topics taking their readers' count
 	for _, r := range t.repartitions {
-		src := t.nodes[r.name]
+		src := t.nodes[r.source]
 		want[src.topic] = r.partitions
 		writer[src.topic] = t.nodes[r.name+"-repartition-sink"].sub
 		if r.likeReaders {
@@ -132,16 +144,14 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 			var n int32
 			known := true
 			for _, up := range t.subs[writer[topic]].topics {
-				if up == topic {
+				// Topics that take their readers' count do not take it
+				// from each other (two joins reading one table's store,
+				// each through its own repartition topic), but from the
+				// others.
+				if up == topic || like[topic] && like[up] {
 					continue
 				}
 				c, ok := counts[up]
-				if !ok && like[topic] && like[up] {
-					// Two topics read beside each other, each taking
-					// the other's count (two foreign-key joins of one
-					// table): the others of the group decide both.
-					continue
-				}
 				known = known && ok
 				n = max(n, c)
 			}
@@ -164,7 +174,7 @@ func (t *Topology) repartitionPartitions(counts map[string]int32) error {
 // internalSourceTopic says whether a source topic is a repartition topic.
 func (t *Topology) isRepartitionTopic(topic string) bool {
 	for _, r := range t.repartitions {
-		if t.nodes[r.name].topic == topic {
+		if t.nodes[r.source].topic == topic {
 			return true
 		}
 	}

@@ -216,6 +216,52 @@ func TestRepartitionInTheDescription(t *testing.T) {
 	}
 }
 
+// RepartitionOptions.Source names the node that reads the topic back, the
+// topic and sink keeping the step's name (a join's side reads through
+// <join>-left-repartition while <join>-left is the join's own node), and
+// the words are counted right through it.
+func TestRepartitionSourceName(t *testing.T) {
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "sentences", "sentences", serde.String{}, serde.String{})
+	stream.AddProcessor(topo, "split", func() stream.Processor[string, string, string, string] {
+		return stream.ProcessorFunc[string, string, string, string](func(ctx *stream.Context[string, string], r stream.Record[string, string]) error {
+			for _, w := range strings.Fields(r.Value) {
+				ctx.Forward(stream.Record[string, string]{Key: w, Value: w})
+			}
+			return nil
+		})
+	}, "sentences")
+	stream.AddRepartition(topo, "words", serde.String{}, serde.String{}, stream.RepartitionOptions{Source: "words-repartition-source"}, "split")
+	stream.AddProcessor(topo, "count", func() stream.Processor[string, string, string, int64] { return &keyCounter{} }, "words-repartition-source")
+	stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Changelog: true}, "count")
+	stream.AddSink(topo, "out", "word-counts", serde.String{}, serde.Int64{}, "count")
+	d, err := stream.NewLocalDriver(topo, stream.LocalConfig{AppID: "wc", Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	desc := d.Describe()
+	for _, want := range []string{"Sink: words-repartition-sink (topic: wc-words-repartition)", "Source: words-repartition-source (topics: [wc-words-repartition])"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("description lacks %q:\n%s", want, desc)
+		}
+	}
+	recs, truth := sentences("sentences", 200)
+	for _, r := range recs {
+		if err := d.Pipe("sentences", r.Key, r.Value, nil, time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	for _, r := range d.Output("word-counts") {
+		n, _ := serde.Int64{}.Deserialize(r.Value)
+		got[string(r.Key)] = max(got[string(r.Key)], n)
+	}
+	if !mapsEqual(truth, got) {
+		t.Fatalf("counts differ: %s", mapDiff(truth, got))
+	}
+}
+
 // The LocalDriver partitions like production: with 4 partitions, a word
 // count that re-keys without a repartition step counts each word in several
 // tasks and gets it wrong; with the step, every count is right.

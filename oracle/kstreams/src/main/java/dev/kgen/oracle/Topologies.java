@@ -302,6 +302,14 @@ final class Topologies {
                 out.to("out", Produced.with(S, S));
                 break;
             }
+            case "join-table-stream-rekeyed":
+                // The stream re-keyed by its value's first character before it
+                // joins: Kafka Streams reads it through a repartition topic it
+                // inserts, co-partitioned with the table's.
+                b.stream("in", Consumed.with(S, S)).selectKey((k, v) -> first(v))
+                        .join(b.table("in2", Consumed.with(S, S)), (v, row) -> v + "/" + row, Joined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
+                break;
             case "join-table-table-inner":
                 b.table("in", Consumed.with(S, S))
                         .join(b.table("in2", Consumed.with(S, S)), (l, r) -> l + "/" + r)
@@ -494,6 +502,13 @@ final class Topologies {
             case "join-ss-outer":
             case "join-ss-outer-nullable":
                 joinSS(b, "outer", JOIN_SS);
+                break;
+            case "join-ss-rekeyed":
+                // The left stream re-keyed by its value's first character before
+                // it joins: Kafka Streams reads it through a repartition topic.
+                b.stream("left", Consumed.with(S, S)).selectKey((k, v) -> first(v))
+                        .join(b.stream("right", Consumed.with(S, S)), (x, y) -> x + "|" + y, JOIN_SS, StreamJoined.with(S, S, S))
+                        .to("out", Produced.with(S, S));
                 break;
             case "join-ss-inner-zero":
                 joinSS(b, "inner", JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ZERO));
