@@ -220,8 +220,9 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 	}
 	if t.current != nil && t.processed%latencySample == 0 {
 		// From the input record's timestamp to its output: Kafka Streams'
-		// record-e2e-latency, taken at the sink.
-		t.endToEndLat.observe(time.Since(fromMillis(t.currentTime)))
+		// record-e2e-latency, taken at the sink (of the record it writes,
+		// whose time may be a join's or a window's rather than the input's).
+		t.endToEndLat.observe(time.Since(ts))
 	}
 	o := &outRecord{rec: kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts}}
 	o.src = produceSource{Context: context.Background(), in: t.current, node: s.name}

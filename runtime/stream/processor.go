@@ -100,17 +100,17 @@ func (c *nodeContext) Offset() int64 {
 	return -1
 }
 
-// Timestamp is the current record's timestamp (as the source's timestamp
-// extractor gave it); inside a punctuation, the punctuation's time.
+// Timestamp is the timestamp of the record this processor is processing:
+// the one its parent forwarded (a source's is the input record's, as its
+// timestamp extractor gave it; a join's is the later of the two joined),
+// not necessarily the task's input record's. Inside a punctuation, the
+// punctuation's time. As in Kafka Streams, a store write's changelog record
+// gets this time.
 func (c *nodeContext) Timestamp() time.Time { return fromMillis(c.t.currentTime) }
 
-// Headers are the current record's headers.
-func (c *nodeContext) Headers() []Header {
-	if r := c.t.current; r != nil {
-		return r.Headers
-	}
-	return nil
-}
+// Headers are the headers of the record this processor is processing (the
+// one its parent forwarded); nil inside a punctuation.
+func (c *nodeContext) Headers() []Header { return c.t.currentHeaders }
 
 // StreamTime is the task's stream time: the largest timestamp it has taken
 // from any of its input partitions, whatever its processors did with the
@@ -190,10 +190,18 @@ func (n *processorNode[KIn, VIn, KOut, VOut]) receive(rec Record[KIn, VIn]) {
 	if t.err != nil {
 		return
 	}
-	parent := t.running
+	// The context follows the record: Process, what it writes to stores
+	// and what it forwards without a time see rec's time and headers.
+	// Restored after, so the parent and its next children see their own.
+	parent, parentTime, parentHeaders := t.running, t.currentTime, t.currentHeaders
 	t.running = n.name
+	if !rec.Timestamp.IsZero() {
+		// A record forwarded without a time has its parent's.
+		t.currentTime = rec.Timestamp.UnixMilli()
+	}
+	t.currentHeaders = rec.Headers
 	err := n.proc.Process(n.ctx, rec)
-	t.running = parent
+	t.running, t.currentTime, t.currentHeaders = parent, parentTime, parentHeaders
 	if err != nil {
 		t.fail(n.name, err)
 		return

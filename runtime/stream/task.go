@@ -23,12 +23,17 @@ type task struct {
 
 	schedules []*schedule
 
-	streamTime  int64 // largest partition time of its inputs, -1 before any
-	current     *kgo.Record
-	currentTime int64
-	err         error // first failure while processing the current record
-	errNode     string
-	running     string // the processor being called, for panics
+	streamTime int64       // largest partition time of its inputs, -1 before any
+	current    *kgo.Record // the input record being processed; nil in a punctuation
+	// currentTime and currentHeaders are the record context of the node
+	// being called: the input record's at the source, then each
+	// processor's received record's (processorNode.receive); a
+	// punctuation's time and no headers while one runs.
+	currentTime    int64
+	currentHeaders []Header
+	err            error // first failure while processing the current record
+	errNode        string
+	running        string // the processor being called, for panics
 
 	// Observed times of its operators (streamtime.go), by node and name;
 	// claimedTimes are the ones its processors asked for, which its
@@ -293,11 +298,11 @@ func (t *task) processHead(in input) error {
 		st.time = ts
 		t.streamTime = max(t.streamTime, ts)
 	}
-	t.current, t.currentTime = raw, ts
+	t.current, t.currentTime, t.currentHeaders = raw, ts, raw.Headers
 	t.err, t.errNode, t.running = nil, "", ""
 	t.guard(in.forwardHead)
 	in.pop()
-	t.current = nil
+	t.current, t.currentHeaders = nil, nil
 	t.processed++
 	if t.err == nil {
 		return nil
@@ -382,7 +387,7 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 		}
 		// Fire once, then move past now even if several intervals passed.
 		s.next += ((now-s.next)/s.interval + 1) * s.interval
-		t.current, t.currentTime = nil, now
+		t.current, t.currentTime, t.currentHeaders = nil, now, nil
 		t.err, t.errNode, t.running = nil, "", s.node
 		at := fromMillis(now)
 		began := time.Now()
