@@ -30,14 +30,8 @@ func (p *AddCountry) Process(ctx *AddCountryContext, orderID string, e EnrichedO
 			e.Country = &c
 		}
 	}
-	// The record's time is the join's (the later of order and payment), but
-	// a generated context's Timestamp is that of the task's input record
-	// (the payment or the order, whichever came second), so it is given
-	// here.
-	ts := e.Order.Placed
-	if e.Payment != nil && e.Payment.Paid.After(ts) {
-		ts = e.Payment.Paid
-	}
-	ctx.ForwardRecord(stream.Record[string, EnrichedOrder]{Key: orderID, Value: e, Timestamp: ts, Headers: ctx.Headers()})
+	// Forward keeps the record's time, the join's (the later of order and
+	// payment), and its headers.
+	ctx.Forward(orderID, e)
 	return nil
 }
