@@ -116,6 +116,17 @@ type subtopology struct {
 	stores  []*storeDef
 }
 
+// logged says some store of the sub-topology has a changelog: its tasks'
+// state can be restored elsewhere, and standbys of them kept warm.
+func (s *subtopology) logged() bool {
+	for _, st := range s.stores {
+		if st.opts.Changelog {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Topology) errorf(format string, args ...any) {
 	t.errs = append(t.errs, fmt.Errorf(format, args...))
 }
