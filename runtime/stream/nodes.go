@@ -216,7 +216,7 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 	}
 	ts := rec.Timestamp
 	if ts.IsZero() {
-		ts = fromMillis(t.currentTime)
+		ts = fromMillis(t.recordTime())
 	}
 	if t.current != nil && t.processed%latencySample == 0 {
 		// From the input record's timestamp to its output: Kafka Streams'

@@ -194,7 +194,7 @@ func AddProcessor[KIn, VIn, KOut, VOut any](t *Topology, name string, factory fu
 		outKey: reflect.TypeFor[KOut](), outVal: reflect.TypeFor[VOut](),
 	}
 	n.build = func(tk *task, children []any) (any, error) {
-		ctx := &Context[KOut, VOut]{nodeContext: nodeContext{t: tk, name: name, childNames: n.children}}
+		ctx := &Context[KOut, VOut]{nodeContext: nodeContext{t: tk, name: name, childNames: n.children, time: -1}}
 		for i, c := range children {
 			r, ok := c.(receiver[KOut, VOut])
 			if !ok {
