@@ -219,9 +219,9 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 		ts = fromMillis(t.recordTime())
 	}
 	if t.current != nil && t.processed%latencySample == 0 {
-		// From the input record's timestamp to its output: Kafka Streams'
-		// record-e2e-latency, taken at the sink (of the record it writes,
-		// whose time may be a join's or a window's rather than the input's).
+		// From the written record's timestamp (a join's or a window's
+		// time, not necessarily the input's) to its output: Kafka
+		// Streams' record-e2e-latency, taken at the sink.
 		t.endToEndLat.observe(time.Since(ts))
 	}
 	o := &outRecord{rec: kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts}}
