@@ -200,3 +200,44 @@ func TestContextPerChildAndRestored(t *testing.T) {
 		}
 	}
 }
+
+// initWriter writes its store in Init, before any record.
+type initWriter struct {
+	initTime time.Time
+}
+
+func (p *initWriter) Init(ctx *stream.Context[string, string]) error {
+	p.initTime = ctx.Timestamp()
+	store, err := stream.GetKeyValueStore[string, string](ctx, "init-store")
+	if err != nil {
+		return err
+	}
+	return store.Put("init", "x")
+}
+
+func (p *initWriter) Process(*stream.Context[string, string], stream.Record[string, string]) error {
+	return nil
+}
+
+// In Init no record is being processed: the context has no time, and a
+// store write's changelog record none either (the producer stamps it).
+func TestContextInInitHasNoTime(t *testing.T) {
+	s := serde.String{}
+	topo := stream.NewTopology()
+	stream.AddSource(topo, "in", "in", s, s)
+	p := &initWriter{}
+	stream.AddProcessor(topo, "init", func() stream.Processor[string, string, string, string] { return p }, "in")
+	stream.AddKeyValueStore(topo, "init-store", s, s, stream.StoreOptions{Changelog: true}, "init")
+	d, err := stream.NewLocalDriver(topo, stream.LocalConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !p.initTime.IsZero() {
+		t.Errorf("Timestamp in Init is %v, want none (the zero time)", p.initTime)
+	}
+	logged := d.Changelog("init-store")
+	if len(logged) != 1 || !logged[0].Timestamp.IsZero() {
+		t.Fatalf("changelog of a write in Init: %v, want one record without a timestamp", logged)
+	}
+}
