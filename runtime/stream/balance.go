@@ -44,8 +44,10 @@ import (
 //     share allows (an owner over its share gives up first the tasks a
 //     member taking tasks holds state for), then goes to the member with
 //     room for it that has the most of its state.
-//  5. placeStandbys: on other instances than the active's, preferring state,
-//     then the members with the fewest standbys.
+//  5. placeStandbys: for the tasks with changelogged stores only (a standby
+//     follows changelogs, and a task without any has nothing to keep warm),
+//     on other instances than the active's, preferring state, then the
+//     members with the fewest standbys.
 //
 // When every member reads every topic, this gives each member, for every
 // sub-topology, for the stateful tasks and in total, a count within one of
@@ -455,10 +457,13 @@ func (g *balGroup) placeActives() map[TaskID]*balMember {
 	return owner
 }
 
-// placeStandbys gives each assigned task up to n standbys on instances
-// other than its active's, each on the member of an instance with the most
-// of its state, then the fewest standbys. Tasks are walked partition by
-// partition, sub-topologies interleaved, so each member gets a mix.
+// placeStandbys gives each assigned task with changelogged stores up to n
+// standbys on instances other than its active's, each on the member of an
+// instance with the most of its state, then the fewest standbys. Tasks are
+// walked partition by partition, sub-topologies interleaved, so each member
+// gets a mix. A task without a changelog gets none, as in Kafka Streams: a
+// standby only follows changelogs, so it would hold nothing and only cost a
+// task on its member.
 func (g *balGroup) placeStandbys(owner map[TaskID]*balMember, n int) {
 	maxParts := int32(0)
 	for _, c := range g.counts {
@@ -467,7 +472,7 @@ func (g *balGroup) placeStandbys(owner map[TaskID]*balMember, n int) {
 	for p := range maxParts {
 		for s, c := range g.counts {
 			id := TaskID{s, p}
-			if p >= c || owner[id] == nil {
+			if p >= c || owner[id] == nil || !g.b.subs[s].logged() {
 				continue
 			}
 			used := map[*balInstance]bool{owner[id].inst: true}

@@ -19,7 +19,9 @@ import (
 //
 //   - assign every task exactly once, whole (checkPlan: every topic of a
 //     task on its member, no standby beside its active or twice on an
-//     instance, no more standbys than asked);
+//     instance, no more standbys than asked; standbys only of tasks with a
+//     changelogged store, and for each of them as many as asked or one on
+//     every other instance that reads it);
 //   - give each member, of every sub-topology, of the stateful tasks and in
 //     total, a count within one of every other member's;
 //   - when every instance runs as many members, give each instance, of
@@ -52,7 +54,10 @@ func genGroup(rng *rand.Rand) propGroup {
 			topic++
 		}
 		if rng.IntN(2) == 0 {
-			sub.stores = []*storeDef{{name: fmt.Sprintf("store%d", i)}}
+			// Sub-topology 2's store has no changelog: stateful, but
+			// with nothing for a standby to follow (no random draw, so
+			// the generated groups stay those of before).
+			sub.stores = []*storeDef{{name: fmt.Sprintf("store%d", i), opts: StoreOptions{Changelog: i != 2}}}
 			g.stateful[i] = true
 		}
 		n := int32(1 + rng.IntN(64))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +57,19 @@ func copart(a, c int32) balSetup {
 }
 
 func (s balSetup) withStandbys(n int) balSetup { s.standbys = n; return s }
+
+// logged gives every sub-topology a store with a changelog, so that its
+// tasks get standbys.
+func (s balSetup) logged() balSetup {
+	subs := make([]*subtopology, len(s.subs))
+	for i, sub := range s.subs {
+		c := *sub
+		c.stores = append(slices.Clone(c.stores), &storeDef{name: fmt.Sprintf("store%d", c.id), opts: StoreOptions{Changelog: true}})
+		subs[i] = &c
+	}
+	s.subs = subs
+	return s
+}
 
 func (s balSetup) allTopics() []string {
 	var ts []string
@@ -295,6 +309,29 @@ func (s balSetup) checkPlan(r balRound, joiners []balJoiner) []string {
 		if len(insts) > s.standbys {
 			bad = append(bad, fmt.Sprintf("%d standbys of %s, %d asked", len(insts), id, s.standbys))
 		}
+		if !s.subs[id.Subtopology].logged() {
+			bad = append(bad, fmt.Sprintf("standby of %s, whose sub-topology has no changelogged store", id))
+		}
+	}
+	// Every active task with a changelog has as many standbys as asked, or
+	// one on each other instance with a member that reads its topics.
+	for id, a := range activeOn {
+		if !s.subs[id.Subtopology].logged() {
+			continue
+		}
+		readers := map[string]bool{}
+		for _, j := range joiners {
+			reads := true
+			for _, topic := range s.subs[id.Subtopology].topics {
+				reads = reads && subscribed[j.id][topic]
+			}
+			if reads && instance[j.id] != instance[a] {
+				readers[instance[j.id]] = true
+			}
+		}
+		if want := min(s.standbys, len(readers)); len(perTask[id]) != want {
+			bad = append(bad, fmt.Sprintf("%d standbys of %s, want %d (%d asked, %d other instances read it)", len(perTask[id]), id, want, s.standbys, len(readers)))
+		}
 	}
 	sort.Strings(bad)
 	return bad
@@ -416,7 +453,7 @@ func TestBalancerPlan(t *testing.T) {
 		},
 		{
 			name:  "fresh group of three with a standby each: standbys on the other instances",
-			setup: copart(4, 2).withStandbys(1),
+			setup: copart(4, 2).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1"},
 				{id: "m2", instance: "i2"},
@@ -512,8 +549,31 @@ func TestBalancerPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "standbys only of tasks with a changelog",
+			setup: balSetup{
+				subs: []*subtopology{
+					{id: 0, topics: []string{"a"}}, // no store
+					{id: 1, topics: []string{"b"}, stores: []*storeDef{{name: "logged", opts: StoreOptions{Changelog: true}}}},
+					{id: 2, topics: []string{"c"}, stores: []*storeDef{{name: "unlogged"}}},
+				},
+				counts:   map[string]int32{"a": 2, "b": 2, "c": 2},
+				standbys: 1,
+			},
+			joiners: []balJoiner{
+				{id: "m1", instance: "i1"},
+				{id: "m2", instance: "i2"},
+			},
+			// Sub-topology 1's tasks each have a standby on the other
+			// instance; 0's (stateless) and 2's (a store without a
+			// changelog, nothing to follow) have none.
+			want: map[string]balGot{
+				"m1": {Active: "0_0 1_0 2_0", Standby: "1_1"},
+				"m2": {Active: "0_1 1_1 2_1", Standby: "1_0"},
+			},
+		},
+		{
 			name:  "a standby goes to the member with most of the task's state",
-			setup: copart(4, 2).withStandbys(1),
+			setup: copart(4, 2).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1", owns: "0_0 0_1", gen: 2},
 				{id: "m2", instance: "i2", owns: "0_2 1_0", gen: 2, state: map[TaskID]int64{{0, 0}: 100}},
@@ -529,7 +589,7 @@ func TestBalancerPlan(t *testing.T) {
 		},
 		{
 			name:  "several units of one instance: no standby beside its active",
-			setup: copart(4, 2).withStandbys(1),
+			setup: copart(4, 2).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "a0", instance: "A"},
 				{id: "a1", instance: "A"},
@@ -546,7 +606,7 @@ func TestBalancerPlan(t *testing.T) {
 		},
 		{
 			name:  "more replicas than other instances: one standby per other instance",
-			setup: copart(2, 1).withStandbys(2),
+			setup: copart(2, 1).logged().withStandbys(2),
 			joiners: []balJoiner{
 				{id: "a0", instance: "A"},
 				{id: "a1", instance: "A"},
@@ -592,7 +652,7 @@ func TestBalancerPlan(t *testing.T) {
 		},
 		{
 			name:  "a member without instance is its own instance",
-			setup: copart(1, 1).withStandbys(1),
+			setup: copart(1, 1).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1"},
 				{id: "m2"},
@@ -612,7 +672,7 @@ func TestBalancerPlan(t *testing.T) {
 				},
 				counts:   map[string]int32{"a": 2, "b": 2, "c": 1, "d": 2},
 				standbys: 1,
-			},
+			}.logged(),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1"},
 				{id: "m2", instance: "i2", topics: []string{"a", "b", "c"}},
@@ -683,7 +743,7 @@ func TestBalancerPlan(t *testing.T) {
 		},
 		{
 			name:  "garbage join user data: the member still gets its share",
-			setup: copart(1, 1).withStandbys(1),
+			setup: copart(1, 1).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1"},
 				{id: "m2", userData: []byte("\x00\xffnot json")},
@@ -771,7 +831,7 @@ func TestBalancerCooperativeRounds(t *testing.T) {
 		},
 		{
 			name:  "a member joins: the moving tasks stay warm on their old owner as standbys",
-			setup: copart(4, 2).withStandbys(1),
+			setup: copart(4, 2).logged().withStandbys(1),
 			joiners: []balJoiner{
 				{id: "m1", instance: "i1", owns: "0_0 0_1 0_2 0_3 1_0 1_1", gen: 3},
 				{id: "m2", instance: "i2"},

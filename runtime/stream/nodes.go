@@ -216,12 +216,13 @@ func (s *sinkNode[K, V]) receive(rec Record[K, V]) {
 	}
 	ts := rec.Timestamp
 	if ts.IsZero() {
-		ts = fromMillis(t.currentTime)
+		ts = fromMillis(t.recordTime())
 	}
 	if t.current != nil && t.processed%latencySample == 0 {
-		// From the input record's timestamp to its output: Kafka Streams'
-		// record-e2e-latency, taken at the sink.
-		t.endToEndLat.observe(time.Since(fromMillis(t.currentTime)))
+		// From the written record's timestamp (a join's or a window's
+		// time, not necessarily the input's) to its output: Kafka
+		// Streams' record-e2e-latency, taken at the sink.
+		t.endToEndLat.observe(time.Since(ts))
 	}
 	o := &outRecord{rec: kgo.Record{Topic: s.topic, Partition: p, Key: kb, Value: vb, Headers: rec.Headers, Timestamp: ts}}
 	o.src = produceSource{Context: context.Background(), in: t.current, node: s.name}

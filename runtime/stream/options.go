@@ -190,8 +190,9 @@ func CacheRecords(n int) Option {
 
 // StandbyReplicas keeps n warm copies of every task's stores on other
 // instances, following the changelogs, so a task that moves is ready after
-// replaying only the tail. Assignment prefers the instance holding a task's
-// state. Default 0.
+// replaying only the tail. Only tasks with a changelogged store get them:
+// a stateless task's standby would have nothing to follow. Assignment
+// prefers the instance holding a task's state. Default 0.
 func StandbyReplicas(n int) Option {
 	return func(c *config) {
 		if n < 0 {

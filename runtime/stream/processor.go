@@ -74,6 +74,12 @@ type nodeContext struct {
 	t          *task
 	name       string
 	childNames []string
+	// time and headers are the record context of the record this node is
+	// processing: the one its parent forwarded (processorNode.receive),
+	// or a punctuation's time and no headers while one of the node's
+	// runs. Kept per node, so a child's call leaves its parent's intact.
+	time    int64 // -1 before the first
+	headers []Header
 }
 
 // Topic is the current record's topic; empty inside a punctuation.
@@ -100,17 +106,17 @@ func (c *nodeContext) Offset() int64 {
 	return -1
 }
 
-// Timestamp is the current record's timestamp (as the source's timestamp
-// extractor gave it); inside a punctuation, the punctuation's time.
-func (c *nodeContext) Timestamp() time.Time { return fromMillis(c.t.currentTime) }
+// Timestamp is the timestamp of the record this processor is processing:
+// the one its parent forwarded (a source's is the input record's, as its
+// timestamp extractor gave it; a join's is the later of the two joined),
+// not necessarily the task's input record's. Inside a punctuation, the
+// punctuation's time. As in Kafka Streams, a store write's changelog record
+// gets this time.
+func (c *nodeContext) Timestamp() time.Time { return fromMillis(c.time) }
 
-// Headers are the current record's headers.
-func (c *nodeContext) Headers() []Header {
-	if r := c.t.current; r != nil {
-		return r.Headers
-	}
-	return nil
-}
+// Headers are the headers of the record this processor is processing (the
+// one its parent forwarded); nil inside a punctuation.
+func (c *nodeContext) Headers() []Header { return c.headers }
 
 // StreamTime is the task's stream time: the largest timestamp it has taken
 // from any of its input partitions, whatever its processors did with the
@@ -131,7 +137,7 @@ func (c *nodeContext) NodeName() string { return c.name }
 // intervals were skipped; its first time is one interval after the stream
 // time at scheduling (or after the first record, if none was seen yet).
 func (c *nodeContext) Schedule(interval time.Duration, typ PunctuationType, fn func(now time.Time) error) Cancellable {
-	return Cancellable{c.t.schedule(c.name, interval, typ, fn)}
+	return Cancellable{c.t.schedule(c, interval, typ, fn)}
 }
 
 // Commit asks for a commit as soon as the current record is done.
@@ -190,8 +196,20 @@ func (n *processorNode[KIn, VIn, KOut, VOut]) receive(rec Record[KIn, VIn]) {
 	if t.err != nil {
 		return
 	}
+	// The context follows the record: Process, what it writes to stores
+	// and what it forwards without a time see rec's time and headers. They
+	// are the node's own, so only which node runs (for store writes and
+	// panics) is restored after.
+	c := &n.ctx.nodeContext
 	parent := t.running
-	t.running = n.name
+	if rec.Timestamp.IsZero() {
+		// A record forwarded without a time has its parent's.
+		c.time = t.recordTime()
+	} else {
+		c.time = rec.Timestamp.UnixMilli()
+	}
+	c.headers = rec.Headers
+	t.running = c
 	err := n.proc.Process(n.ctx, rec)
 	t.running = parent
 	if err != nil {
@@ -218,10 +236,12 @@ func (n *processorNode[KIn, VIn, KOut, VOut]) close() error {
 // lifecycle is implemented by processor nodes.
 type lifecycle interface {
 	nodeName() string
+	context() *nodeContext
 	init() error
 	close() error
 	processedCount() uint64
 }
 
 func (n *processorNode[KIn, VIn, KOut, VOut]) nodeName() string       { return n.name }
+func (n *processorNode[KIn, VIn, KOut, VOut]) context() *nodeContext  { return &n.ctx.nodeContext }
 func (n *processorNode[KIn, VIn, KOut, VOut]) processedCount() uint64 { return n.processed.Load() }

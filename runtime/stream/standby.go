@@ -37,7 +37,9 @@ func (m *standbyManager) reconcile() error {
 			u.log.Warn("standby task of an unknown sub-topology in the assignment; skipping it", "task", id.String())
 			continue
 		}
-		if u.tm.tasks[id] == nil && len(u.a.topo.subs[id.Subtopology].stores) > 0 {
+		// Nor is one without a changelog, which an older leader may
+		// still send: it would open stores that follow nothing.
+		if u.tm.tasks[id] == nil && u.a.topo.subs[id.Subtopology].logged() {
 			want[id] = true
 		}
 	}

@@ -104,7 +104,7 @@ func (s *taskStore) LogChange(key, value []byte, timestamp int64) {
 // RecordTime implements state.RecordClock: the time of the record the task
 // is processing, or of the punctuation it runs, which each write of the
 // store carries to its changelog record.
-func (s *taskStore) RecordTime() int64 { return s.t.currentTime }
+func (s *taskStore) RecordTime() int64 { return s.t.recordTime() }
 
 // changelogTime is a changelog record's timestamp: none (the producer
 // stamps it with its clock) for state.NoTimestamp.

@@ -23,12 +23,14 @@ type task struct {
 
 	schedules []*schedule
 
-	streamTime  int64 // largest partition time of its inputs, -1 before any
-	current     *kgo.Record
+	streamTime int64       // largest partition time of its inputs, -1 before any
+	current    *kgo.Record // the input record being processed; nil in a punctuation
+	// currentTime is the input record's time, or the punctuation's while
+	// one runs; a processor's own record context is in its nodeContext.
 	currentTime int64
 	err         error // first failure while processing the current record
 	errNode     string
-	running     string // the processor being called, for panics
+	running     *nodeContext // the processor being called (store writes take its time; panics its name); nil: none
 
 	// Observed times of its operators (streamtime.go), by node and name;
 	// claimedTimes are the ones its processors asked for, which its
@@ -76,7 +78,7 @@ type taskEnv interface {
 }
 
 type schedule struct {
-	node      string
+	ctx       *nodeContext // of the node that scheduled it
 	interval  int64
 	typ       PunctuationType
 	fn        func(time.Time) error
@@ -84,12 +86,12 @@ type schedule struct {
 	cancelled bool
 }
 
-func (t *task) schedule(node string, interval time.Duration, typ PunctuationType, fn func(time.Time) error) *schedule {
+func (t *task) schedule(ctx *nodeContext, interval time.Duration, typ PunctuationType, fn func(time.Time) error) *schedule {
 	ms := interval.Milliseconds()
 	if ms < 1 {
 		ms = 1
 	}
-	s := &schedule{node: node, interval: ms, typ: typ, fn: fn, next: -1}
+	s := &schedule{ctx: ctx, interval: ms, typ: typ, fn: fn, next: -1}
 	switch {
 	case typ == WallClock:
 		s.next = t.env.config().clock().UnixMilli() + ms
@@ -294,7 +296,7 @@ func (t *task) processHead(in input) error {
 		t.streamTime = max(t.streamTime, ts)
 	}
 	t.current, t.currentTime = raw, ts
-	t.err, t.errNode, t.running = nil, "", ""
+	t.err, t.errNode, t.running = nil, "", nil
 	t.guard(in.forwardHead)
 	in.pop()
 	t.current = nil
@@ -311,7 +313,11 @@ func (t *task) processHead(in input) error {
 func (t *task) guard(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.fail(t.running, &panicError{value: v, stack: debug.Stack()})
+			node := ""
+			if t.running != nil {
+				node = t.running.name
+			}
+			t.fail(node, &panicError{value: v, stack: debug.Stack()})
 		}
 	}()
 	fn()
@@ -383,18 +389,20 @@ func (t *task) punctuate(typ PunctuationType, now int64) error {
 		// Fire once, then move past now even if several intervals passed.
 		s.next += ((now-s.next)/s.interval + 1) * s.interval
 		t.current, t.currentTime = nil, now
-		t.err, t.errNode, t.running = nil, "", s.node
+		// The punctuation runs as its node, with its time and no headers.
+		s.ctx.time, s.ctx.headers = now, nil
+		t.err, t.errNode, t.running = nil, "", s.ctx
 		at := fromMillis(now)
 		began := time.Now()
 		t.guard(func() {
 			if err := s.fn(at); err != nil {
-				t.fail(s.node, err)
+				t.fail(s.ctx.name, err)
 			}
 		})
 		t.punctuateLat.observe(time.Since(began))
 		t.punctuations++
 		if t.err != nil {
-			firstErr = fmt.Errorf("task %s: %s punctuation of %q at %s: %w", t.id, typ, s.node, at.UTC().Format(time.RFC3339Nano), t.err)
+			firstErr = fmt.Errorf("task %s: %s punctuation of %q at %s: %w", t.id, typ, s.ctx.name, at.UTC().Format(time.RFC3339Nano), t.err)
 			t.err = nil
 		}
 	}
@@ -412,7 +420,7 @@ func (t *task) initProcessors() error {
 		return nil
 	}
 	for _, p := range t.procs {
-		if err := t.callUser(p.nodeName(), p.init); err != nil {
+		if err := t.callUser(p.context(), p.init); err != nil {
 			return fmt.Errorf("task %s: init processor %q: %w", t.id, p.nodeName(), err)
 		}
 	}
@@ -420,7 +428,7 @@ func (t *task) initProcessors() error {
 }
 
 // callUser runs a processor's lifecycle method, turning a panic into an error.
-func (t *task) callUser(node string, fn func() error) error {
+func (t *task) callUser(node *nodeContext, fn func() error) error {
 	var err error
 	t.running = node
 	t.guard(func() { err = fn() })
@@ -429,4 +437,13 @@ func (t *task) callUser(node string, fn func() error) error {
 	}
 	t.err = nil
 	return err
+}
+
+// recordTime is the time of the record context in force: the running
+// processor's record, else the input record's or the punctuation's.
+func (t *task) recordTime() int64 {
+	if c := t.running; c != nil {
+		return c.time
+	}
+	return t.currentTime
 }

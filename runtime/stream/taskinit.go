@@ -87,7 +87,7 @@ func newStandby(id TaskID, topo *Topology, env taskEnv) (*task, error) {
 func (t *task) close(clean bool) error {
 	var errs []error
 	for _, p := range t.procs {
-		if err := t.callUser(p.nodeName(), p.close); err != nil {
+		if err := t.callUser(p.context(), p.close); err != nil {
 			errs = append(errs, fmt.Errorf("task %s: close processor %q: %w", t.id, p.nodeName(), err))
 		}
 	}

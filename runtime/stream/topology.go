@@ -116,6 +116,17 @@ type subtopology struct {
 	stores  []*storeDef
 }
 
+// logged says some store of the sub-topology has a changelog: its tasks'
+// state can be restored elsewhere, and standbys of them kept warm.
+func (s *subtopology) logged() bool {
+	for _, st := range s.stores {
+		if st.opts.Changelog {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *Topology) errorf(format string, args ...any) {
 	t.errs = append(t.errs, fmt.Errorf(format, args...))
 }
@@ -183,7 +194,7 @@ func AddProcessor[KIn, VIn, KOut, VOut any](t *Topology, name string, factory fu
 		outKey: reflect.TypeFor[KOut](), outVal: reflect.TypeFor[VOut](),
 	}
 	n.build = func(tk *task, children []any) (any, error) {
-		ctx := &Context[KOut, VOut]{nodeContext: nodeContext{t: tk, name: name, childNames: n.children}}
+		ctx := &Context[KOut, VOut]{nodeContext: nodeContext{t: tk, name: name, childNames: n.children, time: -1}}
 		for i, c := range children {
 			r, ok := c.(receiver[KOut, VOut])
 			if !ok {
