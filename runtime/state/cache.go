@@ -21,8 +21,8 @@ import (
 // uses it.
 type Cache struct {
 	// mu is nil unless ShareReads was called: then every method takes it,
-	// exclusively but for Peek, around what it does (see ShareReads).
-	mu      *sync.RWMutex
+	// around what it does (see ShareReads).
+	mu      *sync.Mutex
 	b       Backend
 	entries map[string]*cacheEntry
 	dirty   []string // keys in the order they became dirty
@@ -64,19 +64,23 @@ func (c *Cache) SetClock(clock RecordClock) { c.clock = clock }
 
 // ShareReads makes the cache safe for readers on other goroutines (an
 // interactive query) while one goroutine, its owner, reads and writes it:
-// every method then holds a lock for the one operation it does, shared
-// for Peek, exclusive for the others, since even the owner's Get fills the
-// cache and a Range opens an iterator of the backend (a memory store
-// clones its tree). The backend must be written only through the cache
+// every method then holds a lock for the one operation it does (even the
+// owner's Get fills the cache, and a Range opens an iterator of the
+// backend: a memory store clones its tree). It is a plain mutex, not a
+// reader/writer one: the owner takes it twice a record (a count's Get and
+// Put), where a reader/writer lock's extra atomic operations cost more
+// than the readers, who hold it for a map lookup or a backend's Get, lose
+// by taking turns. The backend must be written only through the cache
 // meanwhile, or under the same exclusion by other means. An iterator from
 // Range reads outside the lock (the cached entries it merges are copied
 // when it opens, and the backend's iterators read a snapshot, which a
 // memory or Pebble store's do) and takes the lock to close. Call it before
-// the cache is shared. The uncontended lock costs the owner about 20 ns an
-// operation, so only the stores that are queried ask for it.
+// the cache is shared. The uncontended lock costs the owner a few
+// nanoseconds an operation (BenchmarkCachedCountShared), so only the
+// stores that are queried ask for it.
 func (c *Cache) ShareReads() {
 	if c.mu == nil {
-		c.mu = new(sync.RWMutex)
+		c.mu = new(sync.Mutex)
 	}
 }
 
@@ -108,8 +112,8 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 // push the entries the processing path uses out of the cache.
 func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
 	if c.mu != nil {
-		c.mu.RLock()
-		defer c.mu.RUnlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
 	}
 	if e, ok := c.entries[string(key)]; ok {
 		if e.value == nil {
@@ -394,7 +398,7 @@ type mergedIter struct {
 	kbuf, vbuf []byte
 	// mu is the shared cache's lock (ShareReads), which Close takes: a
 	// backend's iterators are tracked by the store, unguarded.
-	mu *sync.RWMutex
+	mu *sync.Mutex
 }
 
 func (m *mergedIter) Next() bool {

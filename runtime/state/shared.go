@@ -5,9 +5,8 @@ import "sync"
 // ShareReads returns b made safe for readers on other goroutines (an
 // interactive query) while one goroutine, its owner, reads and writes it
 // through what ShareReads returns: as Cache.ShareReads, each operation
-// holds a lock for its own length, shared for Get, exclusive for the
-// others (a Range opens an iterator, which a memory store makes by cloning
-// its tree and a Pebble store tracks). Iterators read outside the lock, on
+// holds a mutex for its own length (a Range opens an iterator, which a
+// memory store makes by cloning its tree and a Pebble store tracks). Iterators read outside the lock, on
 // the snapshot the backend's iterators read, and take it to close. It is
 // for a store written without a record cache; Cache.ShareReads does the
 // same for one with.
@@ -19,7 +18,7 @@ func ShareReads(b Backend) Backend {
 // (viewer) and takes them without one (owner) where b does, and drops
 // ranges as b does (RangeDeleter, or one key at a time).
 type shared struct {
-	mu sync.RWMutex
+	mu sync.Mutex
 	b  Backend
 }
 
@@ -31,16 +30,16 @@ var (
 )
 
 func (s *shared) Get(key []byte) ([]byte, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.b.Get(key)
 }
 
 // view lends the stored bytes where b can, which are never modified once
 // written: the value stays right after the lock is released.
 func (s *shared) view(key []byte) ([]byte, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if v, ok := s.b.(viewer); ok {
 		return v.view(key)
 	}
@@ -112,7 +111,7 @@ func (s *shared) Close() error {
 // of its open iterators unguarded.
 type sharedIter struct {
 	Iterator
-	mu *sync.RWMutex
+	mu *sync.Mutex
 }
 
 func (it *sharedIter) Close() error {

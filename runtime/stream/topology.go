@@ -109,7 +109,7 @@ type StoreOptions struct {
 	// Queryable says the store is read by interactive queries (QueryKeyValue,
 	// QueryWindow...): a query then reads it while the unit processes, each
 	// store operation holding a lock of the store's own (state.Cache's
-	// ShareReads), which costs processing about 20 ns an operation. A query of
+	// ShareReads), which costs processing a few ns an operation. A query of
 	// a store without it waits until its unit lets queries in, between tasks
 	// or while it polls (runtime/DESIGN.md, "Queries").
 	Queryable bool
