@@ -59,10 +59,10 @@ func queryBenchSource(b *testing.B) (*kafkatest.Cluster, string) {
 func BenchmarkCountUnderQueries(b *testing.B) {
 	c, in := queryBenchSource(b)
 	for _, load := range []struct {
-		name    string
-		workers int
-		every   time.Duration // between one worker's queries; 0: none
-		queryable bool // StoreOptions.Queryable
+		name      string
+		workers   int
+		every     time.Duration // between one worker's queries; 0: none
+		queryable bool          // StoreOptions.Queryable
 	}{
 		{"none", 0, 0, false}, {"paced-1000qps", 1, time.Millisecond, false}, {"flat-out", 1, 0, false},
 		{"queryable-none", 0, 0, true}, {"queryable-paced-1000qps", 1, time.Millisecond, true}, {"queryable-flat-out", 1, 0, true},
