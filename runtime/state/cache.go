@@ -109,22 +109,40 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 
 // Peek is Get that leaves the cache as it is: a key read from the backend
 // is not cached. Queries read through it, so that what they read does not
-// push the entries the processing path uses out of the cache.
+// push the entries the processing path uses out of the cache. A shared
+// cache (ShareReads) over a ConcurrentGetter reads the backend after it
+// releases its lock: the owner then waits for a map lookup at most, not
+// for a read of the disk.
 func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
-	if c.mu != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	c.lock()
+	v, ok, cached := c.peekCached(key)
+	if cached {
+		c.unlock()
+		return v, ok, nil
 	}
-	if e, ok := c.entries[string(key)]; ok {
+	if cg, can := c.b.(ConcurrentGetter); can && c.mu != nil {
+		c.unlock()
+		// Not cached now: the backend holds the key's value as of now,
+		// or a later one the owner wrote back since.
+		return cg.ConcurrentGet(key)
+	}
+	defer c.unlock()
+	return c.b.Get(key)
+}
+
+// peekCached is what the cache alone says of key: cached is false when
+// the backend has to be read.
+func (c *Cache) peekCached(key []byte) (v []byte, ok, cached bool) {
+	if e, in := c.entries[string(key)]; in {
 		if e.value == nil {
-			return nil, false, nil
+			return nil, false, true
 		}
-		return append(make([]byte, 0, len(e.value)), e.value...), true, nil
+		return append(make([]byte, 0, len(e.value)), e.value...), true, true
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
-		return nil, false, nil
+		return nil, false, true
 	}
-	return c.b.Get(key)
+	return nil, false, false
 }
 
 // view is Get without the copy: the bytes stay valid, unchanged, but must

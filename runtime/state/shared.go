@@ -14,6 +14,15 @@ func ShareReads(b Backend) Backend {
 	return &shared{b: b}
 }
 
+// ConcurrentGetter is a Backend whose reads of one key are safe while
+// another goroutine writes it (Pebble's are), which a shared cache then
+// reads outside its lock (Cache.Peek). The store must stay open meanwhile:
+// the runtime closes stores only under its query lock, which a query holds.
+type ConcurrentGetter interface {
+	// ConcurrentGet is Get, safe during the owner's writes.
+	ConcurrentGet(key []byte) ([]byte, bool, error)
+}
+
 // shared is the Backend ShareReads returns. It lends values without a copy
 // (viewer) and takes them without one (owner) where b does, and drops
 // ranges as b does (RangeDeleter, or one key at a time).
