@@ -63,6 +63,7 @@ func main() {
 		childIn    = flag.String("child-in", "", "internal")
 		childOut   = flag.String("child-out", "", "internal")
 	)
+	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
 	flag.BoolVar(&queryable, "queryable", true, "mark the store StoreOptions.Queryable (queries read it while the app processes); false: queries wait for the unit's processing lock")
 	flag.Parse()
 	if *child != "" {
@@ -71,6 +72,21 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *mutexProf != "" {
 		runtime.SetMutexProfileFraction(1)
