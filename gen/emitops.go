@@ -138,6 +138,11 @@ func storeOptions(s *StoreNode) jen.Code {
 		// Only a program with a Pebble store imports (and links) Pebble.
 		opts[jen.Id("Persistent")] = jen.Qual(pkgPebble, "Opener").Call(jen.Qual(pkgPebble, "Options").Values())
 	}
+	if s.Queryable {
+		// Its queries read it while the app processes, under a lock of
+		// its own; the other stores do without the lock.
+		opts[jen.Id("Queryable")] = jen.True()
+	}
 	return jen.Qual(pkgStream, "StoreOptions").Values(opts)
 }
 

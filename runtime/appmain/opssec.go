@@ -79,6 +79,10 @@ func opsError(w http.ResponseWriter, status int, msg string) {
 // share a certificate, or one signed by a CA in the system pool.
 func forwardClient(tc *tls.Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// As many idle connections to each owner as forwards run at once: the
+	// default keeps 2, so concurrent forwards would each open and close a
+	// connection (a handshake, with TLS, and a socket in TIME_WAIT).
+	tr.MaxIdleConnsPerHost = 256
 	if tc != nil {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {

@@ -96,10 +96,21 @@ type ErrorAnswer struct {
 type Server struct {
 	App *stream.App
 	// Client forwards a query to the instance that holds its key; nil is
-	// http.DefaultClient. With TLS on the ops endpoints it must trust the
-	// other instances' certificates.
+	// a client like http.DefaultClient that keeps more idle connections to
+	// each owner. With TLS on the ops endpoints it must trust the other
+	// instances' certificates.
 	Client *http.Client
 }
+
+// defaultForwardClient forwards queries when the Server has no Client: as
+// http.DefaultClient, but keeping as many idle connections to each owner as
+// forwards run at once (the default keeps 2, so concurrent forwards would
+// each open and close a connection).
+var defaultForwardClient = &http.Client{Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return t
+}()}
 
 // KeyValue serves a key-value store, mounted so that the paths it sees
 // start after the store (http.StripPrefix("/v1/stores/NAME", h)):
@@ -114,7 +125,8 @@ type Server struct {
 // a stored value into what the JSON shows (an aggregation's store keeps a
 // timestamp with each value, which value leaves out and StampedKeyValue
 // shows beside it). srv.Client forwards a key held by another instance
-// (nil: http.DefaultClient).
+// (nil: a client like http.DefaultClient that keeps more idle connections
+// to each owner).
 func KeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J) http.Handler {
 	return StampedKeyValue(srv, view, parseKey, value, nil)
 }
@@ -127,7 +139,7 @@ func KeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey
 func StampedKeyValue[K, V, J any](srv Server, view *stream.KeyValueView[K, V], parseKey func(string) (K, error), value func(V) J, stamp func(V) int64) http.Handler {
 	client := srv.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultForwardClient
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

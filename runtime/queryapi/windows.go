@@ -101,7 +101,7 @@ func Session[K, V, J any](srv Server, view *stream.SessionView[K, V], parseKey f
 func keyed[K any](srv Server, what string, parseKey func(string) (K, error), read func(http.ResponseWriter, *http.Request, K) error) http.Handler {
 	client := srv.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = defaultForwardClient
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"slices"
+	"sync"
 )
 
 // Cache is a write-back cache over a Backend, as Kafka Streams' record
@@ -15,8 +16,13 @@ import (
 // Put copies key and value, and Get returns a copy, as the Backend contract
 // says: a caller may reuse its buffers, or modify what it got.
 //
-// A Cache is not safe for concurrent use.
+// A Cache is not safe for concurrent use, except that once ShareReads was
+// called, readers on other goroutines may Peek and Range while its owner
+// uses it.
 type Cache struct {
+	// mu is nil unless ShareReads was called: then every method takes it,
+	// around what it does (see ShareReads).
+	mu      *sync.Mutex
 	b       Backend
 	entries map[string]*cacheEntry
 	dirty   []string // keys in the order they became dirty
@@ -56,9 +62,45 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 // clock, writes carry NoTimestamp.
 func (c *Cache) SetClock(clock RecordClock) { c.clock = clock }
 
+// ShareReads makes the cache safe for readers on other goroutines (an
+// interactive query) while one goroutine, its owner, reads and writes it:
+// every method then holds a lock for the one operation it does (even the
+// owner's Get fills the cache, and a Range opens an iterator of the
+// backend: a memory store clones its tree). It is a plain mutex, not a
+// reader/writer one: the owner takes it twice a record (a count's Get and
+// Put), where a reader/writer lock's extra atomic operations cost more
+// than the readers, who hold it for a map lookup or a backend's Get, lose
+// by taking turns. The backend must be written only through the cache
+// meanwhile, or under the same exclusion by other means. An iterator from
+// Range reads outside the lock (the cached entries it merges are copied
+// when it opens, and the backend's iterators read a snapshot, which a
+// memory or Pebble store's do) and takes the lock to close. Call it before
+// the cache is shared. The uncontended lock costs the owner a few
+// nanoseconds an operation (BenchmarkCachedCountShared), so only the
+// stores that are queried ask for it.
+func (c *Cache) ShareReads() {
+	if c.mu == nil {
+		c.mu = new(sync.Mutex)
+	}
+}
+
+func (c *Cache) lock() {
+	if c.mu != nil {
+		c.mu.Lock()
+	}
+}
+
+func (c *Cache) unlock() {
+	if c.mu != nil {
+		c.mu.Unlock()
+	}
+}
+
 // Get returns a copy of the value of key, from the cache or the backend.
 func (c *Cache) Get(key []byte) ([]byte, bool, error) {
-	v, ok, err := c.view(key)
+	c.lock()
+	v, ok, err := c.viewLocked(key)
+	c.unlock()
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -67,23 +109,51 @@ func (c *Cache) Get(key []byte) ([]byte, bool, error) {
 
 // Peek is Get that leaves the cache as it is: a key read from the backend
 // is not cached. Queries read through it, so that what they read does not
-// push the entries the processing path uses out of the cache.
+// push the entries the processing path uses out of the cache. A shared
+// cache (ShareReads) over a ConcurrentGetter reads the backend after it
+// releases its lock: the owner then waits for a map lookup at most, not
+// for a read of the disk.
 func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
-	if e, ok := c.entries[string(key)]; ok {
+	c.lock()
+	v, ok, cached := c.peekCached(key)
+	if cached {
+		c.unlock()
+		return v, ok, nil
+	}
+	if cg, can := c.b.(ConcurrentGetter); can && c.mu != nil {
+		c.unlock()
+		// Not cached now: the backend holds the key's value as of now,
+		// or a later one the owner wrote back since.
+		return cg.ConcurrentGet(key)
+	}
+	defer c.unlock()
+	return c.b.Get(key)
+}
+
+// peekCached is what the cache alone says of key: cached is false when
+// the backend has to be read.
+func (c *Cache) peekCached(key []byte) (v []byte, ok, cached bool) {
+	if e, in := c.entries[string(key)]; in {
 		if e.value == nil {
-			return nil, false, nil
+			return nil, false, true
 		}
-		return append(make([]byte, 0, len(e.value)), e.value...), true, nil
+		return append(make([]byte, 0, len(e.value)), e.value...), true, true
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
-		return nil, false, nil
+		return nil, false, true
 	}
-	return c.b.Get(key)
+	return nil, false, false
 }
 
 // view is Get without the copy: the bytes stay valid, unchanged, but must
 // not be modified. Typed stores whose value serde copies use it.
 func (c *Cache) view(key []byte) ([]byte, bool, error) {
+	c.lock()
+	defer c.unlock()
+	return c.viewLocked(key)
+}
+
+func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
 	if e, ok := c.entries[string(key)]; ok {
 		return e.value, e.value != nil, nil
 	}
@@ -101,7 +171,10 @@ func (c *Cache) view(key []byte) ([]byte, bool, error) {
 
 // Put caches a copy of value under key, as dirty.
 func (c *Cache) Put(key, value []byte) error {
-	return c.write(key, append(make([]byte, 0, len(value)), value...))
+	v := append(make([]byte, 0, len(value)), value...)
+	c.lock()
+	defer c.unlock()
+	return c.write(key, v)
 }
 
 // putOwned is Put of a value the caller gives up: no copy.
@@ -109,11 +182,17 @@ func (c *Cache) putOwned(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
+	c.lock()
+	defer c.unlock()
 	return c.write(key, value)
 }
 
 // Delete caches the deletion of key, as dirty.
-func (c *Cache) Delete(key []byte) error { return c.write(key, nil) }
+func (c *Cache) Delete(key []byte) error {
+	c.lock()
+	defer c.unlock()
+	return c.write(key, nil)
+}
 
 func (c *Cache) write(key, value []byte) error {
 	ts := NoTimestamp
@@ -157,10 +236,10 @@ func (c *Cache) overflow() error {
 	}
 	// No owner: the drops and the dirty entries go back, unsynced (the
 	// owner's next Flush makes them durable).
-	if err := DeleteRanges(c.b, c.Drops()); err != nil {
+	if err := DeleteRanges(c.b, c.takeDrops()); err != nil {
 		return err
 	}
-	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
+	if err := ApplyChanges(c.b, c.takeDirty()); err != nil {
 		return err
 	}
 	clear(c.entries)
@@ -176,6 +255,8 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
 		return nil // an empty range
 	}
+	c.lock()
+	defer c.unlock()
 	for k := range c.entries {
 		if r.Contains([]byte(k)) {
 			delete(c.entries, k)
@@ -191,6 +272,12 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 // the changes Dirty returns, which were all written after the drops of the
 // keys they touch. Call it with Dirty.
 func (c *Cache) Drops() []KeyRange {
+	c.lock()
+	defer c.unlock()
+	return c.takeDrops()
+}
+
+func (c *Cache) takeDrops() []KeyRange {
 	d := c.drops
 	c.drops = nil
 	return d
@@ -201,6 +288,12 @@ func (c *Cache) Drops() []KeyRange {
 // write), and marks them clean: they stay cached with their values. The
 // changes' bytes must not be modified.
 func (c *Cache) Dirty() []Change {
+	c.lock()
+	defer c.unlock()
+	return c.takeDirty()
+}
+
+func (c *Cache) takeDirty() []Change {
 	if len(c.dirty) == 0 {
 		return nil
 	}
@@ -217,6 +310,12 @@ func (c *Cache) Dirty() []Change {
 // Discard forgets every entry, dirty ones included: what they held never
 // reaches the backend.
 func (c *Cache) Discard() {
+	c.lock()
+	defer c.unlock()
+	c.discard()
+}
+
+func (c *Cache) discard() {
 	clear(c.entries)
 	c.dirty = c.dirty[:0]
 	c.drops = nil
@@ -225,6 +324,8 @@ func (c *Cache) Discard() {
 // Range merges the cache over the backend: a cached entry is the key's
 // current value, so nothing has to be written back first.
 func (c *Cache) Range(from, to []byte) (Iterator, error) {
+	c.lock()
+	defer c.unlock()
 	var keys []string
 	for k := range c.entries {
 		if (from == nil || k >= string(from)) && (to == nil || k < string(to)) {
@@ -242,21 +343,27 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	for i, k := range keys {
 		values[i] = c.entries[k].value
 	}
-	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops)}
+	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops), mu: c.mu}
 	m.nextBack()
 	return m, nil
 }
 
 // ApproximateCount is the backend's estimate: cached writes are not counted.
-func (c *Cache) ApproximateCount() (int64, error) { return c.b.ApproximateCount() }
+func (c *Cache) ApproximateCount() (int64, error) {
+	c.lock()
+	defer c.unlock()
+	return c.b.ApproximateCount()
+}
 
 // Flush writes the drops and the dirty entries back to the backend, then
 // flushes it.
 func (c *Cache) Flush() error {
-	if err := DeleteRanges(c.b, c.Drops()); err != nil {
+	c.lock()
+	defer c.unlock()
+	if err := DeleteRanges(c.b, c.takeDrops()); err != nil {
 		return err
 	}
-	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
+	if err := ApplyChanges(c.b, c.takeDirty()); err != nil {
 		return err
 	}
 	return c.b.Flush()
@@ -264,7 +371,9 @@ func (c *Cache) Flush() error {
 
 // Close closes the backend; dirty entries are not written.
 func (c *Cache) Close() error {
-	c.Discard()
+	c.lock()
+	defer c.unlock()
+	c.discard()
 	return c.b.Close()
 }
 
@@ -305,6 +414,9 @@ type mergedIter struct {
 	// kbuf and vbuf hold the backend's current key and value: never the
 	// buffers of a cached entry that key or value last lent out.
 	kbuf, vbuf []byte
+	// mu is the shared cache's lock (ShareReads), which Close takes: a
+	// backend's iterators are tracked by the store, unguarded.
+	mu *sync.Mutex
 }
 
 func (m *mergedIter) Next() bool {
@@ -361,4 +473,10 @@ func inRanges(ranges []KeyRange, key []byte) bool {
 func (m *mergedIter) Key() []byte   { return m.key }
 func (m *mergedIter) Value() []byte { return m.value }
 func (m *mergedIter) Err() error    { return m.back.Err() }
-func (m *mergedIter) Close() error  { return m.back.Close() }
+func (m *mergedIter) Close() error {
+	if m.mu != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+	}
+	return m.back.Close()
+}

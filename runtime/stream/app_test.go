@@ -49,10 +49,15 @@ var storeKinds = []struct {
 // countTopology counts records per key into a store (persistent, or in
 // memory when nil) and emits each new count.
 func countTopology(in, out string, persistent state.Opener) *stream.Topology {
+	return countTopologyOpts(in, out, stream.StoreOptions{Persistent: persistent, Changelog: true})
+}
+
+// countTopologyOpts is countTopology with its store's options.
+func countTopologyOpts(in, out string, opts stream.StoreOptions) *stream.Topology {
 	t := stream.NewTopology()
 	stream.AddSource(t, "in", in, serde.String{}, serde.String{})
 	stream.AddProcessor(t, "count", func() stream.Processor[string, string, string, int64] { return &keyCounter{} }, "in")
-	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: persistent, Changelog: true}, "count")
+	stream.AddKeyValueStore(t, "counts", serde.String{}, serde.Int64{}, opts, "count")
 	stream.AddSink(t, "out", out, serde.String{}, serde.Int64{}, "count")
 	return t
 }

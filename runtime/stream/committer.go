@@ -309,8 +309,13 @@ func (c *committer) outsideQueryLock(wait func() error) error {
 		return wait()
 	}
 	c.openedToQueries.Add(1)
+	// The loop holds both locks: taken again in their order.
 	c.u.qmu.Unlock()
-	defer c.u.qmu.Lock()
+	c.u.pmu.Unlock()
+	defer func() {
+		c.u.pmu.Lock()
+		c.u.qmu.Lock()
+	}()
 	if testCommitWait != nil {
 		testCommitWait()
 	}

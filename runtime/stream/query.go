@@ -15,12 +15,18 @@ import (
 // Interactive queries: read-only access to an App's stores from other
 // goroutines (runtime/DESIGN.md, "Queries").
 //
-// A store belongs to its unit's goroutine, which is not safe to share, so a
-// query takes the unit's query lock, which the unit holds while it works
-// (its window between a poll and the next) and releases while it waits in
-// a poll: a query waits at most one window (50 ms) and reads the task's
-// stores through their record cache, so it sees every write processed so
-// far, committed or not.
+// A store belongs to its unit's goroutine. A query holds the unit's query
+// lock shared (unit.qmu), which the unit holds exclusively only while it
+// changes its tasks (rebalances, task creation, restoration, commits), so
+// the task a query finds stays whole while it reads. A queryable store
+// (StoreOptions.Queryable) is read while the unit processes records: each
+// operation on it, the unit's and the query's, holds the store's own lock
+// for its length (state.Cache.ShareReads, state.ShareReads), so a query
+// waits at most for one store operation. A query of any other store also
+// takes the unit's processing lock (unit.pmu), which the unit holds while
+// it works and gives up between tasks to waiting queries: it waits up to a
+// task's batch. Either way a query reads through the record cache, so it
+// sees every write processed so far, committed or not.
 
 // Instance is one instance of an application, as the group knows it.
 type Instance struct {
@@ -224,13 +230,18 @@ func (a *App) readLocal(store string, id TaskID, stale bool, read func(b storeRe
 	if stale {
 		passes = 2
 	}
+	_, def, _ := a.queryStore(store)
 	for pass := 0; pass < passes; pass++ {
 		for _, u := range units {
 			done, err := func() (bool, error) {
-				u.queriesWaiting.Add(1)
-				u.qmu.Lock()
-				u.queriesWaiting.Add(-1)
-				defer u.qmu.Unlock()
+				if def == nil || !def.opts.Queryable {
+					u.queriesWaiting.Add(1)
+					u.pmu.Lock()
+					u.queriesWaiting.Add(-1)
+					defer u.pmu.Unlock()
+				}
+				u.qmu.RLock()
+				defer u.qmu.RUnlock()
 				if u.closed {
 					return false, nil
 				}
@@ -256,6 +267,12 @@ func (a *App) readLocal(store string, id TaskID, stale bool, read func(b storeRe
 				served.Stale = pass == 1 || t.restoring
 				if served.Stale && ts.changelog != "" {
 					served.Lag = max(ts.restoreEnd-ts.restoredTo, 0)
+				}
+				if !ts.shared {
+					// Queries share the query lock: they take turns
+					// on a store that does not lock its operations.
+					ts.readMu.Lock()
+					defer ts.readMu.Unlock()
 				}
 				return true, read(storeReader{ts})
 			}()

@@ -24,9 +24,13 @@ type queryInstance struct {
 	waited bool
 }
 
-func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener, g stream.GuaranteeKind, more ...stream.Option) *queryInstance {
+// startQueryInstance starts an instance of a count whose store is queryable
+// (StoreOptions.Queryable: read while the unit processes) or not (read
+// when the unit lets queries in).
+func startQueryInstance(t *testing.T, c *kafkatest.Cluster, appID, in, out, name string, parallelism int, persistent state.Opener, queryable bool, g stream.GuaranteeKind, more ...stream.Option) *queryInstance {
 	t.Helper()
-	app, err := stream.New(countTopology(in, out, persistent), append([]stream.Option{stream.Brokers(c.Seeds()...), stream.Guarantee(g),
+	topo := countTopologyOpts(in, out, stream.StoreOptions{Persistent: persistent, Changelog: true, Queryable: queryable})
+	app, err := stream.New(topo, append([]stream.Option{stream.Brokers(c.Seeds()...), stream.Guarantee(g),
 		stream.AppID(appID), stream.StateDir(t.TempDir()), stream.InstanceID(name),
 		stream.AdvertisedAddress(name + ".example:8080"),
 		stream.Parallelism(parallelism), stream.StandbyReplicas(1), stream.CommitInterval(100 * time.Millisecond),
@@ -128,13 +132,16 @@ func queryAnswer(t *testing.T, insts map[string]*queryInstance, stopped map[stri
 // view, then stops one instance and keeps querying while its tasks move:
 // every answer is the true count or "not available", never another value.
 func TestQueryThreeInstances(t *testing.T) {
+	// Pebble's store queryable, memory's not: both ways of reading.
 	for _, kind := range storeKinds {
-		t.Run(kind.name, func(t *testing.T) { testQueryThreeInstances(t, kind.persistent, stream.AtLeastOnce) })
+		t.Run(kind.name, func(t *testing.T) {
+			testQueryThreeInstances(t, kind.persistent, kind.persistent != nil, stream.AtLeastOnce)
+		})
 	}
-	t.Run("pebble-exactly-once", func(t *testing.T) { testQueryThreeInstances(t, onDisk, stream.ExactlyOnce) })
+	t.Run("pebble-exactly-once", func(t *testing.T) { testQueryThreeInstances(t, onDisk, true, stream.ExactlyOnce) })
 }
 
-func testQueryThreeInstances(t *testing.T, persistent state.Opener, g stream.GuaranteeKind) {
+func testQueryThreeInstances(t *testing.T, persistent state.Opener, queryable bool, g stream.GuaranteeKind) {
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 6, nil), c.CreateTopic(t, 6, nil)
 	appID := "query-" + in
@@ -142,7 +149,7 @@ func testQueryThreeInstances(t *testing.T, persistent state.Opener, g stream.Gua
 	produceAll(t, c.Client(t), recs)
 	insts := map[string]*queryInstance{}
 	for i, name := range []string{"a", "b", "c"} {
-		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2, persistent, g)
+		insts[name] = startQueryInstance(t, c, appID, in, out, name, 1+i%2, persistent, queryable, g)
 	}
 	waitCaughtUp(t, c.Admin(t), appID, in)
 	keys := make([]string, 0, len(truth))

@@ -50,17 +50,23 @@ func queryBenchSource(b *testing.B) (*kafkatest.Cluster, string) {
 // BenchmarkCountUnderQueries is BenchmarkCount's workload (a count per key
 // in a Pebble store with a changelog) while other goroutines query the
 // store: none; 1,000 gets a second; and one goroutine getting as fast as it
-// can. records/s is the processing throughput; served-queries/s and the
+// can; each with the store not queryable (a query waits for the unit to let
+// it in) and queryable (StoreOptions.Queryable: a query reads while the
+// unit processes, under the store's lock). records/s is the processing throughput; served-queries/s and the
 // latency of a served query (median and 99th percentile) what the queries
 // got once the first one was served (a key of a task not yet assigned is
 // not served).
 func BenchmarkCountUnderQueries(b *testing.B) {
 	c, in := queryBenchSource(b)
 	for _, load := range []struct {
-		name    string
-		workers int
-		every   time.Duration // between one worker's queries; 0: none
-	}{{"none", 0, 0}, {"paced-1000qps", 1, time.Millisecond}, {"flat-out", 1, 0}} {
+		name      string
+		workers   int
+		every     time.Duration // between one worker's queries; 0: none
+		queryable bool          // StoreOptions.Queryable
+	}{
+		{"none", 0, 0, false}, {"paced-1000qps", 1, time.Millisecond, false}, {"flat-out", 1, 0, false},
+		{"queryable-none", 0, 0, true}, {"queryable-paced-1000qps", 1, time.Millisecond, true}, {"queryable-flat-out", 1, 0, true},
+	} {
 		b.Run(load.name, func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				out := c.CreateTopic(&keepAlive{b}, benchPartitions, nil)
@@ -68,7 +74,7 @@ func BenchmarkCountUnderQueries(b *testing.B) {
 				topo := stream.NewTopology()
 				stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
 				stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &bytesCounter{} }, "in")
-				stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: onDisk, Changelog: true}, "count")
+				stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: onDisk, Changelog: true, Queryable: load.queryable}, "count")
 				stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
 				app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(group), stream.StateDir(b.TempDir()),
 					stream.Parallelism(1), stream.Logger(testLoggerB()), stream.BufferRecords(benchBuffer()))

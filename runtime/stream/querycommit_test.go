@@ -37,7 +37,7 @@ func queriesDuringCommits(t *testing.T, g stream.GuaranteeKind) {
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
 	appID := "querycommit-" + in
-	qi := startQueryInstance(t, c, appID, in, out, "a", 1, onDisk, g, stream.CommitInterval(time.Millisecond))
+	qi := startQueryInstance(t, c, appID, in, out, "a", 1, onDisk, true, g, stream.CommitInterval(time.Millisecond))
 	const keys, rounds = 16, 60
 	var sent [keys]atomic.Int64
 	cl := c.Client(t)

@@ -84,9 +84,18 @@ func KeyValueHandler[K, V any](view *KeyValueView[K, V], parseKey func(string) (
 		case !ok:
 			writeJSON(w, http.StatusNotFound, map[string]any{"error": "no value for the key", "served": served})
 		default:
-			writeJSON(w, http.StatusOK, map[string]any{"key": key, "value": value, "served": served})
+			writeJSON(w, http.StatusOK, keyValueAnswer[K, V]{Key: key, Served: served, Value: value})
 		}
 	})
+}
+
+// keyValueAnswer is KeyValueHandler's answer for a key with a value: a
+// struct rather than a map, which costs a request a map and its sorting,
+// with the map's key order, so the bytes are the same.
+type keyValueAnswer[K, V any] struct {
+	Key    K      `json:"key"`
+	Served Served `json:"served"`
+	Value  V      `json:"value"`
 }
 
 // forward asks the owner at addr the same question and relays its answer.

@@ -35,7 +35,7 @@ func TestKeyValueHandler(t *testing.T) {
 			http.Error(w, "not yet", http.StatusServiceUnavailable)
 		}))
 		t.Cleanup(srv.Close)
-		qi := startQueryInstance(t, c, appID, in, out, name, 1, nil, stream.AtLeastOnce,
+		qi := startQueryInstance(t, c, appID, in, out, name, 1, nil, true, stream.AtLeastOnce,
 			stream.AdvertisedAddress(srv.Listener.Addr().String()))
 		var handler http.Handler = stream.KeyValueHandler(qi.view, func(s string) (string, error) { return s, nil }, nil)
 		h.Store(&handler)

@@ -53,7 +53,9 @@ func TestQueryWindowAndSessionStores(t *testing.T) {
 			topo := stream.NewTopology()
 			stream.AddSource(topo, "in", in, serde.String{}, serde.String{})
 			stream.AddProcessor(topo, "rec", func() stream.Processor[string, string, string, string] { return &windowRecorder{} }, "in")
-			opts := stream.StoreOptions{Persistent: kind.persistent, Changelog: true}
+			// Pebble's stores queryable (read while the unit works),
+			// memory's not: both ways of reading.
+			opts := stream.StoreOptions{Persistent: kind.persistent, Changelog: true, Queryable: kind.persistent != nil}
 			stream.AddWindowStore(topo, "wins", serde.String{}, serde.Int64{}, state.WindowStoreOptions{WindowSize: time.Minute, Retention: time.Hour}, opts, "rec")
 			stream.AddSessionStore(topo, "sess", serde.String{}, serde.String{}, time.Hour, opts, "rec")
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +94,13 @@ type taskStore struct {
 	// prepare only holds the cache's dirty entries (CacheRecords(0)).
 	loggedEachWrite bool
 	t               *task
+	// shared says queries may read the store while the unit processes:
+	// a queryable active task's store, whose cache (or, without one,
+	// backend) locks each operation (wrap).
+	shared bool
+	// readMu serializes the queries of a store that is not shared, which
+	// they read under the unit's query lock, shared among them (query.go).
+	readMu sync.Mutex
 }
 
 // LogChange implements state.ChangeLogger, for stores whose typed store logs
@@ -224,10 +232,21 @@ func (m *stateManager) wrap(t *task, ts *taskStore) {
 	if ts.changelog != "" {
 		logger = ts
 	}
-	ts.backend, ts.cache, ts.typed, ts.loggedEachWrite = ts.inner, nil, nil, false
+	ts.backend, ts.cache, ts.typed, ts.loggedEachWrite, ts.shared = ts.inner, nil, nil, false, false
 	if t.standby {
 		return
 	}
+	defer func() {
+		if def.opts.Queryable {
+			if ts.cache != nil {
+				ts.cache.ShareReads()
+			} else {
+				ts.backend = state.ShareReads(ts.inner)
+			}
+			ts.shared = true
+		}
+		ts.typed = def.open(ts.backend, logger)
+	}()
 	n := cfg.cacheRecords
 	if cfg.guarantee == ExactlyOnce && n == 0 {
 		n = 1000 // exactly-once holds every write until its transaction commits
@@ -257,7 +276,6 @@ func (m *stateManager) wrap(t *task, ts *taskStore) {
 		ts.cache = state.NewCache(ts.inner, writeBehindRecords, nil)
 		ts.backend, ts.loggedEachWrite = ts.cache, true
 	}
-	ts.typed = def.open(ts.backend, logger)
 }
 
 // openPersistent opens a store on disk. A logged store whose files are

@@ -106,6 +106,13 @@ type StoreOptions struct {
 	// the store's kind needs (compacted, for a key-value store), and an
 	// existing one that would lose records the store needs is refused.
 	Changelog bool
+	// Queryable says the store is read by interactive queries (QueryKeyValue,
+	// QueryWindow...): a query then reads it while the unit processes, each
+	// store operation holding a lock of the store's own (state.Cache's
+	// ShareReads), which costs processing a few ns an operation. A query of
+	// a store without it waits until its unit lets queries in, between tasks
+	// or while it polls (runtime/DESIGN.md, "Queries").
+	Queryable bool
 }
 
 type subtopology struct {

@@ -49,11 +49,21 @@ type unit struct {
 	st  *unitStats
 	pg  *purger
 
-	// qmu is the query lock (query.go): the unit holds it while it works
-	// (from a poll's return to AllowRebalance, and in the rebalance
-	// callbacks), so a query that holds it may read the tasks' stores.
-	qmu sync.Mutex
-	// queriesWaiting counts queries waiting for qmu: the unit lets them
+	// qmu is the query lock (query.go): the unit holds it, exclusively,
+	// while it changes which tasks and stores there are or what state they
+	// are in (the rebalance callbacks, the start of each step: routing,
+	// task creation, restoration, standbys; commits; shutdown), and every
+	// query holds it shared while it reads, so it finds a task whole. The
+	// unit does not hold it while its tasks process records: queries of a
+	// queryable store (StoreOptions.Queryable) read it meanwhile, each of
+	// the store's operations locking the store (taskStore.shared).
+	qmu sync.RWMutex
+	// pmu is the processing lock, which a query of a store that is not
+	// queryable takes before qmu: the unit holds it while it works (from a
+	// poll's return to AllowRebalance), so such a query waits until the
+	// unit polls or lets it in between tasks (yieldToQueries).
+	pmu sync.Mutex
+	// queriesWaiting counts queries waiting for pmu: the unit lets them
 	// in between tasks (yieldToQueries) instead of at the end of its
 	// window, 50 ms away.
 	queriesWaiting atomic.Int32
@@ -158,7 +168,7 @@ func (u *unit) queryLocked(fn func(context.Context, *kgo.Client, map[string][]in
 	}
 }
 
-// yieldToQueries lets the queries waiting for the query lock read, at a
+// yieldToQueries lets the queries waiting for the processing lock read, at a
 // point where every task's stores hold whole records' writes. Unlock alone
 // would not let them in: the unit would take the mutex back before a
 // woken waiter runs, until a waiter has waited a millisecond (the mutex's
@@ -166,11 +176,11 @@ func (u *unit) queryLocked(fn func(context.Context, *kgo.Client, map[string][]in
 // the lock, a bounded number of times: a read takes microseconds.
 func (u *unit) yieldToQueries() {
 	if u.queriesWaiting.Load() > 0 {
-		u.qmu.Unlock()
+		u.pmu.Unlock()
 		for i := 0; i < yieldSpins && u.queriesWaiting.Load() > 0; i++ {
 			runtime.Gosched()
 		}
-		u.qmu.Lock()
+		u.pmu.Lock()
 	}
 }
 
@@ -235,13 +245,13 @@ func (u *unit) run(ctx context.Context) (err error) {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := u.cl.PollRecords(pctx, budget)
 		cancel()
-		// Queries wait while the unit works, and read while it waits in
-		// the poll above.
-		u.qmu.Lock()
+		// Queries of stores that are not queryable wait while the unit
+		// works, and read while it waits in the poll above.
+		u.pmu.Lock()
 		start := time.Now()
 		for {
 			if err := u.step(fetches); err != nil {
-				u.qmu.Unlock()
+				u.pmu.Unlock()
 				u.cl.AllowRebalance()
 				return err
 			}
@@ -253,7 +263,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 		u.st.publish(u, false)
 		// Decided here: after AllowRebalance the callbacks may change the tasks.
 		wait, budget = u.pollWait(), u.pollBudget()
-		u.qmu.Unlock()
+		u.pmu.Unlock()
 		u.cl.AllowRebalance()
 	}
 	return nil
@@ -284,37 +294,73 @@ func (u *unit) pollWait() time.Duration {
 	return max(wait, time.Millisecond)
 }
 
-// step does one round of work on what the last poll returned.
+// step does one round of work on what the last poll returned, under the
+// processing lock: the changes of tasks and stores under the query lock
+// too (prepare and the commit), the processing of records without it.
 func (u *unit) step(fetches kgo.Fetches) error {
+	if more, err := u.prepare(fetches); !more || err != nil {
+		return err
+	}
+	now := u.cfg.now()
+	processed, err := u.process(now)
+	if err != nil {
+		return err
+	}
+	if processed > 0 {
+		u.cm.uncommitted = true
+	}
+	if u.cm.due(now, processed) {
+		// The commit may let queries in while it waits on Kafka.
+		u.qmu.Lock()
+		u.cm.queriesIn = true
+		err := u.cm.commit(context.Background())
+		u.cm.queriesIn = false
+		u.qmu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare routes the polled records to their tasks and moves the tasks
+// along (creation, restoration, standbys), under the query lock; more is
+// false when the step has nothing more to do (the tasks were rebuilt).
+func (u *unit) prepare(fetches kgo.Fetches) (more bool, err error) {
+	u.qmu.Lock()
+	defer u.qmu.Unlock()
 	if u.fatal != nil {
-		return u.fatal
+		return false, u.fatal
 	}
 	if err := u.rc.err(); err != nil {
-		return err
+		return false, err
 	}
 	if u.tm.rebuildPending {
 		// What this poll returned follows positions the rewind discards.
-		return u.tm.rebuild(context.Background())
+		return false, u.tm.rebuild(context.Background())
 	}
 	// Before routing: a record of a new partition follows the fetch of its
 	// committed offset, and its task resumes the stream times committed
 	// with it before it processes anything.
 	if err := u.tm.takeFetched(); err != nil {
-		return err
+		return false, err
 	}
 	if err := u.route(fetches); err != nil {
-		return err
+		return false, err
 	}
 	if err := u.tm.retryLocked(); err != nil {
-		return err
+		return false, err
 	}
 	if err := u.sb.reconcile(); err != nil {
-		return err
+		return false, err
 	}
-	if err := u.cr.step(); err != nil {
-		return err
-	}
-	now := u.cfg.now()
+	return true, u.cr.step()
+}
+
+// process runs the tasks that are not restoring, a batch each, and their
+// wall-clock punctuations. It changes no task or store but through the
+// tasks' processors, so queries of queryable stores read meanwhile.
+func (u *unit) process(now time.Time) (int, error) {
 	processed := 0
 	began := time.Now()
 	defer func() { u.st.procDur += time.Since(began) }()
@@ -330,33 +376,20 @@ func (u *unit) step(fetches kgo.Fetches) error {
 			// rather than stall, with the stream times starting afresh.
 			u.log.Warn("records before the committed stream times; starting them afresh", "task", t.id.String())
 			if err := t.restoreTimes(nil); err != nil {
-				return err
+				return processed, err
 			}
 		}
 		n, err := t.process(batch, now)
 		processed += n
 		if err != nil {
-			return err
+			return processed, err
 		}
 		if err := t.punctuate(WallClock, now.UnixMilli()); err != nil {
-			return err
+			return processed, err
 		}
 		u.yieldToQueries()
 	}
-	if processed > 0 {
-		u.cm.uncommitted = true
-	}
-	if u.cm.due(now, processed) {
-		// step runs under the query lock: the commit may let queries
-		// in while it waits on Kafka.
-		u.cm.queriesIn = true
-		err := u.cm.commit(context.Background())
-		u.cm.queriesIn = false
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return processed, nil
 }
 
 // route hands each partition's fetched records to the task input that owns
@@ -479,7 +512,8 @@ func (u *unit) shutdown(clean bool) error {
 	// while the tasks close.
 	u.cl.PollRecords(done, 1)
 	// Released before the client closes: leaving the group runs the
-	// revocation callback, which takes it.
+	// revocation callback, which takes the query lock.
+	u.pmu.Lock()
 	u.qmu.Lock()
 	var err error
 	if clean {
@@ -503,6 +537,7 @@ func (u *unit) shutdown(clean bool) error {
 	u.sb.closeAll()
 	u.closed = true
 	u.qmu.Unlock()
+	u.pmu.Unlock()
 	u.cl.AllowRebalance()
 	u.cl.Close()
 	u.cr.close()
@@ -516,11 +551,13 @@ func (u *unit) abandon() {
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	u.cl.PollRecords(done, 1)
+	u.pmu.Lock()
 	u.qmu.Lock()
 	u.tm.drop(u.tm.order, false)
 	u.sb.closeAll()
 	u.closed = true
 	u.qmu.Unlock()
+	u.pmu.Unlock()
 	u.cl.AllowRebalance()
 	cl, cr := u.cl, u.cr
 	go func() {

@@ -63,6 +63,8 @@ func main() {
 		childIn    = flag.String("child-in", "", "internal")
 		childOut   = flag.String("child-out", "", "internal")
 	)
+	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
+	flag.BoolVar(&queryable, "queryable", true, "mark the store StoreOptions.Queryable (queries read it while the app processes); false: queries wait for the unit's processing lock")
 	flag.Parse()
 	if *child != "" {
 		if err := runChild(strings.Split(*brokers, ","), *childApp, *childIn, *childOut, *child, *store); err != nil {
@@ -70,6 +72,21 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *mutexProf != "" {
 		runtime.SetMutexProfileFraction(1)
@@ -86,6 +103,9 @@ func main() {
 		os.Exit(1) // no profile is written on failure
 	}
 }
+
+// queryable is the store's StoreOptions.Queryable (-queryable).
+var queryable bool
 
 type instance struct {
 	app  *stream.App
@@ -233,7 +253,7 @@ func start(ctx context.Context, seeds []string, appID, in, out, name string, ope
 	topo := stream.NewTopology()
 	stream.AddSource(topo, "in", in, serde.String{}, serde.Bytes{})
 	stream.AddProcessor(topo, "count", func() stream.Processor[string, []byte, string, int64] { return &counter{} }, "in")
-	stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: opener, Changelog: true}, "count")
+	stream.AddKeyValueStore(topo, "counts", serde.String{}, serde.Int64{}, stream.StoreOptions{Persistent: opener, Changelog: true, Queryable: queryable}, "count")
 	stream.AddSink(topo, "out", out, serde.String{}, serde.Int64{}, "count")
 	dir, err := os.MkdirTemp("", "querybench-")
 	if err != nil {
@@ -322,7 +342,7 @@ func isLocal(addr, key string) (bool, error) {
 // -child) and returns its address once it serves.
 func startChild(seeds []string, appID, in, out, name, store string) (string, func(), error) {
 	cmd := exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
-		"-brokers", strings.Join(seeds, ","), "-store", store)
+		"-brokers", strings.Join(seeds, ","), "-store", store, "-queryable="+strconv.FormatBool(queryable))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err

@@ -150,9 +150,10 @@ type pebbleStore struct {
 }
 
 var (
-	_ state.Restorer     = (*pebbleStore)(nil) // restoration applies batches
-	_ state.Positioned   = (*pebbleStore)(nil)
-	_ state.RangeDeleter = (*pebbleStore)(nil)
+	_ state.Restorer         = (*pebbleStore)(nil) // restoration applies batches
+	_ state.Positioned       = (*pebbleStore)(nil)
+	_ state.RangeDeleter     = (*pebbleStore)(nil)
+	_ state.ConcurrentGetter = (*pebbleStore)(nil) // shared caches read it unlocked
 )
 
 // The position's range key covers only the empty user key, [positionStart,
@@ -490,6 +491,11 @@ func (s *pebbleStore) Get(key []byte) ([]byte, bool, error) {
 	}
 	return out, true, nil
 }
+
+// ConcurrentGet implements state.ConcurrentGetter: Pebble's reads are safe
+// during its writes, and the store's fields a Get reads change only when it
+// closes.
+func (s *pebbleStore) ConcurrentGet(key []byte) ([]byte, bool, error) { return s.Get(key) }
 
 func (s *pebbleStore) Put(key, value []byte) (err error) {
 	if err := s.writable("put"); err != nil {

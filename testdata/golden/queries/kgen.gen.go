@@ -116,11 +116,20 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 	stream.AddSource(t, "words-source", TopicWords, s.WordsKey, s.WordsValue)
 	// groupByKey by-word: the key is unchanged since the input was partitioned by it.
 	dsl.Merge[string, string](t, "by-word", "words-source")
-	dsl.Count[string, string](t, "counted", StoreCounts, s.StoreCountsKey, stream.StoreOptions{Changelog: true}, "by-word")
-	dsl.WindowedCount[string, string](t, "per-minute", StoreMinuteCounts, dsl.TumblingWindows(time.Minute).Grace(10*time.Second), s.StoreMinuteCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-word")
+	dsl.Count[string, string](t, "counted", StoreCounts, s.StoreCountsKey, stream.StoreOptions{
+		Changelog: true,
+		Queryable: true,
+	}, "by-word")
+	dsl.WindowedCount[string, string](t, "per-minute", StoreMinuteCounts, dsl.TumblingWindows(time.Minute).Grace(10*time.Second), s.StoreMinuteCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{
+		Changelog: true,
+		Queryable: true,
+	}}, "by-word")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "minute-out", "per-minute")
 	dsl.ToStream[string, int64](t, "updates", "counted")
-	dsl.SessionCount[string, string](t, "visits", StoreVisitCounts, dsl.SessionWindows(30*time.Minute), s.StoreVisitCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{Changelog: true}}, "by-word")
+	dsl.SessionCount[string, string](t, "visits", StoreVisitCounts, dsl.SessionWindows(30*time.Minute), s.StoreVisitCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{
+		Changelog: true,
+		Queryable: true,
+	}}, "by-word")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "visits-out", "visits")
 	stream.AddSinkWith(t, "minute-word-counts-sink", TopicMinuteWordCounts, serde.TimeWindowed(s.MinuteWordCountsKey, time.Minute), dsl.Nullable(s.MinuteWordCountsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.MinuteWordCountsKey)}, "minute-out")
 	stream.AddSinkWith(t, "visit-word-counts-sink", TopicVisitWordCounts, serde.SessionWindowed(s.VisitWordCountsKey), dsl.Nullable(s.VisitWordCountsValue), stream.SinkConfig[dsl.Windowed[string], *int64]{Partitioner: dsl.WindowedPartitioner[string, *int64](s.VisitWordCountsKey)}, "visits-out")
