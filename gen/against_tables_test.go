@@ -27,12 +27,17 @@ operators:
   product-table: {op: table, topic: products, store: products}
   priced: {op: join, from: [line-table, product-table], foreign-key: true, value: string}
   price-table: {op: table, topic: prices, store: prices, versioned: {history: 1h}}
+  late: {op: join, from: [in, price-table], value: string, grace: 10s}
 `
 	for _, tc := range []struct {
 		name, new string
 		want      []string
 	}{
 		{"unchanged", old, nil},
+		{"grace changed", strings.Replace(old, "grace: 10s", "grace: 20s", 1), nil},
+		{"grace removed", strings.Replace(old, ", grace: 10s", "", 1), []string{
+			`kgen.yaml:16:9: breaking: join "late" no longer waits 10s (grace:): the stream records waiting in its store late-Buffer are lost, never joined`,
+		}},
 		{"history", strings.Replace(old, "history: 1h", "history: 2h", 1), []string{
 			`kgen.yaml:15:79: breaking: the history of versioned table "price-table" is 2h, was 1h: its store's segments and changelog were made for the old retention (use a new store name)`,
 		}},

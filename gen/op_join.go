@@ -320,7 +320,15 @@ func joinAgainst(c *againstCtx, old, new *schema.Operator) {
 	fkJoinAdded(c, old, new)
 	if old.Window == nil {
 		// A stream-table or table-table join reads its tables' stores and
-		// keeps no state of its own.
+		// keeps no state of its own, but for a grace period's buffer.
+		if old.Grace.Value > 0 && (new == nil || new.Grace.Value == 0) {
+			pos := c.AppPos
+			if new != nil {
+				pos = new.Pos
+			}
+			c.Breaking(pos, "join %q no longer waits %s (grace:): the stream records waiting in its store %s-Buffer are lost, never joined", name, schema.DurationText(old.Grace.Value), name)
+			return
+		}
 		if new != nil && new.Op.Value != old.Op.Value {
 			c.Safe(new.Op.Pos, "join %q is now %s, was %s: it keeps no state of its own (it reads its tables' stores)", name, new.Op.Value, old.Op.Value)
 		}
