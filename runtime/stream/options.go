@@ -22,7 +22,6 @@ type config struct {
 	parallelism    int
 	commitInterval time.Duration
 	maxTaskIdle    time.Duration
-	fetchGrace     time.Duration
 	bufferRecords  int
 	cacheRecords   int
 	standbys       int
@@ -65,7 +64,6 @@ func defaultConfig() config {
 		stateDir:      filepath.Join(os.TempDir(), "kgen-state"),
 		parallelism:   1,
 		replication:   -1,
-		fetchGrace:    500 * time.Millisecond,
 		bufferRecords: 1000,
 		// Long enough to wait out a broker's restart or a rolling one.
 		startupTimeout: 5 * time.Minute,
@@ -143,21 +141,12 @@ func CommitInterval(d time.Duration) Option {
 }
 
 // MaxTaskIdle is how long a task with several inputs waits for an empty
-// input before processing the others out of timestamp order. Default 0:
-// wait only while the empty input is known to have data not fetched yet
-// (at most FetchGrace). Negative: never wait.
+// input fetched to its end before processing the others, possibly out of
+// timestamp order (Kafka Streams' max.task.idle.ms). An empty input not
+// fetched yet, or known to hold records not fetched yet, is waited for
+// however long that takes, unless MaxTaskIdle is negative. Default 0:
+// wait only for those. Negative: never wait.
 func MaxTaskIdle(d time.Duration) Option { return func(c *config) { c.maxTaskIdle = d } }
-
-// FetchGrace bounds how long a task waits for an input that has data not
-// fetched yet, or whose first fetch has not arrived. Default 500 ms.
-func FetchGrace(d time.Duration) Option {
-	return func(c *config) {
-		if d < 0 {
-			c.invalid("FetchGrace(%s): must not be negative", d)
-		}
-		c.fetchGrace = d
-	}
-}
 
 // BufferRecords bounds the records a unit buffers per input partition: it
 // takes from the client only what fits, and franz-go fetches no more until

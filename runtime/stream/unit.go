@@ -102,6 +102,8 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(isolation),
+		// route reads how far a partition was fetched from them.
+		kgo.KeepControlRecords(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Kafka's own consumer default. franz-go's 5 s lets an idle long
 		// poll delay newly assigned partitions (a failover) by that much.
@@ -387,13 +389,18 @@ func (u *unit) route(fetches kgo.Fetches) error {
 			return
 		}
 		st := in.state()
-		if p.HighWatermark >= 0 {
-			st.hwm = p.HighWatermark
+		// Under read_committed the end is the last stable offset: an open
+		// transaction's records cannot be fetched before it ends.
+		end := p.HighWatermark
+		if u.cfg.guarantee == ExactlyOnce {
+			end = p.LastStableOffset
+		}
+		if end >= 0 {
+			st.end = end
 			if len(p.Records) == 0 {
-				// An empty answer: the fetch was at the end (under
-				// read_committed, at the last stable offset), so nothing
+				// An empty answer: the fetch was at the end, so nothing
 				// more is there to wait for.
-				st.fetchedTo = max(st.fetchedTo, p.HighWatermark)
+				st.fetchedTo = max(st.fetchedTo, end)
 			}
 		}
 		recs := p.Records
@@ -401,9 +408,35 @@ func (u *unit) route(fetches kgo.Fetches) error {
 		for len(recs) > 0 && st.next >= 0 && recs[0].Offset < st.next {
 			recs = recs[1:]
 		}
-		in.push(recs)
+		if n := len(recs); n > 0 {
+			// Control records (transaction markers) are fetched only to
+			// know how far the partition was read: a marker after the last
+			// records would otherwise look like a record not fetched yet,
+			// which a task waits for, and a fetch session sends no empty
+			// answer to clear it.
+			last := recs[n-1].Offset + 1
+			in.push(dropControl(recs))
+			st.fetchedTo = max(st.fetchedTo, last)
+		}
 	})
 	return nil
+}
+
+// dropControl removes the control records of recs, in place when it must.
+func dropControl(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		if !r.Attrs.IsControl() {
+			continue
+		}
+		kept := recs[:i]
+		for _, r := range recs[i+1:] {
+			if !r.Attrs.IsControl() {
+				kept = append(kept, r)
+			}
+		}
+		return kept
+	}
+	return recs
 }
 
 // pollBudget is how many records the unit takes from the client: the free
