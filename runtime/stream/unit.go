@@ -417,6 +417,7 @@ func (u *unit) route(fetches kgo.Fetches) error {
 			last := recs[n-1].Offset + 1
 			in.push(dropControl(recs))
 			st.fetchedTo = max(st.fetchedTo, last)
+			st.readTo = max(st.readTo, last)
 		}
 	})
 	return nil
