@@ -116,7 +116,8 @@ type pgStep struct {
 }
 
 func TestPartitionGroupNext(t *testing.T) {
-	defaults := config{}
+	const grace = 500 * time.Millisecond
+	defaults := config{fetchGrace: grace}
 	idle := func(d time.Duration) config { c := defaults; c.maxTaskIdle = d; return c }
 	cases := []struct {
 		name         string
@@ -170,9 +171,25 @@ func TestPartitionGroupNext(t *testing.T) {
 		},
 		{
 			// Kafka Streams waits for a partition whose lag is unknown
-			// (KIP-695) without a deadline: records may exist already.
-			name: "an input never fetched holds back with no deadline, whatever MaxTaskIdle",
-			cfg:  idle(time.Second),
+			// with no deadline; kgen cannot: franz-go hands over no
+			// fetch answer without records.
+			name: "an input never fetched holds back for FetchGrace, then an enforced step",
+			cfg:  defaults,
+			inputs: []inputSpec{
+				{name: "a", ts: []int64{10, 20}, fetch: "end"},
+				{name: "b", fetch: "never"},
+			},
+			steps: []pgStep{
+				{at: 0, want: ""},
+				{at: grace - time.Millisecond, want: ""},
+				{at: grace, want: "a"},
+				{at: grace, want: "a"},
+			},
+			wantEnforced: 2,
+		},
+		{
+			name: "an input never fetched holds back for MaxTaskIdle when longer",
+			cfg:  idle(2 * time.Second),
 			inputs: []inputSpec{
 				{name: "a", ts: []int64{10}, fetch: "end"},
 				{name: "b", fetch: "never"},
@@ -180,8 +197,9 @@ func TestPartitionGroupNext(t *testing.T) {
 			steps: []pgStep{
 				{at: 0, want: ""},
 				{at: time.Second, want: ""},
-				{at: time.Hour, want: ""},
+				{at: 2 * time.Second, want: "a"},
 			},
+			wantEnforced: 1,
 		},
 		{
 			name: "an input behind its end offset holds back with no deadline, whatever MaxTaskIdle",
@@ -263,7 +281,7 @@ func TestPartitionGroupNext(t *testing.T) {
 				{name: "b", ts: []int64{11}, fetch: "end"},
 				{name: "c", fetch: "never"},
 			},
-			steps: []pgStep{{at: 0, want: ""}, {at: time.Hour, want: ""}, {at: time.Hour, deliver: func(in map[string]*fakeInput) { in["c"].deliver(100) }, want: "a"}},
+			steps: []pgStep{{at: 0, want: ""}, {at: grace - time.Millisecond, want: ""}, {at: grace - time.Millisecond, deliver: func(in map[string]*fakeInput) { in["c"].deliver(100) }, want: "a"}},
 		},
 	}
 	for _, c := range cases {
@@ -306,6 +324,7 @@ func TestPartitionGroupKeepsGoingAfterTheWait(t *testing.T) {
 		fetch string
 	}{
 		{name: "at its end, past MaxTaskIdle", cfg: config{maxTaskIdle: time.Second}, fetch: "end"},
+		{name: "never fetched, past FetchGrace", cfg: config{fetchGrace: time.Second}, fetch: "never"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tk, _ := newTestTask(t, c.cfg,
@@ -315,7 +334,7 @@ func TestPartitionGroupKeepsGoingAfterTheWait(t *testing.T) {
 			if in, _ := tk.next(start); in != nil {
 				t.Fatalf("took %s at once, want a wait", in.topic())
 			}
-			wait := c.cfg.maxTaskIdle
+			wait := max(c.cfg.maxTaskIdle, c.cfg.fetchGrace)
 			var got []string
 			for range 3 {
 				in, err := tk.next(start.Add(wait))

@@ -173,6 +173,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		{stream.CacheRecords(-5), "CacheRecords(-5)"},
 		{stream.StandbyReplicas(-1), "StandbyReplicas(-1)"},
 		{stream.CommitInterval(-time.Second), "CommitInterval(-1s)"},
+		{stream.FetchGrace(-time.Second), "FetchGrace(-1s)"},
 		{stream.Guarantee(7), "Guarantee(7)"},
 		{stream.OnProduceError(stream.DeadLetter("")), "dead-letter topic"},
 	} {

@@ -224,35 +224,41 @@ func (t *task) buffered() bool {
 
 // holdsBack says whether an empty input keeps the task from processing the
 // others, so that records stay in timestamp order across inputs. As Kafka
-// Streams' partition group (KIP-695): an input whose end is unknown (never
-// fetched) or that is known to hold records not fetched yet is always
-// waited for, without a deadline, since processing the others ahead would
-// reorder records that exist already; only an input fetched to its end
-// waits MaxTaskIdle for new records. Negative MaxTaskIdle never waits.
-// waitedOut says the input was waited for MaxTaskIdle (> 0) in vain: a
-// record taken now is an enforced step, possibly out of order. With the
-// default 0 an input at its end holds nothing back and is not counted.
+// Streams' partition group (KIP-695): an input known to hold records not
+// fetched yet is waited for with no deadline, since processing the others
+// ahead would reorder records that exist already; an input fetched to its
+// end waits MaxTaskIdle for new records. An input whose end no fetch has
+// reported yet waits at most max(MaxTaskIdle, FetchGrace): franz-go hands
+// over no fetch answer without records, so an input that is empty from the
+// start may never report its end. Negative MaxTaskIdle never waits.
+// waitedOut says the input was waited for in vain: a record taken now is
+// an enforced step, possibly out of order. With the default MaxTaskIdle 0
+// an input at its end holds nothing back and is not counted.
 func (t *task) holdsBack(in input, now time.Time, cfg *config) (hold, waitedOut bool) {
 	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 {
 		return false, false
 	}
 	st := in.state()
-	if st.end < 0 || st.fetchedTo < st.end {
-		// The idle wait starts only once the input is known to be at its end.
+	if st.end >= 0 && st.fetchedTo < st.end {
+		// The idle wait starts only once the input is at its end.
 		st.idleSince = time.Time{}
 		return true, false
 	}
-	// The wait runs from when the input was first found at its end and
-	// empty while the others had data, until it has data again, as Kafka
-	// Streams' idle deadlines: once waited out, the task goes on processing
-	// the others without waiting again before each record.
+	// The wait runs from when the input was first found empty while the
+	// others had data, until it has data again, as Kafka Streams' idle
+	// deadlines: once waited out, the task goes on processing the others
+	// without waiting again before each record.
 	if st.idleSince.IsZero() {
 		st.idleSince = now
 	}
-	if now.Sub(st.idleSince) < cfg.maxTaskIdle {
+	wait := cfg.maxTaskIdle
+	if st.end < 0 {
+		wait = max(wait, cfg.fetchGrace)
+	}
+	if now.Sub(st.idleSince) < wait {
 		return true, false
 	}
-	return false, cfg.maxTaskIdle > 0
+	return false, wait > 0
 }
 
 // process runs up to max records, in timestamp order, with stream-time

@@ -247,8 +247,9 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	}
 	tr.Fill(&res)
 	st := app.Stats()
-	// enforced: records processed past an input at its end that stayed
-	// empty for MaxTaskIdle (0 unless KGENBENCH_MAX_TASK_IDLE sets one).
+	// enforced: records processed past an empty input waited out (one
+	// whose end no fetch reported, after FetchGrace; one at its end, after
+	// MaxTaskIdle if KGENBENCH_MAX_TASK_IDLE sets one), which the joins feel.
 	fmt.Fprintf(os.Stderr, "kgen stats: processed=%d skipped=%d commits=%d commit_time=%v restored=%d enforced=%d\n",
 		st.Processed, st.Skipped, st.Commits, st.CommitTime, st.Restored, st.EnforcedSteps)
 	want := uint64(a.Expect)
