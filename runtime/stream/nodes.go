@@ -37,7 +37,7 @@ type inputState struct {
 	start     int64     // offset of the first record fetched; -1 before it
 	end       int64     // end offset from the last fetch (the last stable offset under read_committed); -1 while unknown
 	fetchedTo int64     // offset after the last record fetched, control records included, or the end offset an empty fetch answer gave
-	readTo    int64     // offset after the last record fetched, control records included; -1 before any
+	readTo    int64     // fetch position: offset after the last record fetched, control records included; before any, where fetching began; -1 unknown
 	epoch     int32     // leader epoch of the last record taken
 	time      int64     // partition time: the largest timestamp taken; -1 before any
 	idleSince time.Time // when the task began waiting for this input while empty; zero when not waiting

@@ -104,6 +104,12 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.FetchIsolationLevel(isolation),
 		// route reads how far a partition was fetched from them.
 		kgo.KeepControlRecords(),
+		// Every fetch answer lists every partition fetched from that
+		// broker with its end offset, not only the ones that changed, so
+		// that a task learns the end of an input with no new records: a
+		// task waits with no deadline for an input behind its end, and
+		// only FetchGrace for one whose end it does not know.
+		kgo.DisableFetchSessions(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Kafka's own consumer default. franz-go's 5 s lets an idle long
 		// poll delay newly assigned partitions (a failover) by that much.
@@ -398,9 +404,15 @@ func (u *unit) route(fetches kgo.Fetches) error {
 		if end >= 0 {
 			st.end = end
 			if len(p.Records) == 0 {
-				// An empty answer: the fetch was at the end, so nothing
-				// more is there to wait for.
-				st.fetchedTo = max(st.fetchedTo, end)
+				// An answer without records is at the end only if the
+				// fetch was: one cut short by the fetch's size limit
+				// lists the partitions it had no room for too.
+				if st.readTo < 0 {
+					st.readTo = u.startPosition(p)
+				}
+				if st.readTo >= end {
+					st.fetchedTo = max(st.fetchedTo, end)
+				}
 			}
 		}
 		recs := p.Records
@@ -421,6 +433,16 @@ func (u *unit) route(fetches kgo.Fetches) error {
 		}
 	})
 	return nil
+}
+
+// startPosition is where the client began fetching a partition of which it
+// has returned no record yet: the group's committed offset, or else the log
+// start (the reset policy is the earliest offset).
+func (u *unit) startPosition(p kgo.FetchTopicPartition) int64 {
+	if o, ok := u.cl.CommittedOffsets()[p.Topic][p.Partition]; ok && o.Offset >= 0 {
+		return o.Offset
+	}
+	return max(p.LogStartOffset, 0)
 }
 
 // dropControl removes the control records of recs, in place when it must.
