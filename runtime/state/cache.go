@@ -3,6 +3,9 @@ package state
 import (
 	"bytes"
 	"slices"
+	"strings"
+
+	"github.com/RaduBerinde/btreemap"
 )
 
 // Cache is a write-back cache over a Backend, as Kafka Streams' record
@@ -19,10 +22,14 @@ import (
 type Cache struct {
 	b       Backend
 	entries map[string]*cacheEntry
-	dirty   []string // keys in the order they became dirty
-	limit   int
-	onFull  func()
-	clock   RecordClock // nil: writes carry NoTimestamp
+	// sorted holds the keys of entries in order, for Range: a window
+	// store's fetch per record (a stream-stream join's) would otherwise
+	// scan the whole cache each time.
+	sorted *btreemap.BTreeMap[string, *cacheEntry]
+	dirty  []string // keys in the order they became dirty
+	limit  int
+	onFull func()
+	clock  RecordClock // nil: writes carry NoTimestamp
 	// drops are the ranges dropped since the owner last took them
 	// (Drops), not yet applied to b: the backend's keys in them are hidden.
 	drops []KeyRange
@@ -46,7 +53,7 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 	// The map grows with the keys actually written: sized for the limit up
 	// front, every store of a task would hold its full cache's worth of
 	// buckets (about 4 MiB for 8 stores of 10,000) however few keys it sees.
-	return &Cache{b: b, entries: make(map[string]*cacheEntry), limit: limit, onFull: onFull}
+	return &Cache{b: b, entries: make(map[string]*cacheEntry), sorted: btreemap.New[string, *cacheEntry](cacheDegree, strings.Compare), limit: limit, onFull: onFull}
 }
 
 // SetClock makes each write carry the time clock tells when it is made
@@ -94,7 +101,7 @@ func (c *Cache) view(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c.entries[string(key)] = &cacheEntry{value: v}
+	c.add(string(key), &cacheEntry{value: v})
 	c.overflow()
 	return v, ok, nil
 }
@@ -128,10 +135,28 @@ func (c *Cache) write(key, value []byte) error {
 		}
 	} else {
 		k := string(key)
-		c.entries[k] = &cacheEntry{value: value, ts: ts, isDirty: true}
+		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
 		c.dirty = append(c.dirty, k)
 	}
 	return c.overflow()
+}
+
+// cacheDegree is the degree of a cache's key tree.
+const cacheDegree = 16
+
+func (c *Cache) add(k string, e *cacheEntry) {
+	c.entries[k] = e
+	c.sorted.ReplaceOrInsert(k, e)
+}
+
+func (c *Cache) remove(k string) {
+	delete(c.entries, k)
+	c.sorted.Delete(k)
+}
+
+func (c *Cache) removeAll() {
+	clear(c.entries)
+	c.sorted.Clear(false)
 }
 
 // overflow keeps the cache near its limit: clean entries go first, as they
@@ -144,7 +169,7 @@ func (c *Cache) overflow() error {
 	if len(c.dirty) < len(c.entries) {
 		for k, e := range c.entries {
 			if !e.isDirty {
-				delete(c.entries, k)
+				c.remove(k)
 			}
 		}
 		if len(c.entries) <= c.limit {
@@ -163,7 +188,7 @@ func (c *Cache) overflow() error {
 	if err := ApplyChanges(c.b, c.Dirty()); err != nil {
 		return err
 	}
-	clear(c.entries)
+	c.removeAll()
 	return nil
 }
 
@@ -178,7 +203,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	for k := range c.entries {
 		if r.Contains([]byte(k)) {
-			delete(c.entries, k)
+			c.remove(k)
 		}
 	}
 	c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
@@ -217,7 +242,7 @@ func (c *Cache) Dirty() []Change {
 // Discard forgets every entry, dirty ones included: what they held never
 // reaches the backend.
 func (c *Cache) Discard() {
-	clear(c.entries)
+	c.removeAll()
 	c.dirty = c.dirty[:0]
 	c.drops = nil
 }
@@ -225,22 +250,24 @@ func (c *Cache) Discard() {
 // Range merges the cache over the backend: a cached entry is the key's
 // current value, so nothing has to be written back first.
 func (c *Cache) Range(from, to []byte) (Iterator, error) {
-	var keys []string
-	for k := range c.entries {
-		if (from == nil || k >= string(from)) && (to == nil || k < string(to)) {
-			keys = append(keys, k)
-		}
+	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
+	if from != nil {
+		lo = btreemap.GE(string(from))
 	}
-	slices.Sort(keys)
-	it, err := c.b.Range(from, to)
-	if err != nil {
-		return nil, err
+	if to != nil {
+		hi = btreemap.LT(string(to))
 	}
 	// The iterator sees the store as it is now: take the cached values
 	// (never modified in place) rather than the live entries.
-	values := make([][]byte, len(keys))
-	for i, k := range keys {
-		values[i] = c.entries[k].value
+	var keys []string
+	var values [][]byte
+	for k, e := range c.sorted.Ascend(lo, hi) {
+		keys = append(keys, k)
+		values = append(values, e.value)
+	}
+	it, err := c.b.Range(from, to)
+	if err != nil {
+		return nil, err
 	}
 	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops)}
 	m.nextBack()
