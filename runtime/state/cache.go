@@ -201,12 +201,25 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
 		return nil // an empty range
 	}
-	for k := range c.entries {
-		if r.Contains([]byte(k)) {
-			c.remove(k)
-		}
+	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
+	if from != nil {
+		lo = btreemap.GE(string(from))
 	}
-	c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
+	if to != nil {
+		hi = btreemap.LT(string(to))
+	}
+	var gone []string
+	for k := range c.sorted.Ascend(lo, hi) {
+		gone = append(gone, k)
+	}
+	dirty := false
+	for _, k := range gone {
+		dirty = dirty || c.entries[k].isDirty
+		c.remove(k)
+	}
+	if dirty {
+		c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
+	}
 	c.drops = append(c.drops, r)
 	return nil
 }
@@ -258,7 +271,8 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 		hi = btreemap.LT(string(to))
 	}
 	// The iterator sees the store as it is now: take the cached values
-	// (never modified in place) rather than the live entries.
+	// (never modified in place) rather than the live entries, and the
+	// drops so far (appended to, never modified: shared, not copied).
 	var keys []string
 	var values [][]byte
 	for k, e := range c.sorted.Ascend(lo, hi) {
@@ -269,7 +283,7 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops)}
+	m := &mergedIter{back: it, keys: keys, values: values, drops: c.drops[:len(c.drops):len(c.drops)]}
 	m.nextBack()
 	return m, nil
 }
