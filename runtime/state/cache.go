@@ -24,7 +24,8 @@ type Cache struct {
 	entries map[string]*cacheEntry
 	// sorted holds the keys of entries in order, for Range: a window
 	// store's fetch per record (a stream-stream join's) would otherwise
-	// scan the whole cache each time.
+	// scan the whole cache each time. Nil until the first Range or
+	// DeleteRange, so that a store only read by key pays nothing for it.
 	sorted *btreemap.BTreeMap[string, *cacheEntry]
 	dirty  []string // keys in the order they became dirty
 	limit  int
@@ -53,7 +54,7 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 	// The map grows with the keys actually written: sized for the limit up
 	// front, every store of a task would hold its full cache's worth of
 	// buckets (about 4 MiB for 8 stores of 10,000) however few keys it sees.
-	return &Cache{b: b, entries: make(map[string]*cacheEntry), sorted: btreemap.New[string, *cacheEntry](cacheDegree, strings.Compare), limit: limit, onFull: onFull}
+	return &Cache{b: b, entries: make(map[string]*cacheEntry), limit: limit, onFull: onFull}
 }
 
 // SetClock makes each write carry the time clock tells when it is made
@@ -146,17 +147,34 @@ const cacheDegree = 16
 
 func (c *Cache) add(k string, e *cacheEntry) {
 	c.entries[k] = e
-	c.sorted.ReplaceOrInsert(k, e)
+	if c.sorted != nil {
+		c.sorted.ReplaceOrInsert(k, e)
+	}
 }
 
 func (c *Cache) remove(k string) {
 	delete(c.entries, k)
-	c.sorted.Delete(k)
+	if c.sorted != nil {
+		c.sorted.Delete(k)
+	}
 }
 
 func (c *Cache) removeAll() {
 	clear(c.entries)
-	c.sorted.Clear(false)
+	if c.sorted != nil {
+		c.sorted.Clear(false)
+	}
+}
+
+// ordered returns the tree of the cached keys, built on first use.
+func (c *Cache) ordered() *btreemap.BTreeMap[string, *cacheEntry] {
+	if c.sorted == nil {
+		c.sorted = btreemap.New[string, *cacheEntry](cacheDegree, strings.Compare)
+		for k, e := range c.entries {
+			c.sorted.ReplaceOrInsert(k, e)
+		}
+	}
+	return c.sorted
 }
 
 // overflow keeps the cache near its limit: clean entries go first, as they
@@ -209,7 +227,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 		hi = btreemap.LT(string(to))
 	}
 	var gone []string
-	for k := range c.sorted.Ascend(lo, hi) {
+	for k := range c.ordered().Ascend(lo, hi) {
 		gone = append(gone, k)
 	}
 	dirty := false
@@ -275,7 +293,7 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	// drops so far (appended to, never modified: shared, not copied).
 	var keys []string
 	var values [][]byte
-	for k, e := range c.sorted.Ascend(lo, hi) {
+	for k, e := range c.ordered().Ascend(lo, hi) {
 		keys = append(keys, k)
 		values = append(values, e.value)
 	}
