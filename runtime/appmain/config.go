@@ -64,7 +64,8 @@ type Config struct {
 	// off under at-least-once.
 	CacheRecords *int
 	// MaxTaskIdle is stream.MaxTaskIdle: how long a task with several
-	// inputs waits for an empty one; negative never waits.
+	// inputs waits for an empty one fetched to its end (one known to hold
+	// records not fetched yet is always waited for); negative never waits.
 	MaxTaskIdle time.Duration
 	// ReplicationFactor is stream.ReplicationFactor, of the changelog and
 	// repartition topics the app creates: -1 (or 0 in a Config) is the
@@ -198,7 +199,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		c.CacheRecords = &n
 	}
 	def("cache-records", &intValue{p: c.CacheRecords, min: 0, max: 1 << 30}, "`entries` in each store task's write-back cache; 0 turns it off under at-least-once (statestore.cache.max.bytes, counted in entries)")
-	def("max-task-idle", &durationValue{p: &c.MaxTaskIdle, negative: true}, "how long a task with several inputs waits for an empty one before processing the others out of timestamp order; negative never waits (max.task.idle.ms)")
+	def("max-task-idle", &durationValue{p: &c.MaxTaskIdle, negative: true}, "how long a task with several inputs waits for an empty one fetched to its end before processing the others, possibly out of timestamp order (one known to hold records not fetched yet is always waited for); negative never waits (max.task.idle.ms)")
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = -1
 	}

@@ -3,7 +3,10 @@ package state
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
+
+	"github.com/RaduBerinde/btreemap"
 )
 
 // Cache is a write-back cache over a Backend, as Kafka Streams' record
@@ -25,10 +28,15 @@ type Cache struct {
 	mu      *sync.Mutex
 	b       Backend
 	entries map[string]*cacheEntry
-	dirty   []string // keys in the order they became dirty
-	limit   int
-	onFull  func()
-	clock   RecordClock // nil: writes carry NoTimestamp
+	// sorted holds the keys of entries in order, for Range: a window
+	// store's fetch per record (a stream-stream join's) would otherwise
+	// scan the whole cache each time. Nil until the first Range or
+	// DeleteRange, so that a store only read by key pays nothing for it.
+	sorted *btreemap.BTreeMap[string, *cacheEntry]
+	dirty  []string // keys in the order they became dirty
+	limit  int
+	onFull func()
+	clock  RecordClock // nil: writes carry NoTimestamp
 	// drops are the ranges dropped since the owner last took them
 	// (Drops), not yet applied to b: the backend's keys in them are hidden.
 	drops []KeyRange
@@ -164,7 +172,7 @@ func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c.entries[string(key)] = &cacheEntry{value: v}
+	c.add(string(key), &cacheEntry{value: v})
 	c.overflow()
 	return v, ok, nil
 }
@@ -207,10 +215,45 @@ func (c *Cache) write(key, value []byte) error {
 		}
 	} else {
 		k := string(key)
-		c.entries[k] = &cacheEntry{value: value, ts: ts, isDirty: true}
+		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
 		c.dirty = append(c.dirty, k)
 	}
 	return c.overflow()
+}
+
+// cacheDegree is the degree of a cache's key tree.
+const cacheDegree = 16
+
+func (c *Cache) add(k string, e *cacheEntry) {
+	c.entries[k] = e
+	if c.sorted != nil {
+		c.sorted.ReplaceOrInsert(k, e)
+	}
+}
+
+func (c *Cache) remove(k string) {
+	delete(c.entries, k)
+	if c.sorted != nil {
+		c.sorted.Delete(k)
+	}
+}
+
+func (c *Cache) removeAll() {
+	clear(c.entries)
+	if c.sorted != nil {
+		c.sorted.Clear(false)
+	}
+}
+
+// ordered returns the tree of the cached keys, built on first use.
+func (c *Cache) ordered() *btreemap.BTreeMap[string, *cacheEntry] {
+	if c.sorted == nil {
+		c.sorted = btreemap.New[string, *cacheEntry](cacheDegree, strings.Compare)
+		for k, e := range c.entries {
+			c.sorted.ReplaceOrInsert(k, e)
+		}
+	}
+	return c.sorted
 }
 
 // overflow keeps the cache near its limit: clean entries go first, as they
@@ -223,7 +266,7 @@ func (c *Cache) overflow() error {
 	if len(c.dirty) < len(c.entries) {
 		for k, e := range c.entries {
 			if !e.isDirty {
-				delete(c.entries, k)
+				c.remove(k)
 			}
 		}
 		if len(c.entries) <= c.limit {
@@ -242,7 +285,7 @@ func (c *Cache) overflow() error {
 	if err := ApplyChanges(c.b, c.takeDirty()); err != nil {
 		return err
 	}
-	clear(c.entries)
+	c.removeAll()
 	return nil
 }
 
@@ -257,12 +300,25 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
-	for k := range c.entries {
-		if r.Contains([]byte(k)) {
-			delete(c.entries, k)
-		}
+	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
+	if from != nil {
+		lo = btreemap.GE(string(from))
 	}
-	c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
+	if to != nil {
+		hi = btreemap.LT(string(to))
+	}
+	var gone []string
+	for k := range c.ordered().Ascend(lo, hi) {
+		gone = append(gone, k)
+	}
+	dirty := false
+	for _, k := range gone {
+		dirty = dirty || c.entries[k].isDirty
+		c.remove(k)
+	}
+	if dirty {
+		c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
+	}
 	c.drops = append(c.drops, r)
 	return nil
 }
@@ -316,7 +372,7 @@ func (c *Cache) Discard() {
 }
 
 func (c *Cache) discard() {
-	clear(c.entries)
+	c.removeAll()
 	c.dirty = c.dirty[:0]
 	c.drops = nil
 }
@@ -326,24 +382,27 @@ func (c *Cache) discard() {
 func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	c.lock()
 	defer c.unlock()
-	var keys []string
-	for k := range c.entries {
-		if (from == nil || k >= string(from)) && (to == nil || k < string(to)) {
-			keys = append(keys, k)
-		}
+	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
+	if from != nil {
+		lo = btreemap.GE(string(from))
 	}
-	slices.Sort(keys)
+	if to != nil {
+		hi = btreemap.LT(string(to))
+	}
+	// The iterator sees the store as it is now: take the cached values
+	// (never modified in place) rather than the live entries, and the
+	// drops so far (appended to, never modified: shared, not copied).
+	var keys []string
+	var values [][]byte
+	for k, e := range c.ordered().Ascend(lo, hi) {
+		keys = append(keys, k)
+		values = append(values, e.value)
+	}
 	it, err := c.b.Range(from, to)
 	if err != nil {
 		return nil, err
 	}
-	// The iterator sees the store as it is now: take the cached values
-	// (never modified in place) rather than the live entries.
-	values := make([][]byte, len(keys))
-	for i, k := range keys {
-		values[i] = c.entries[k].value
-	}
-	m := &mergedIter{back: it, keys: keys, values: values, drops: slices.Clone(c.drops), mu: c.mu}
+	m := &mergedIter{back: it, keys: keys, values: values, drops: c.drops[:len(c.drops):len(c.drops)], mu: c.mu}
 	m.nextBack()
 	return m, nil
 }

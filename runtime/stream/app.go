@@ -711,7 +711,7 @@ type Stats struct {
 	CommitTime    time.Duration // total time spent committing
 	ProcessTime   time.Duration // total time tasks spent processing records
 	Restored      uint64        // changelog records applied while restoring
-	EnforcedSteps uint64        // records processed while an input was empty past its grace
+	EnforcedSteps uint64        // records processed past an empty input waited out (MaxTaskIdle, FetchGrace)
 	Tasks         map[TaskID]TaskStats
 	// Standbys are the standby tasks this instance keeps warm, and
 	// StandbyRestored the changelog records they applied.

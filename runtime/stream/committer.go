@@ -126,6 +126,13 @@ func (c *committer) processed() offsetCommits {
 	for _, t := range c.u.tm.order {
 		for _, in := range t.inputs {
 			st := in.state()
+			if st.next >= 0 && st.readTo > st.next && in.buffered() == 0 {
+				// Only control records (a transaction's marker) follow
+				// the last record taken: they count as taken, as Kafka
+				// Streams commits the consumer's position, so that the
+				// group's offset reaches the partition's end.
+				st.next = st.readTo
+			}
 			if st.next >= 0 && (st.next != st.committed || t.timesDirty) {
 				if offsets[in.topic()] == nil {
 					offsets[in.topic()] = map[int32]offsetCommit{}

@@ -35,8 +35,9 @@ type inputState struct {
 	next      int64     // offset after the last record taken off the buffer; -1 before the first
 	committed int64     // next as of the last commit; -1 before the first
 	start     int64     // offset of the first record fetched; -1 before it
-	hwm       int64     // high watermark from the last fetch; -1 while unknown
-	fetchedTo int64     // offset after the last record fetched
+	end       int64     // end offset from the last fetch (the last stable offset under read_committed); -1 while unknown
+	fetchedTo int64     // offset after the last record fetched, control records included, or the end offset an empty fetch answer gave
+	readTo    int64     // fetch position: offset after the last record fetched, control records included; before any, where fetching began; -1 unknown
 	epoch     int32     // leader epoch of the last record taken
 	time      int64     // partition time: the largest timestamp taken; -1 before any
 	idleSince time.Time // when the task began waiting for this input while empty; zero when not waiting

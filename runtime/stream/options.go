@@ -64,8 +64,8 @@ func defaultConfig() config {
 	return config{
 		stateDir:      filepath.Join(os.TempDir(), "kgen-state"),
 		parallelism:   1,
-		replication:   -1,
 		fetchGrace:    500 * time.Millisecond,
+		replication:   -1,
 		bufferRecords: 1000,
 		// Long enough to wait out a broker's restart or a rolling one.
 		startupTimeout: 5 * time.Minute,
@@ -143,13 +143,18 @@ func CommitInterval(d time.Duration) Option {
 }
 
 // MaxTaskIdle is how long a task with several inputs waits for an empty
-// input before processing the others out of timestamp order. Default 0:
-// wait only while the empty input is known to have data not fetched yet
-// (at most FetchGrace). Negative: never wait.
+// input fetched to its end before processing the others, possibly out of
+// timestamp order (Kafka Streams' max.task.idle.ms). An empty input known
+// to hold records not fetched yet is waited for however long that takes,
+// unless MaxTaskIdle is negative; one whose end is not known yet, up to
+// FetchGrace. Default 0: wait only for those. Negative: never wait.
 func MaxTaskIdle(d time.Duration) Option { return func(c *config) { c.maxTaskIdle = d } }
 
-// FetchGrace bounds how long a task waits for an input that has data not
-// fetched yet, or whose first fetch has not arrived. Default 500 ms.
+// FetchGrace bounds how long a task waits for an empty input whose end no
+// fetch has reported yet (unless MaxTaskIdle is longer). The client hands
+// over no fetch answer without records, so an input empty since the task
+// started may never report its end; waiting for it with no deadline would
+// stop the task. Default 500 ms, Kafka's fetch max wait.
 func FetchGrace(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

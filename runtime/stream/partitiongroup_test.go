@@ -52,13 +52,13 @@ func (f *fakeInput) pop() {
 }
 func (f *fakeInput) state() *inputState { return &f.st }
 
-// deliver is what a fetch does: records arrive, the watermark is known.
-func (f *fakeInput) deliver(hwm int64, ts ...int64) {
+// deliver is what a fetch does: records arrive, the end offset is known.
+func (f *fakeInput) deliver(end int64, ts ...int64) {
 	for _, t := range ts {
 		f.ts = append(f.ts, t)
 	}
-	f.st.hwm = hwm
-	f.st.fetchedTo = hwm
+	f.st.end = end
+	f.st.fetchedTo = end
 }
 
 type fakeEnv struct{ cfg config }
@@ -75,8 +75,8 @@ func (e *fakeEnv) logChange(*taskStore, []byte, []byte, int64)   {}
 type inputSpec struct {
 	name string
 	ts   []int64
-	// fetch: "never" (no fetch yet), "end" (caught up with the high
-	// watermark) or "behind" (the high watermark is past what was fetched).
+	// fetch: "never" (no fetch yet), "end" (fetched to its end offset)
+	// or "behind" (the end offset is past what was fetched).
 	fetch string
 }
 
@@ -90,13 +90,13 @@ func newTestTask(t *testing.T, cfg config, specs ...inputSpec) (*task, map[strin
 	byName := map[string]*fakeInput{}
 	for _, s := range specs {
 		in := &fakeInput{name: s.name, ts: append([]int64(nil), s.ts...), off: 100}
-		in.st = inputState{partition: 3, next: -1, committed: -1, start: -1, hwm: -1, fetchedTo: -1}
+		in.st = inputState{partition: 3, next: -1, committed: -1, start: -1, end: -1, fetchedTo: -1}
 		switch s.fetch {
 		case "never":
 		case "end":
-			in.st.hwm, in.st.fetchedTo = 100+int64(len(s.ts)), 100+int64(len(s.ts))
+			in.st.end, in.st.fetchedTo = 100+int64(len(s.ts)), 100+int64(len(s.ts))
 		case "behind":
-			in.st.hwm, in.st.fetchedTo = 500, 100+int64(len(s.ts))
+			in.st.end, in.st.fetchedTo = 500, 100+int64(len(s.ts))
 		default:
 			t.Fatalf("input %s: fetch %q", s.name, s.fetch)
 		}
@@ -167,22 +167,25 @@ func TestPartitionGroupNext(t *testing.T) {
 				{at: 999 * time.Millisecond, want: ""},
 				{at: time.Second, want: "a"},
 			},
+			wantEnforced: 1,
 		},
 		{
-			name: "an input never fetched holds back for FetchGrace",
+			// Kafka Streams waits for a partition whose lag is unknown
+			// with no deadline; kgen cannot: franz-go hands over no
+			// fetch answer without records.
+			name: "an input never fetched holds back for FetchGrace, then an enforced step",
 			cfg:  defaults,
 			inputs: []inputSpec{
-				{name: "a", ts: []int64{10}, fetch: "end"},
+				{name: "a", ts: []int64{10, 20}, fetch: "end"},
 				{name: "b", fetch: "never"},
 			},
 			steps: []pgStep{
 				{at: 0, want: ""},
 				{at: grace - time.Millisecond, want: ""},
 				{at: grace, want: "a"},
+				{at: grace, want: "a"},
 			},
-			// Counted only for inputs known to have data (questionable:
-			// Kafka Streams counts every step taken past an empty input).
-			wantEnforced: 0,
+			wantEnforced: 2,
 		},
 		{
 			name: "an input never fetched holds back for MaxTaskIdle when longer",
@@ -196,9 +199,10 @@ func TestPartitionGroupNext(t *testing.T) {
 				{at: time.Second, want: ""},
 				{at: 2 * time.Second, want: "a"},
 			},
+			wantEnforced: 1,
 		},
 		{
-			name: "an input behind its high watermark holds back for FetchGrace, then an enforced step",
+			name: "an input behind its end offset holds back with no deadline, whatever MaxTaskIdle",
 			cfg:  defaults,
 			inputs: []inputSpec{
 				{name: "a", ts: []int64{10}, fetch: "end"},
@@ -206,10 +210,27 @@ func TestPartitionGroupNext(t *testing.T) {
 			},
 			steps: []pgStep{
 				{at: 0, want: ""},
-				{at: 100 * time.Millisecond, want: ""},
-				{at: grace, want: "a"},
+				{at: 500 * time.Millisecond, want: ""},
+				{at: time.Hour, want: ""},
 			},
-			wantEnforced: 1,
+		},
+		{
+			name: "the MaxTaskIdle wait starts once the awaited input is known to be at its end",
+			cfg:  idle(time.Second),
+			inputs: []inputSpec{
+				{name: "a", ts: []int64{10, 20}, fetch: "end"},
+				{name: "b", fetch: "behind"},
+			},
+			steps: []pgStep{
+				{at: 0, want: ""},
+				{at: 5 * time.Second, want: ""},
+				// b's fetch says it is at its end: the idle wait begins now.
+				{at: 6 * time.Second, deliver: func(in map[string]*fakeInput) { in["b"].deliver(500) }, want: ""},
+				{at: 7*time.Second - time.Millisecond, want: ""},
+				{at: 7 * time.Second, want: "a"},
+				{at: 7 * time.Second, want: "a"},
+			},
+			wantEnforced: 2,
 		},
 		{
 			name: "the awaited record arrives earlier than the others: it goes first",
@@ -220,26 +241,27 @@ func TestPartitionGroupNext(t *testing.T) {
 			},
 			steps: []pgStep{
 				{at: 0, want: ""},
-				{at: 200 * time.Millisecond, deliver: func(in map[string]*fakeInput) { in["b"].deliver(501, 5) }, want: "b"},
-				{at: 200 * time.Millisecond, want: "a"},
-				{at: 200 * time.Millisecond, want: "a"},
+				{at: time.Minute, deliver: func(in map[string]*fakeInput) { in["b"].deliver(501, 5) }, want: "b"},
+				{at: time.Minute, want: "a"},
+				{at: time.Minute, want: "a"},
 			},
 		},
 		{
 			name: "a wait that ended with nothing to do starts afresh",
-			cfg:  defaults,
+			cfg:  idle(time.Second),
 			inputs: []inputSpec{
 				{name: "a", ts: []int64{10}, fetch: "end"},
-				{name: "b", fetch: "never"},
+				{name: "b", fetch: "end"},
 			},
 			steps: []pgStep{
 				{at: 0, want: ""},
-				{at: grace, want: "a"},
+				{at: time.Second, want: "a"},
 				{at: 2 * time.Second, want: ""}, // both empty: no wait
 				{at: 3 * time.Second, deliver: func(in map[string]*fakeInput) { in["a"].deliver(102, 20) }, want: ""},
-				{at: 3*time.Second + grace - time.Millisecond, want: ""},
-				{at: 3*time.Second + grace, want: "a"},
+				{at: 4*time.Second - time.Millisecond, want: ""},
+				{at: 4 * time.Second, want: "a"},
 			},
+			wantEnforced: 2,
 		},
 		{
 			name: "negative MaxTaskIdle never waits",
@@ -259,7 +281,7 @@ func TestPartitionGroupNext(t *testing.T) {
 				{name: "b", ts: []int64{11}, fetch: "end"},
 				{name: "c", fetch: "never"},
 			},
-			steps: []pgStep{{at: 0, want: ""}, {at: grace, want: "a"}},
+			steps: []pgStep{{at: 0, want: ""}, {at: grace - time.Millisecond, want: ""}, {at: grace - time.Millisecond, deliver: func(in map[string]*fakeInput) { in["c"].deliver(100) }, want: "a"}},
 		},
 	}
 	for _, c := range cases {
@@ -301,9 +323,8 @@ func TestPartitionGroupKeepsGoingAfterTheWait(t *testing.T) {
 		cfg   config
 		fetch string
 	}{
-		{name: "behind the high watermark, past FetchGrace", cfg: config{fetchGrace: 500 * time.Millisecond}, fetch: "behind"},
-		{name: "never fetched, past FetchGrace", cfg: config{fetchGrace: 500 * time.Millisecond}, fetch: "never"},
-		{name: "at its end, past MaxTaskIdle", cfg: config{fetchGrace: 500 * time.Millisecond, maxTaskIdle: time.Second}, fetch: "end"},
+		{name: "at its end, past MaxTaskIdle", cfg: config{maxTaskIdle: time.Second}, fetch: "end"},
+		{name: "never fetched, past FetchGrace", cfg: config{fetchGrace: time.Second}, fetch: "never"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tk, _ := newTestTask(t, c.cfg,
@@ -345,7 +366,7 @@ func TestPartitionGroupUndecodableHead(t *testing.T) {
 		{name: "fail: an error naming the record", policy: Fail(), wantErr: "a/3@100"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := config{fetchGrace: time.Second, onDeserializeError: c.policy}
+			cfg := config{onDeserializeError: c.policy}
 			tk, inputs := newTestTask(t, cfg,
 				inputSpec{name: "a", ts: []int64{-1, 30}, fetch: "end"},
 				inputSpec{name: "b", ts: []int64{20}, fetch: "end"})

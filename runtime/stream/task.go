@@ -176,7 +176,7 @@ func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 func (t *task) next(now time.Time) (input, error) {
 	var best input
 	var bestTS int64
-	holdBack := false
+	holdBack, enforced := false, false
 	cfg := t.env.config()
 	for _, in := range t.inputs {
 		ts, ok, err := in.peek()
@@ -188,9 +188,9 @@ func (t *task) next(now time.Time) (input, error) {
 			return t.next(now)
 		}
 		if !ok {
-			if t.holdsBack(in, now, cfg) {
-				holdBack = true
-			}
+			hold, waitedOut := t.holdsBack(in, now, cfg)
+			holdBack = holdBack || hold
+			enforced = enforced || waitedOut
 			continue
 		}
 		in.state().idleSince = time.Time{} // it has data: any wait for it is over
@@ -208,6 +208,9 @@ func (t *task) next(now time.Time) (input, error) {
 	if holdBack {
 		return nil, nil
 	}
+	if enforced {
+		t.enforcedSteps++
+	}
 	return best, nil
 }
 
@@ -222,36 +225,42 @@ func (t *task) buffered() bool {
 }
 
 // holdsBack says whether an empty input keeps the task from processing the
-// others, so that records stay in timestamp order across inputs.
-func (t *task) holdsBack(in input, now time.Time, cfg *config) bool {
+// others, so that records stay in timestamp order across inputs. As Kafka
+// Streams' partition group (KIP-695): an input known to hold records not
+// fetched yet is waited for with no deadline, since processing the others
+// ahead would reorder records that exist already; an input fetched to its
+// end waits MaxTaskIdle for new records. An input whose end no fetch has
+// reported yet waits at most max(MaxTaskIdle, FetchGrace): franz-go hands
+// over no fetch answer without records, so an input that is empty from the
+// start may never report its end. Negative MaxTaskIdle never waits.
+// waitedOut says the input was waited for in vain: a record taken now is
+// an enforced step, possibly out of order. With the default MaxTaskIdle 0
+// an input at its end holds nothing back and is not counted.
+func (t *task) holdsBack(in input, now time.Time, cfg *config) (hold, waitedOut bool) {
 	if len(t.inputs) == 1 || cfg.maxTaskIdle < 0 {
-		return false
+		return false, false
 	}
-	// The wait for an empty input runs from when it was first found empty
-	// while the others had data, until it has data again, as Kafka Streams'
-	// idle deadlines: once waited out, the task goes on processing the
-	// others without waiting again before each record.
 	st := in.state()
+	if st.end >= 0 && st.fetchedTo < st.end {
+		// The idle wait starts only once the input is at its end.
+		st.idleSince = time.Time{}
+		return true, false
+	}
+	// The wait runs from when the input was first found empty while the
+	// others had data, until it has data again, as Kafka Streams' idle
+	// deadlines: once waited out, the task goes on processing the others
+	// without waiting again before each record.
 	if st.idleSince.IsZero() {
 		st.idleSince = now
 	}
-	waited := now.Sub(st.idleSince)
-	caughtUp := st.hwm >= 0 && st.fetchedTo >= st.hwm
-	switch {
-	case caughtUp:
-		// Nothing more is known to exist: only an explicit idle time waits.
-		return waited < cfg.maxTaskIdle
-	case st.hwm < 0:
-		// Not fetched yet: give the first fetch a chance.
-		return waited < max(cfg.maxTaskIdle, cfg.fetchGrace)
-	default:
-		// Data exists but is not here yet.
-		if waited >= max(cfg.maxTaskIdle, cfg.fetchGrace) {
-			t.enforcedSteps++
-			return false
-		}
-		return true
+	wait := cfg.maxTaskIdle
+	if st.end < 0 {
+		wait = max(wait, cfg.fetchGrace)
 	}
+	if now.Sub(st.idleSince) < wait {
+		return true, false
+	}
+	return false, wait > 0
 }
 
 // process runs up to max records, in timestamp order, with stream-time

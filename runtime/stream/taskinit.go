@@ -41,7 +41,7 @@ func newTaskFrom(id TaskID, topo *Topology, env taskEnv, handoff *task) (_ *task
 		switch n.kind {
 		case sourceKind:
 			in := inst.(input)
-			*in.state() = inputState{partition: id.Partition, next: -1, committed: -1, start: -1, hwm: -1, fetchedTo: -1, time: -1}
+			*in.state() = inputState{partition: id.Partition, next: -1, committed: -1, start: -1, end: -1, fetchedTo: -1, readTo: -1, time: -1}
 			t.inputs = append(t.inputs, in)
 		case processorKind:
 			t.procs = append(t.procs, inst.(lifecycle))

@@ -112,6 +112,14 @@ func newUnit(a *App, idx int) (*unit, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(isolation),
+		// route reads how far a partition was fetched from them.
+		kgo.KeepControlRecords(),
+		// Every fetch answer lists every partition fetched from that
+		// broker with its end offset, not only the ones that changed, so
+		// that a task learns the end of an input with no new records: a
+		// task waits with no deadline for an input behind its end, and
+		// only FetchGrace for one whose end it does not know.
+		kgo.DisableFetchSessions(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Kafka's own consumer default. franz-go's 5 s lets an idle long
 		// poll delay newly assigned partitions (a failover) by that much.
@@ -420,13 +428,24 @@ func (u *unit) route(fetches kgo.Fetches) error {
 			return
 		}
 		st := in.state()
-		if p.HighWatermark >= 0 {
-			st.hwm = p.HighWatermark
+		// Under read_committed the end is the last stable offset: an open
+		// transaction's records cannot be fetched before it ends.
+		end := p.HighWatermark
+		if u.cfg.guarantee == ExactlyOnce {
+			end = p.LastStableOffset
+		}
+		if end >= 0 {
+			st.end = end
 			if len(p.Records) == 0 {
-				// An empty answer: the fetch was at the end (under
-				// read_committed, at the last stable offset), so nothing
-				// more is there to wait for.
-				st.fetchedTo = max(st.fetchedTo, p.HighWatermark)
+				// An answer without records is at the end only if the
+				// fetch was: one cut short by the fetch's size limit
+				// lists the partitions it had no room for too.
+				if st.readTo < 0 {
+					st.readTo = u.startPosition(p)
+				}
+				if st.readTo >= end {
+					st.fetchedTo = max(st.fetchedTo, end)
+				}
 			}
 		}
 		recs := p.Records
@@ -434,9 +453,46 @@ func (u *unit) route(fetches kgo.Fetches) error {
 		for len(recs) > 0 && st.next >= 0 && recs[0].Offset < st.next {
 			recs = recs[1:]
 		}
-		in.push(recs)
+		if n := len(recs); n > 0 {
+			// Control records (transaction markers) are fetched only to
+			// know how far the partition was read: a marker after the last
+			// records would otherwise look like a record not fetched yet,
+			// which a task waits for, and a fetch session sends no empty
+			// answer to clear it.
+			last := recs[n-1].Offset + 1
+			in.push(dropControl(recs))
+			st.fetchedTo = max(st.fetchedTo, last)
+			st.readTo = max(st.readTo, last)
+		}
 	})
 	return nil
+}
+
+// startPosition is where the client began fetching a partition of which it
+// has returned no record yet: the group's committed offset, or else the log
+// start (the reset policy is the earliest offset).
+func (u *unit) startPosition(p kgo.FetchTopicPartition) int64 {
+	if o, ok := u.cl.CommittedOffsets()[p.Topic][p.Partition]; ok && o.Offset >= 0 {
+		return o.Offset
+	}
+	return max(p.LogStartOffset, 0)
+}
+
+// dropControl removes the control records of recs, in place when it must.
+func dropControl(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		if !r.Attrs.IsControl() {
+			continue
+		}
+		kept := recs[:i]
+		for _, r := range recs[i+1:] {
+			if !r.Attrs.IsControl() {
+				kept = append(kept, r)
+			}
+		}
+		return kept
+	}
+	return recs
 }
 
 // pollBudget is how many records the unit takes from the client: the free

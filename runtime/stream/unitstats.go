@@ -70,8 +70,8 @@ func (s *unitStats) publish(u *unit, force bool) {
 		addDropped(&ts.Dropped, t.dropped)
 		for _, in := range t.inputs {
 			st := in.state()
-			if st.hwm >= 0 {
-				ts.Lag += st.hwm - max(st.next, 0)
+			if st.end >= 0 {
+				ts.Lag += st.end - max(st.next, 0)
 			}
 		}
 		for _, pr := range t.procs {

@@ -65,16 +65,6 @@ const (
 // JoinWindow is StreamStreamJoin's time difference, before and after.
 const JoinWindow = time.Minute
 
-// JoinMaxTaskIdle is how long, in StreamStreamJoin, a task waits for an
-// input with nothing buffered before it processes the other (kgen's
-// stream.MaxTaskIdle, Kafka Streams' max.task.idle.ms). With the default 0
-// a task whose source partition has not been fetched yet runs ahead on the
-// right stream, and the source records that come later find the right
-// records they should join already expired: pairs are lost, a different
-// number each run. Both contenders wait the same; the wait is paid once
-// at the start and once when the right stream ends before the source.
-const JoinMaxTaskIdle = 2 * time.Second
-
 // RightMarks is how many records of each key StreamStreamJoin's right
 // stream holds: record j of a key is stamped first + (2j+1) minutes, first
 // the source's first timestamp, so that the marks are two windows apart and

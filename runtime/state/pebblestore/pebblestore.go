@@ -124,6 +124,14 @@ type pebbleStore struct {
 	db         *pebble.DB
 	disableWAL bool
 	iters      map[*pebbleIter]struct{}
+	// gen counts the writes begun; spare is a closed Range's Pebble
+	// iterator, kept while no write came after it was opened (spareGen):
+	// its view is still the store's, so the next Range reuses it with new
+	// bounds instead of opening one (a window store ranges once per
+	// fetch, a stream-stream join once per record).
+	gen      uint64
+	spare    *pebble.Iterator
+	spareGen uint64
 
 	// The disk reserve (Options.DiskReserve): fs is the file system
 	// without the disk-full wrapper, which removes the reserve file. full
@@ -342,6 +350,10 @@ func (e *diskFullError) Unwrap() error { return syscall.ENOSPC }
 // writable returns the error of a write to a closed store, or one on a
 // full disk.
 func (s *pebbleStore) writable(op string) error {
+	// A spare iterator would no longer see the store as it is, and it
+	// pins what it sees: closed at once.
+	s.gen++
+	s.dropSpare()
 	if s.db == nil {
 		return s.errorf(op, state.ErrClosed)
 	}
@@ -589,6 +601,8 @@ func (s *pebbleStore) applyBatch(changes []state.Change) error {
 // batch. ApproximateCount keeps counting dropped keys that reached a table
 // until a compaction removes them.
 func (s *pebbleStore) DeleteRange(from, to []byte) error {
+	s.gen++
+	s.dropSpare()
 	if s.db == nil {
 		return s.errorf("delete range", state.ErrClosed)
 	}
@@ -654,11 +668,18 @@ func (s *pebbleStore) Range(from, to []byte) (state.Iterator, error) {
 	if to != nil {
 		o.UpperBound = append(make([]byte, 0, len(to)), to...)
 	}
+	if pi := s.spare; pi != nil && s.spareGen == s.gen {
+		s.spare = nil
+		pi.SetBounds(o.LowerBound, o.UpperBound)
+		it := &pebbleIter{s: s, it: pi, gen: s.gen}
+		s.iters[it] = struct{}{}
+		return it, nil
+	}
 	pi, err := s.db.NewIter(o)
 	if err != nil {
 		return nil, s.errorf("range", err)
 	}
-	it := &pebbleIter{s: s, it: pi}
+	it := &pebbleIter{s: s, it: pi, gen: s.gen}
 	s.iters[it] = struct{}{}
 	return it, nil
 }
@@ -710,6 +731,7 @@ func (s *pebbleStore) Close() error {
 		return s.errorf("close", state.ErrClosed)
 	}
 	var errs []error
+	s.dropSpare()
 	if n := len(s.iters); n > 0 {
 		for it := range s.iters {
 			_ = it.Close()
@@ -730,11 +752,20 @@ func (s *pebbleStore) Close() error {
 	return nil
 }
 
+// dropSpare closes the spare iterator, if any.
+func (s *pebbleStore) dropSpare() {
+	if s.spare != nil {
+		_ = s.spare.Close()
+		s.spare = nil
+	}
+}
+
 // pebbleIter adapts a Pebble iterator. Key and Value point into Pebble's
 // buffers and are valid only until the next Next or Close.
 type pebbleIter struct {
 	s       *pebbleStore
 	it      *pebble.Iterator // nil once closed
+	gen     uint64           // the store's write count when it was opened
 	started bool
 	valid   bool // positioned on an entry
 	value   []byte
@@ -793,7 +824,14 @@ func (it *pebbleIter) Close() error {
 	if it.it == nil {
 		return nil
 	}
-	err := it.it.Close()
+	var err error
+	if s := it.s; it.gen == s.gen && it.err == nil && it.it.Error() == nil && s.db != nil {
+		// Unchanged since it was opened: kept for the next Range.
+		s.dropSpare()
+		s.spare, s.spareGen = it.it, it.gen
+	} else {
+		err = it.it.Close()
+	}
 	it.it, it.valid, it.value = nil, false, nil
 	delete(it.s.iters, it)
 	if err != nil && it.err == nil {

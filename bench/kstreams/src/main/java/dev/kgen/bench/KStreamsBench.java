@@ -649,11 +649,6 @@ public final class KStreamsBench {
         // No record cache: every count update is forwarded and logged, one
         // output per input, as the other contenders do.
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
-        if (workload.equals("stream-stream-join")) {
-            // As bench/internal/protocol.JoinMaxTaskIdle: wait for an input
-            // not fetched yet rather than run ahead on the other.
-            p.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 2000L);
-        }
         p.put(StreamsConfig.producerPrefix(ProducerConfig.INTERCEPTOR_CLASSES_CONFIG), AckInterceptor.class.getName());
         p.put(StreamsConfig.producerPrefix(ProducerConfig.COMPRESSION_TYPE_CONFIG), "none");
         // Emitting final results, check for closed windows on every record,
