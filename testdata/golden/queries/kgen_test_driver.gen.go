@@ -128,6 +128,15 @@ func (d *TestDriver) MinuteCounts() ([]streamtest.Window[string, state.ValueAndT
 
 // MinuteCounts lists the windows operator "per-minute" (count) keeps in window store "minute-counts", every
 // partition's, each with its aggregate and the timestamp of its last update.
+// RegionsGet returns the row of key in operator "region-table" (globalTable)'s store "regions" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) RegionsGet(key string) (value string, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, string](d.d, StoreRegions)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
 func (d *TestDriver) VisitCounts() ([]streamtest.Window[string, int64], error) {
 	return streamtest.Sessions[string, int64](d.d, StoreVisitCounts)
 }
