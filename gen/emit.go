@@ -649,8 +649,16 @@ func (e *emitter) testDriver() ([]byte, error) {
 			windowStoreAccessor(f, s)
 			continue
 		}
-		if s.Flavor != "" {
-			continue // a global or versioned store is not a task's key-value store
+		switch s.Flavor {
+		case "global":
+			globalStoreAccessor(f, s)
+			continue
+		case "versioned":
+			versionedStoreAccessor(f, s)
+			continue
+		case "":
+		default:
+			continue // not a task's key-value store
 		}
 		f.Commentf("%s is store %q, to inspect or seed: every partition's copy, each key", s.Go.Accessor, s.Name.Value)
 		f.Comment("in its partition's.")
@@ -693,6 +701,50 @@ func windowStoreAccessor(f *jen.File, s *StoreNode) {
 	types := []jen.Code{k, jen.Qual(pkgState, "ValueAndTimestamp").Types(typeOf(s.KV.Value))}
 	recv.Id(s.Go.Accessor).Params().Params(jen.Index().Qual(pkgStreamtest, "Window").Types(types...), jen.Error()).Block(
 		jen.Return(jen.Qual(pkgStreamtest, "Windows").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), durationCode(s.Op.Windows.Size.Value))))
+}
+
+// storeKeySerde is the serde of a table's store's keys as its records are
+// partitioned: its topic's (a global or versioned table is written with
+// it), else the store's own.
+func storeKeySerde(s *StoreNode) *jen.Statement {
+	if s.Op != nil && len(s.Op.Parents) > 0 && s.Op.Parents[0].Topic != nil {
+		return jen.Id("d").Dot("s").Dot(s.Op.Parents[0].Topic.Go.KeySerde)
+	}
+	return jen.Id("d").Dot("s").Dot(s.Go.KeySerde)
+}
+
+// globalStoreAccessor writes the test driver's <Store>Get of a global
+// table's store: the row of a key, as a join looks it up.
+func globalStoreAccessor(f *jen.File, s *StoreNode) {
+	types := kvTypes(s.KV)
+	name := s.Go.Accessor + "Get"
+	f.Commentf("%s returns the row of key in %s's store %q (every partition of its", name, s.Op.what(), s.Name.Value)
+	f.Comment("topic, as its joins look it up); ok is false when it has none.")
+	f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver)).Id(name).Params(jen.Id("key").Add(typeOf(s.KV.Key))).
+		Params(jen.Id("value").Add(typeOf(s.KV.Value)), jen.Id("ok").Bool(), jen.Err().Error()).Block(
+		jen.List(jen.Id("g"), jen.Err()).Op(":=").Qual(pkgStreamtest, "GlobalTable").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const)),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("value"), jen.False(), jen.Err())),
+		jen.Return(jen.Id("g").Dot("Get").Call(jen.Id("key"))))
+}
+
+// versionedStoreAccessor writes the test driver's <Store>Get (the latest
+// version) and <Store>GetAsOf (the version valid at a time) of a versioned
+// table's store.
+func versionedStoreAccessor(f *jen.File, s *StoreNode) {
+	types := kvTypes(s.KV)
+	rec := jen.Qual(pkgState, "VersionedRecord").Types(typeOf(s.KV.Value))
+	recv := func() *jen.Statement { return f.Func().Params(jen.Id("d").Op("*").Id(idTestDriver)) }
+	get, asOf := s.Go.Accessor+"Get", s.Go.Accessor+"GetAsOf"
+	f.Commentf("%s returns the latest version of key in %s's versioned store %q", get, s.Op.what(), s.Name.Value)
+	f.Comment("(its value, valid from, and state.PutValidToUndefined as valid to); ok is false")
+	f.Comment("when the key has none or its latest is a tombstone.")
+	recv().Id(get).Params(jen.Id("key").Add(typeOf(s.KV.Key))).Params(rec.Clone(), jen.Bool(), jen.Error()).Block(
+		jen.Return(jen.Qual(pkgStreamtest, "VersionedGet").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), storeKeySerde(s), jen.Id("key"))))
+	f.Commentf("%s returns the version of key valid at t in %s's versioned store", asOf, s.Op.what())
+	f.Commentf("%q: the one of the largest time not after t, valid up to the next one's; ok", s.Name.Value)
+	f.Comment("is false for none (before the key's first version, a tombstone, or past the history).")
+	recv().Id(asOf).Params(jen.Id("key").Add(typeOf(s.KV.Key)), jen.Id("t").Qual("time", "Time")).Params(rec.Clone(), jen.Bool(), jen.Error()).Block(
+		jen.Return(jen.Qual(pkgStreamtest, "VersionedGetAsOf").Types(types...).Call(jen.Id("d").Dot("d"), jen.Id(s.Go.Const), storeKeySerde(s), jen.Id("key"), jen.Id("t"))))
 }
 
 // confluentSides lists the topic keys and values in avro-confluent format.

@@ -54,7 +54,7 @@ func (e *emitter) openAPI() ([]byte, error) {
 	var docs []queryapi.StoreDoc
 	for _, s := range e.queryable() {
 		docs = append(docs, queryapi.StoreDoc{Name: s.Name.Value, Kind: queryKind(s), Key: jsonSchemaOf(s.KV.Key.Type), Value: jsonSchemaOf(s.KV.Value.Type),
-			Stamped: queryKind(s) == queryKeyValue && s.Op != nil})
+			Stamped: queryKind(s) == queryKeyValue && s.Op != nil && s.Flavor != "global"})
 	}
 	return queryapi.OpenAPI(e.g.Spec.App.Value, docs)
 }
@@ -109,8 +109,18 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		}
 		types := kvTypes(s.KV)
 		vs := jen.Id("s").Dot(s.Go.ValueSerde)
+		if s.Flavor == "global" && s.Op != nil && len(s.Op.Parents) > 0 && s.Op.Parents[0].Topic != nil {
+			// A global table holds its topic's bytes, written with the
+			// topic's serdes (globalEmit): read them with the same.
+			t := s.Op.Parents[0].Topic
+			ks, vs = jen.Id("s").Dot(t.Go.KeySerde), jen.Id("s").Dot(t.Go.ValueSerde)
+		}
 		handler := jen.Qual(pkgQueryAPI, "KeyValue").Call(jen.Id("srv"), v.Clone(), parse, jen.Qual(pkgQueryAPI, "Plain").Types(typeOf(s.KV.Value)))
-		if s.Op != nil {
+		if s.Op != nil && s.Flavor != "global" {
+			// A global table keeps its topic's values as they are (no
+			// time), and every instance answers every key of it
+			// (stream.QueryKeyValue of a global table).
+			//
 			// A table's or an aggregation's store keeps each row with
 			// the time of its last update: answers show it beside.
 			types[1] = jen.Qual(pkgDSL, "ValueAndTimestamp").Types(types[1])
@@ -119,7 +129,7 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 				jen.Qual(pkgQueryAPI, "Unstamped").Types(typeOf(s.KV.Value)), jen.Qual(pkgQueryAPI, "Stamp").Types(typeOf(s.KV.Value)))
 		}
 		body = append(body,
-			jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryKeyValue").Types(types...).Call(jen.Id("a"), jen.Id(s.Go.Const), jen.Id("s").Dot(s.Go.KeySerde), vs),
+			jen.List(v.Clone(), jen.Err()).Op(":=").Qual(pkgStream, "QueryKeyValue").Types(types...).Call(jen.Id("a"), jen.Id(s.Go.Const), ks, vs),
 			check,
 			jen.Id("out").Index(jen.Id(s.Go.Const)).Op("=").Add(handler))
 	}
@@ -146,6 +156,9 @@ func (e *emitter) queries(f *jen.File, app jen.Dict) error {
 		what := "values"
 		if s.Op != nil {
 			what = "rows of " + s.Op.what()
+		}
+		if s.Flavor == "global" {
+			what += ", on every instance"
 		}
 		typ, ctor := "KeyValueClient", "KeyValueStore"
 		switch queryKind(s) {

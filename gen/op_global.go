@@ -60,9 +60,6 @@ func globalType(r *resolver, o *OpNode, _ Node) {
 		case st.Changelog:
 			r.errs.add(st.Name.Pos, "store %q is global table %q's: it is restored from its topic and keeps no changelog (changelog: false)", st.Name.Value, o.Name.Value)
 		}
-		if st.Queryable {
-			r.errs.add(st.Name.Pos, "store %q is global table %q's: a global table's store is not queryable yet", st.Name.Value, o.Name.Value)
-		}
 	}
 	for _, c := range o.Children {
 		if c.Proc != nil {

@@ -132,6 +132,16 @@ func (d *TestDriver) PipePaymentsTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicPayments, d.s.PaymentsKey, key, ts)
 }
 
+// CountriesGet returns the row of key in operator "country-table" (globalTable)'s store "countries" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) CountriesGet(key string) (value Country, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, Country](d.d, StoreCountries)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
+
 // Customers is store "customers", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "customer-table" (table) keeps its rows in it, each with the timestamp of its last update.

@@ -1726,6 +1726,25 @@ func (d *TestDriver) EfsFinalStore() ([]streamtest.Window[string, state.ValueAnd
 
 // EfsFinalStore lists the windows operator "efs-final" (count) keeps in window store "efs-final-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
+// GjTableStoreGet returns the row of key in operator "gj-table" (globalTable)'s store "gj-table-store" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) GjTableStoreGet(key string) (value string, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, string](d.d, StoreGjTableStore)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
+
+// GljTableStoreGet returns the row of key in operator "glj-table" (globalTable)'s store "glj-table-store" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) GljTableStoreGet(key string) (value string, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, string](d.d, StoreGljTableStore)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
 func (d *TestDriver) HcStore() ([]streamtest.Window[string, state.ValueAndTimestamp[int64]], error) {
 	return streamtest.Windows[string, state.ValueAndTimestamp[int64]](d.d, StoreHcStore, 10*time.Second)
 }
@@ -1965,6 +1984,20 @@ func (d *TestDriver) TsStore() ([]streamtest.Window[string, state.ValueAndTimest
 
 // TsStore lists the windows operator "ts-count" (count) keeps in window store "ts-store", every
 // partition's, each with its aggregate and the timestamp of its last update.
+// VtStoreGet returns the latest version of key in operator "vt-table" (table)'s versioned store "vt-store"
+// (its value, valid from, and state.PutValidToUndefined as valid to); ok is false
+// when the key has none or its latest is a tombstone.
+func (d *TestDriver) VtStoreGet(key string) (state.VersionedRecord[string], bool, error) {
+	return streamtest.VersionedGet[string, string](d.d, StoreVtStore, d.s.VersionedTableInKey, key)
+}
+
+// VtStoreGetAsOf returns the version of key valid at t in operator "vt-table" (table)'s versioned store
+// "vt-store": the one of the largest time not after t, valid up to the next one's; ok
+// is false for none (before the key's first version, a tombstone, or past the history).
+func (d *TestDriver) VtStoreGetAsOf(key string, t time.Time) (state.VersionedRecord[string], bool, error) {
+	return streamtest.VersionedGetAsOf[string, string](d.d, StoreVtStore, d.s.VersionedTableInKey, key, t)
+}
+
 // WordCountsStore is store "word-counts-store", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "word-counts" (count) keeps its rows in it, each with the timestamp of its last update.

@@ -43,6 +43,8 @@ func OpenAPI(app string, stores []StoreDoc) ([]byte, error) {
 		"Served": obj(map[string]any{
 			"instance": ref("Instance"), "task": ref("Task"),
 			"stale": map[string]any{"type": "boolean"}, "lag": map[string]any{"type": "integer", "format": "int64"},
+			// A global table's answers: the instance asked holds it all.
+			"global": map[string]any{"type": "boolean"},
 		}, "instance", "task", "stale", "lag"),
 		"Error": obj(map[string]any{
 			"error": map[string]any{"type": "string"}, "retry": map[string]any{"type": "boolean"}, "owner": ref("Instance"),

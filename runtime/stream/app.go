@@ -79,6 +79,9 @@ type App struct {
 	// are their updater's counters.
 	globals     map[string]*globalStore
 	globalStats *globalCounters
+	// queryGlobals publishes globals to queries, which run on other
+	// goroutines, once the tables are loaded; nil before.
+	queryGlobals atomic.Pointer[map[string]*globalStore]
 }
 
 // New checks the topology and the options. It does not connect: Run does.
@@ -277,6 +280,7 @@ func (a *App) Run(ctx context.Context) (err error) {
 		a.statsMu.Lock()
 		a.globalStats = &updater.counter
 		a.statsMu.Unlock()
+		a.queryGlobals.Store(&a.globals)
 	}
 	units := make([]*unit, a.cfg.parallelism)
 	for i := range units {

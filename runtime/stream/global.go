@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -120,6 +121,12 @@ type globalStore struct {
 	b   state.Backend
 	// reader is the typed GlobalTable the processors get.
 	reader any
+	// closed is set, under mu, when the updater closes the backend:
+	// queries (which outlive the updater) then find it gone. queryIters
+	// counts the queries' iterators, which read outside mu: the backend
+	// is closed only once they are.
+	closed     bool
+	queryIters sync.WaitGroup
 }
 
 func newGlobalStore(def *globalDef, b state.Backend) *globalStore {
@@ -132,6 +139,69 @@ func (g *globalStore) get(key []byte) ([]byte, bool, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.b.Get(key)
+}
+
+// errGlobalClosed says that a global table was closed with its App.
+var errGlobalClosed = errors.New("the global table is closed")
+
+// queryGet reads key for a query: as a processor does, sharing the lock.
+func (g *globalStore) queryGet(key []byte) ([]byte, bool, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return nil, false, errGlobalClosed
+	}
+	return g.b.Get(key)
+}
+
+// queryEach calls fn with every entry in [from, to) (nil: unbounded), in
+// key order, for a query. The iterator opens and closes under the write
+// lock (a memory store clones its tree and Pebble tracks its iterators,
+// neither safe for two readers at once) and is read outside any lock, on
+// its snapshot: the updater and the processors wait only for the open and
+// the close, not for the whole read. The bytes are valid only during fn.
+func (g *globalStore) queryEach(from, to []byte, fn func(k, v []byte) error) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return errGlobalClosed
+	}
+	it, err := g.b.Range(from, to)
+	if err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	g.queryIters.Add(1)
+	g.mu.Unlock()
+	defer g.queryIters.Done()
+	closeIt := func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return it.Close()
+	}
+	for it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			closeIt()
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		closeIt()
+		return err
+	}
+	return closeIt()
+}
+
+// close closes the backend once the queries reading it are done; later
+// queries get errGlobalClosed.
+func (g *globalStore) close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.queryIters.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.Close()
 }
 
 // apply writes a batch of the topic's records (Value nil deletes).

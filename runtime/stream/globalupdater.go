@@ -274,11 +274,9 @@ func (g *globalUpdater) close() {
 		g.cl = nil
 	}
 	for _, s := range g.stores {
-		s.mu.Lock()
-		if err := s.b.Close(); err != nil {
+		if err := s.close(); err != nil {
 			g.a.cfg.logger.Warn("closing global table", "global_table", s.def.name, "error", err)
 		}
-		s.mu.Unlock()
 	}
 	g.stores = nil
 }

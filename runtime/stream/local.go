@@ -154,6 +154,16 @@ func (d *LocalDriver) config() *config { return &d.cfg }
 
 func (d *LocalDriver) global(name string) *globalStore { return d.globals[name] }
 
+// GlobalTable returns the typed reader of the global table named name (a
+// *GlobalTable of its key and value types, as GetGlobalTable gives a
+// processor), or nil.
+func (d *LocalDriver) GlobalTable(name string) any {
+	if g := d.globals[name]; g != nil {
+		return g.reader
+	}
+	return nil
+}
+
 // pipeGlobal applies one record of a global topic to its table, as the
 // App's updater would: at once, before whatever is piped next.
 func (d *LocalDriver) pipeGlobal(r *kgo.Record) error {

@@ -64,6 +64,10 @@ type Served struct {
 	// its last fetch: 0 for a running active task, which writes the
 	// changelog.
 	Lag int64 `json:"lag"`
+	// Global is true for an answer from a global table, which every
+	// instance holds whole: Task is then {-1, -1}, never Stale, and the
+	// instance answers every key itself.
+	Global bool `json:"global,omitempty"`
 }
 
 // NotAvailableError says that no copy this instance may answer from holds
@@ -342,13 +346,29 @@ type KeyValueView[K, V any] struct {
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
 	stale bool
+	// global is set for a view of a global table (sub is then nil).
+	global bool
 }
 
 // QueryKeyValue returns a view of the key-value store named store, read
 // with its own key and value serdes (ks and vs, of the types the store was
 // added with). It fails if the topology has no such store, or it is of
 // another kind or other types.
+//
+// store may name a global table (AddGlobalTable): every instance holds all
+// of it, so every read is answered here, never forwarded nor missing a
+// partition, with Served.Global set; before the table is loaded (Run fills
+// it before the App starts) a read fails with a NotAvailableError to retry.
 func QueryKeyValue[K, V any](a *App, store string, ks serde.Serde[K], vs serde.Serde[V]) (*KeyValueView[K, V], error) {
+	if g, ok := a.topo.globals[store]; ok {
+		if k, v := reflect.TypeFor[K](), reflect.TypeFor[V](); k != g.keyType || v != g.valType {
+			return nil, fmt.Errorf("query: global table %q holds %v -> %v, not %v -> %v", store, g.keyType, g.valType, k, v)
+		}
+		if ks == nil || vs == nil {
+			return nil, fmt.Errorf("query: global table %q: nil serde", store)
+		}
+		return &KeyValueView[K, V]{app: a, store: store, ks: ks, vs: vs, global: true}, nil
+	}
 	s, def, err := a.queryStore(store)
 	if err != nil {
 		return nil, err
@@ -393,6 +413,9 @@ func (v *KeyValueView[K, V]) Get(key K) (value V, ok bool, served Served, err er
 	kb, err := v.keyBytes(key)
 	if err != nil {
 		return value, false, Served{}, err
+	}
+	if v.global {
+		return v.globalGet(kb)
 	}
 	n, known := v.app.storePartitions(v.sub)
 	if !known {
@@ -472,13 +495,18 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
+type rawEntry struct{ k, v []byte }
+
 func (v *KeyValueView[K, V]) scan(from, to []byte) (RangeResult[K, V], error) {
 	var res RangeResult[K, V]
+	if v.global {
+		return v.globalScan(from, to)
+	}
 	n, known := v.app.storePartitions(v.sub)
 	if !known {
 		return res, errAppNotStarted(v.store)
 	}
-	type raw struct{ k, v []byte }
+	type raw = rawEntry
 	var all []raw
 	for p := range n {
 		id := TaskID{v.sub.id, p}
@@ -504,6 +532,11 @@ func (v *KeyValueView[K, V]) scan(from, to []byte) (RangeResult[K, V], error) {
 	}
 	// Keys are in one partition each: sorting merges the tasks' runs.
 	sort.Slice(all, func(i, j int) bool { return bytes.Compare(all[i].k, all[j].k) < 0 })
+	return v.decode(res, all)
+}
+
+// decode turns the raw entries, in key order, into res.Entries.
+func (v *KeyValueView[K, V]) decode(res RangeResult[K, V], all []rawEntry) (RangeResult[K, V], error) {
 	res.Entries = slices.Grow(res.Entries, len(all))
 	for _, e := range all {
 		k, err := v.ks.Deserialize(e.k)

@@ -25,6 +25,8 @@ const AppID = "queries"
 const (
 	// TopicMinuteWordCounts is topic "minute-word-counts": key dsl.Windowed[string] (string, time-windowed by 1m), value int64 (int64).
 	TopicMinuteWordCounts = "minute-word-counts"
+	// TopicRegions is topic "regions": key string (string), value string (string).
+	TopicRegions = "regions"
 	// TopicVisitWordCounts is topic "visit-word-counts": key dsl.Windowed[string] (string, session-windowed), value int64 (int64).
 	TopicVisitWordCounts = "visit-word-counts"
 	// TopicWordCounts is topic "word-counts": key string (string), value int64 (int64).
@@ -39,6 +41,8 @@ const (
 	StoreCounts = "counts"
 	// StoreMinuteCounts is window store "minute-counts": string to int64.
 	StoreMinuteCounts = "minute-counts"
+	// StoreRegions is global key-value store "regions": string to string.
+	StoreRegions = "regions"
 	// StoreVisitCounts is session store "visit-counts": string to int64.
 	StoreVisitCounts = "visit-counts"
 )
@@ -51,6 +55,10 @@ type Serdes struct {
 	MinuteWordCountsKey serde.Serde[string]
 	// MinuteWordCountsValue encodes the values of topic "minute-word-counts" (int64).
 	MinuteWordCountsValue serde.Serde[int64]
+	// RegionsKey encodes the keys of topic "regions" (string).
+	RegionsKey serde.Serde[string]
+	// RegionsValue encodes the values of topic "regions" (string).
+	RegionsValue serde.Serde[string]
 	// VisitWordCountsKey encodes the keys of topic "visit-word-counts" (string).
 	VisitWordCountsKey serde.Serde[string]
 	// VisitWordCountsValue encodes the values of topic "visit-word-counts" (int64).
@@ -71,6 +79,10 @@ type Serdes struct {
 	StoreMinuteCountsKey serde.Serde[string]
 	// StoreMinuteCountsValue encodes the values of store "minute-counts".
 	StoreMinuteCountsValue serde.Serde[int64]
+	// StoreRegionsKey encodes the keys of store "regions".
+	StoreRegionsKey serde.Serde[string]
+	// StoreRegionsValue encodes the values of store "regions".
+	StoreRegionsValue serde.Serde[string]
 	// StoreVisitCountsKey encodes the keys of store "visit-counts".
 	StoreVisitCountsKey serde.Serde[string]
 	// StoreVisitCountsValue encodes the values of store "visit-counts".
@@ -82,10 +94,14 @@ func DefaultSerdes() Serdes {
 	return Serdes{
 		MinuteWordCountsKey:    serde.String{},
 		MinuteWordCountsValue:  serde.Int64{},
+		RegionsKey:             serde.String{},
+		RegionsValue:           serde.String{},
 		StoreCountsKey:         serde.String{},
 		StoreCountsValue:       serde.Int64{},
 		StoreMinuteCountsKey:   serde.String{},
 		StoreMinuteCountsValue: serde.Int64{},
+		StoreRegionsKey:        serde.String{},
+		StoreRegionsValue:      serde.String{},
 		StoreVisitCountsKey:    serde.String{},
 		StoreVisitCountsValue:  serde.Int64{},
 		VisitWordCountsKey:     serde.String{},
@@ -125,6 +141,12 @@ func NewTopology(p Processors, s Serdes) (*stream.Topology, error) {
 		Queryable: true,
 	}}, "by-word")
 	dsl.ToStream[dsl.Windowed[string], int64](t, "minute-out", "per-minute")
+	// region-table holds every partition of regions in store regions, on every instance.
+	globalRegionTable := dsl.NewGlobalTable[string, string](t, StoreRegions, TopicRegions, s.RegionsKey, s.RegionsValue, stream.StoreOptions{
+		Changelog: false,
+		Queryable: true,
+	})
+	_ = globalRegionTable
 	dsl.ToStream[string, int64](t, "updates", "counted")
 	dsl.SessionCount[string, string](t, "visits", StoreVisitCounts, dsl.SessionWindows(30*time.Minute), s.StoreVisitCountsKey, dsl.WindowOptions{Store: stream.StoreOptions{
 		Changelog: true,

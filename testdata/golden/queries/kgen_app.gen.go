@@ -22,6 +22,7 @@ type Config = appmain.Config
 // spec gives none, as in the test driver): what the embedded broker creates.
 var Topics = map[string]int32{
 	TopicMinuteWordCounts: 4,
+	TopicRegions:          2,
 	TopicVisitWordCounts:  4,
 	TopicWordCounts:       4,
 	TopicWords:            4,
@@ -137,6 +138,53 @@ const OpenAPIDocument = `{
         ],
         "type": "object"
       },
+      "EntriesRegionsAnswer": {
+        "properties": {
+          "entries": {
+            "items": {
+              "properties": {
+                "key": {
+                  "$ref": "#/components/schemas/KeyRegions"
+                },
+                "value": {
+                  "$ref": "#/components/schemas/ValueRegions"
+                }
+              },
+              "required": [
+                "key",
+                "value"
+              ],
+              "type": "object"
+            },
+            "type": "array"
+          },
+          "missing": {
+            "items": {
+              "$ref": "#/components/schemas/Missing"
+            },
+            "type": "array"
+          },
+          "next": {
+            "$ref": "#/components/schemas/KeyRegions"
+          },
+          "served": {
+            "items": {
+              "$ref": "#/components/schemas/Served"
+            },
+            "type": "array"
+          },
+          "truncated": {
+            "type": "boolean"
+          }
+        },
+        "required": [
+          "entries",
+          "served",
+          "missing",
+          "truncated"
+        ],
+        "type": "object"
+      },
       "EntriesVisitCountsAnswer": {
         "properties": {
           "entries": {
@@ -221,6 +269,9 @@ const OpenAPIDocument = `{
       "KeyMinuteCounts": {
         "type": "string"
       },
+      "KeyRegions": {
+        "type": "string"
+      },
       "KeyVisitCounts": {
         "type": "string"
       },
@@ -249,6 +300,9 @@ const OpenAPIDocument = `{
       },
       "Served": {
         "properties": {
+          "global": {
+            "type": "boolean"
+          },
           "instance": {
             "$ref": "#/components/schemas/Instance"
           },
@@ -369,6 +423,28 @@ const OpenAPIDocument = `{
           },
           "value": {
             "$ref": "#/components/schemas/ValueMinuteCounts"
+          }
+        },
+        "required": [
+          "key",
+          "value",
+          "served"
+        ],
+        "type": "object"
+      },
+      "ValueRegions": {
+        "type": "string"
+      },
+      "ValueRegionsAnswer": {
+        "properties": {
+          "key": {
+            "$ref": "#/components/schemas/KeyRegions"
+          },
+          "served": {
+            "$ref": "#/components/schemas/Served"
+          },
+          "value": {
+            "$ref": "#/components/schemas/ValueRegions"
           }
         },
         "required": [
@@ -764,6 +840,216 @@ const OpenAPIDocument = `{
         "summary": "The windows of a key of store minute-counts starting in [from, to], from the instance holding it"
       }
     },
+    "/v1/stores/regions/keys": {
+      "get": {
+        "operationId": "entriesRegions",
+        "parameters": [
+          {
+            "description": "range start, inclusive (with to)",
+            "in": "query",
+            "name": "from",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "range end, exclusive (with from)",
+            "in": "query",
+            "name": "to",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "keys whose serialized form begins with this key's",
+            "in": "query",
+            "name": "prefix",
+            "required": false,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "at most this many entries",
+            "in": "query",
+            "name": "limit",
+            "required": false,
+            "schema": {
+              "default": 1000,
+              "maximum": 100000,
+              "minimum": 1,
+              "type": "integer"
+            }
+          },
+          {
+            "description": "also answer from standbys and restoring copies (Served says so)",
+            "in": "query",
+            "name": "stale",
+            "required": false,
+            "schema": {
+              "type": "boolean"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/EntriesRegionsAnswer"
+                }
+              }
+            },
+            "description": "the entries found here, and the partitions held elsewhere"
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the key (or a parameter) does not parse; the message names the problem"
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the ops token is missing or wrong"
+          },
+          "421": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "another instance holds the key and it could not be forwarded there"
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "no instance may answer now (restoring, moving, owner unreachable): retry",
+            "headers": {
+              "Retry-After": {
+                "schema": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        },
+        "summary": "The entries of store regions held by this instance: all, a range [from, to) or a prefix (by serialized key)"
+      }
+    },
+    "/v1/stores/regions/keys/{key}": {
+      "get": {
+        "operationId": "getRegions",
+        "parameters": [
+          {
+            "description": "the key as text: a string as is, numbers in decimal, records as JSON",
+            "in": "path",
+            "name": "key",
+            "required": true,
+            "schema": {
+              "type": "string"
+            }
+          },
+          {
+            "description": "also answer from standbys and restoring copies (Served says so)",
+            "in": "query",
+            "name": "stale",
+            "required": false,
+            "schema": {
+              "type": "boolean"
+            }
+          }
+        ],
+        "responses": {
+          "200": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/ValueRegionsAnswer"
+                }
+              }
+            },
+            "description": "the value"
+          },
+          "400": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the key (or a parameter) does not parse; the message names the problem"
+          },
+          "401": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "the ops token is missing or wrong"
+          },
+          "404": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "no such value"
+          },
+          "421": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "another instance holds the key and it could not be forwarded there"
+          },
+          "503": {
+            "content": {
+              "application/json": {
+                "schema": {
+                  "$ref": "#/components/schemas/Error"
+                }
+              }
+            },
+            "description": "no instance may answer now (restoring, moving, owner unreachable): retry",
+            "headers": {
+              "Retry-After": {
+                "schema": {
+                  "type": "integer"
+                }
+              }
+            }
+          }
+        },
+        "summary": "The value of a key of store regions, from the instance holding it"
+      }
+    },
     "/v1/stores/visit-counts/keys/{key}/sessions": {
       "get": {
         "operationId": "sessionsVisitCounts",
@@ -877,11 +1163,16 @@ func QueryHandlers(a *stream.App, forward *http.Client, s Serdes) (map[string]ht
 		return nil, err
 	}
 	out[StoreMinuteCounts] = queryapi.Window(srv, v1, queryapi.ParseKey[string], queryapi.UnstampedWindow[int64])
-	v2, err := stream.QuerySession[string, int64](a, StoreVisitCounts, s.StoreVisitCountsKey)
+	v2, err := stream.QueryKeyValue[string, string](a, StoreRegions, s.RegionsKey, s.RegionsValue)
 	if err != nil {
 		return nil, err
 	}
-	out[StoreVisitCounts] = queryapi.Session(srv, v2, queryapi.ParseKey[string], queryapi.Plain[int64])
+	out[StoreRegions] = queryapi.KeyValue(srv, v2, queryapi.ParseKey[string], queryapi.Plain[string])
+	v3, err := stream.QuerySession[string, int64](a, StoreVisitCounts, s.StoreVisitCountsKey)
+	if err != nil {
+		return nil, err
+	}
+	out[StoreVisitCounts] = queryapi.Session(srv, v3, queryapi.ParseKey[string], queryapi.Plain[int64])
 	return out, nil
 }
 
@@ -906,6 +1197,11 @@ func (c *QueryClient) Counts() *queryapi.KeyValueClient[string, int64] {
 // MinuteCounts reads store "minute-counts" (windows of operator "per-minute" (count), keys string).
 func (c *QueryClient) MinuteCounts() *queryapi.WindowClient[string, int64] {
 	return queryapi.WindowStore[string, int64](c.c, StoreMinuteCounts)
+}
+
+// Regions reads store "regions" (rows of operator "region-table" (globalTable), on every instance, keys string).
+func (c *QueryClient) Regions() *queryapi.KeyValueClient[string, string] {
+	return queryapi.KeyValueStore[string, string](c.c, StoreRegions)
 }
 
 // VisitCounts reads store "visit-counts" (sessions of operator "visits" (count), keys string).

@@ -32,6 +32,9 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 	if _, ok := cfg.TopicPartitions[TopicMinuteWordCounts]; !ok {
 		cfg.TopicPartitions[TopicMinuteWordCounts] = 4
 	}
+	if _, ok := cfg.TopicPartitions[TopicRegions]; !ok {
+		cfg.TopicPartitions[TopicRegions] = 2
+	}
 	if _, ok := cfg.TopicPartitions[TopicVisitWordCounts]; !ok {
 		cfg.TopicPartitions[TopicVisitWordCounts] = 4
 	}
@@ -63,6 +66,24 @@ func NewTestDriver(p Processors, cfg streamtest.Config) (*TestDriver, error) {
 // value is a tombstone (a deleted table row).
 func (d *TestDriver) ReadMinuteWordCounts() ([]stream.Record[dsl.Windowed[string], *int64], error) {
 	return streamtest.Read(d.d, TopicMinuteWordCounts, serde.TimeWindowed(d.s.MinuteWordCountsKey, time.Minute), dsl.Nullable(d.s.MinuteWordCountsValue))
+}
+
+// PipeRegions writes a record with timestamp ts to topic "regions" and processes it.
+func (d *TestDriver) PipeRegions(key string, value string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRegions, d.s.RegionsKey, d.s.RegionsValue, key, value, ts)
+}
+
+// PipeRegionsNullKey writes a record with a null key (as a producer that sends no key does) to
+// topic "regions" and processes it: its source, whose key cannot be null, drops it and counts
+// it in Driver().Dropped().
+func (d *TestDriver) PipeRegionsNullKey(value string, ts time.Time) error {
+	return streamtest.PipeNullKey(d.d, TopicRegions, d.s.RegionsValue, value, ts)
+}
+
+// DeleteRegions writes a tombstone for key with timestamp ts to topic "regions" and processes
+// it: table "region-table" deletes the key's row.
+func (d *TestDriver) DeleteRegions(key string, ts time.Time) error {
+	return streamtest.Pipe(d.d, TopicRegions, d.s.RegionsKey, dsl.Nullable(d.s.RegionsValue), key, nil, ts)
 }
 
 // ReadVisitWordCounts returns the records written to topic "visit-word-counts" since the last read; a nil
@@ -107,6 +128,15 @@ func (d *TestDriver) MinuteCounts() ([]streamtest.Window[string, state.ValueAndT
 
 // MinuteCounts lists the windows operator "per-minute" (count) keeps in window store "minute-counts", every
 // partition's, each with its aggregate and the timestamp of its last update.
+// RegionsGet returns the row of key in operator "region-table" (globalTable)'s store "regions" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) RegionsGet(key string) (value string, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, string](d.d, StoreRegions)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
 func (d *TestDriver) VisitCounts() ([]streamtest.Window[string, int64], error) {
 	return streamtest.Sessions[string, int64](d.d, StoreVisitCounts)
 }

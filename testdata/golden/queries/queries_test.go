@@ -81,6 +81,13 @@ func TestQueriesTwoInstances(t *testing.T) {
 		truth[w]++
 		recs = append(recs, &kgo.Record{Topic: TopicWords, Key: []byte(w), Value: []byte("x")})
 	}
+	// The global table's rows: a region per word.
+	regions := map[string]string{}
+	for i := range 40 {
+		w := fmt.Sprintf("w%02d", i)
+		regions[w] = fmt.Sprintf("r%d", i%3)
+		recs = append(recs, &kgo.Record{Topic: TopicRegions, Key: []byte(w), Value: []byte(regions[w])})
+	}
 	produced := time.Now().UnixMilli()
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -225,6 +232,35 @@ func TestQueriesTwoInstances(t *testing.T) {
 	get("/v1/stores/visit-counts/keys/w00/sessions", true)
 	if status, _, body := get("/v1/stores/minute-counts/keys/w00/windows?to=soon", true); status != 400 || !strings.Contains(body, `to \"soon\"`) {
 		t.Errorf("to=soon: %d %s, want 400 naming it", status, body)
+	}
+
+	// The global table: a and b each answer every key themselves, c's
+	// partitions of the counts notwithstanding (every instance holds all
+	// of a global table), and All misses nothing.
+	for _, inst := range []struct{ name, addr string }{{"a", addrA}, {"b", addrB}} {
+		rc := NewQueryClient("http://"+inst.addr, queryapi.ClientOptions{Token: token}).Regions()
+		for w, want := range regions {
+			got, served, err := rc.Get(context.Background(), w)
+			if err != nil || got != want || served.Instance.ID != inst.name || !served.Global || served.Stale {
+				t.Errorf("%s: region of %s: %q, %+v, %v; want %q served by %s as global", inst.name, w, got, served, err, want, inst.name)
+			}
+		}
+		all, err := rc.All(context.Background(), 0)
+		if err != nil || len(all.Entries) != len(regions) || len(all.Missing) != 0 || len(all.Served) != 1 || !all.Served[0].Global {
+			t.Errorf("%s: all regions: %d entries (want %d), missing %v, served %+v, %v", inst.name, len(all.Entries), len(regions), all.Missing, all.Served, err)
+		}
+		for _, e := range all.Entries {
+			if regions[e.Key] != e.Value {
+				t.Errorf("%s: all regions: %s = %q, want %q", inst.name, e.Key, e.Value, regions[e.Key])
+			}
+		}
+	}
+	if status, _, body := get("/v1/stores/regions/keys/w07", true); status != 200 || !strings.Contains(body, `"global":true`) || !strings.Contains(body, `"value":"r1"`) {
+		t.Errorf("region of w07: %d %s", status, body)
+	}
+	get("/v1/stores/regions/keys?prefix=w1", true)
+	if status, _, body := get("/v1/stores/regions/keys/nope", true); status != 404 {
+		t.Errorf("region of nope: %d %s, want 404", status, body)
 	}
 
 	// A key the store lacks, of a task a or b holds (c's are 503).

@@ -198,11 +198,35 @@ func (d *TestDriver) PipeTradesTombstone(key string, ts time.Time) error {
 	return streamtest.PipeTombstone(d.d, TopicTrades, d.s.TradesKey, key, ts)
 }
 
+// CountriesGet returns the row of key in operator "country-table" (globalTable)'s store "countries" (every partition of its
+// topic, as its joins look it up); ok is false when it has none.
+func (d *TestDriver) CountriesGet(key string) (value string, ok bool, err error) {
+	g, err := streamtest.GlobalTable[string, string](d.d, StoreCountries)
+	if err != nil {
+		return value, false, err
+	}
+	return g.Get(key)
+}
+
 // Lines is store "lines", to inspect or seed: every partition's copy, each key
 // in its partition's.
 // operator "line-table" (table) keeps its rows in it, each with the timestamp of its last update.
 func (d *TestDriver) Lines() (state.KeyValueStore[string, dsl.ValueAndTimestamp[string]], error) {
 	return streamtest.KeyValueStoreFor[string, dsl.ValueAndTimestamp[string]](d.d, StoreLines, d.s.StoreLinesKey)
+}
+
+// PriceHistoryGet returns the latest version of key in operator "price-history" (table)'s versioned store "price-history"
+// (its value, valid from, and state.PutValidToUndefined as valid to); ok is false
+// when the key has none or its latest is a tombstone.
+func (d *TestDriver) PriceHistoryGet(key string) (state.VersionedRecord[int64], bool, error) {
+	return streamtest.VersionedGet[string, int64](d.d, StorePriceHistory, d.s.PricesKey, key)
+}
+
+// PriceHistoryGetAsOf returns the version of key valid at t in operator "price-history" (table)'s versioned store
+// "price-history": the one of the largest time not after t, valid up to the next one's; ok
+// is false for none (before the key's first version, a tombstone, or past the history).
+func (d *TestDriver) PriceHistoryGetAsOf(key string, t time.Time) (state.VersionedRecord[int64], bool, error) {
+	return streamtest.VersionedGetAsOf[string, int64](d.d, StorePriceHistory, d.s.PricesKey, key, t)
 }
 
 // Products is store "products", to inspect or seed: every partition's copy, each key

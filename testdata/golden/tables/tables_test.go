@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 	"github.com/kgen-dev/kgen/runtime/streamtest"
 )
@@ -82,6 +83,16 @@ func TestGlobalJoin(t *testing.T) {
 	if got, want := read(t, d.ReadNamed), "o4:o4@Xland"; got != want {
 		t.Errorf("join after the table's update: got %s, want %s", got, want)
 	}
+	// The table's store, as the joins read it: a row, a deleted one, none.
+	for _, c := range []struct {
+		key, want string
+		ok        bool
+	}{{"FR", "France", true}, {"XX", "Xland", true}, {"DE", "", false}, {"none", "", false}} {
+		got, ok, err := d.CountriesGet(c.key)
+		if err != nil || ok != c.ok || got != c.want {
+			t.Errorf("CountriesGet(%s) = %q, %v, %v; want %q, %v", c.key, got, ok, err, c.want, c.ok)
+		}
+	}
 }
 
 // A foreign-key join joins each line with the product its value names,
@@ -115,6 +126,39 @@ func TestVersionedTable(t *testing.T) {
 	must(t, d.DeletePrices("p1", at(4*time.Second)))
 	if got, want := read(t, d.ReadPriceLog), "p1:1 p1:3 p1:2 p1:<nil>"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+	// The store, as of times before, at and between the versions; the
+	// latest is the tombstone of 4 s.
+	must(t, d.PipePrices("p2", 7, at(time.Second)))
+	undefined := state.PutValidToUndefined
+	ms := func(d time.Duration) int64 { return at(d).UnixMilli() }
+	for _, c := range []struct {
+		key  string
+		at   time.Duration // -1: the latest
+		want state.VersionedRecord[int64]
+		ok   bool
+	}{
+		{"p1", -1, state.VersionedRecord[int64]{}, false},
+		{"p1", 999 * time.Millisecond, state.VersionedRecord[int64]{}, false},
+		{"p1", time.Second, state.VersionedRecord[int64]{Value: 1, Timestamp: ms(time.Second), ValidTo: ms(2 * time.Second)}, true},
+		{"p1", 2500 * time.Millisecond, state.VersionedRecord[int64]{Value: 2, Timestamp: ms(2 * time.Second), ValidTo: ms(3 * time.Second)}, true},
+		{"p1", 3 * time.Second, state.VersionedRecord[int64]{Value: 3, Timestamp: ms(3 * time.Second), ValidTo: ms(4 * time.Second)}, true},
+		{"p1", 4 * time.Second, state.VersionedRecord[int64]{}, false},
+		{"p2", -1, state.VersionedRecord[int64]{Value: 7, Timestamp: ms(time.Second), ValidTo: undefined}, true},
+		{"p2", 5 * time.Second, state.VersionedRecord[int64]{Value: 7, Timestamp: ms(time.Second), ValidTo: undefined}, true},
+		{"p3", -1, state.VersionedRecord[int64]{}, false},
+	} {
+		var got state.VersionedRecord[int64]
+		var ok bool
+		var err error
+		if c.at < 0 {
+			got, ok, err = d.PriceHistoryGet(c.key)
+		} else {
+			got, ok, err = d.PriceHistoryGetAsOf(c.key, at(c.at))
+		}
+		if err != nil || ok != c.ok || got != c.want {
+			t.Errorf("%s as of %v: %+v, %v, %v; want %+v, %v", c.key, c.at, got, ok, err, c.want, c.ok)
+		}
 	}
 }
 
