@@ -128,7 +128,10 @@ type pebbleStore struct {
 	// iterator, kept while no write came after it was opened (spareGen):
 	// its view is still the store's, so the next Range reuses it with new
 	// bounds instead of opening one (a window store ranges once per
-	// fetch, a stream-stream join once per record).
+	// fetch, a stream-stream join once per record). iterMu guards them and
+	// iters: a query (a queryable store) opens and closes iterators from
+	// its own goroutine while the unit writes and flushes.
+	iterMu   sync.Mutex
 	gen      uint64
 	spare    *pebble.Iterator
 	spareGen uint64
@@ -352,8 +355,7 @@ func (e *diskFullError) Unwrap() error { return syscall.ENOSPC }
 func (s *pebbleStore) writable(op string) error {
 	// A spare iterator would no longer see the store as it is, and it
 	// pins what it sees: closed at once.
-	s.gen++
-	s.dropSpare()
+	s.written()
 	if s.db == nil {
 		return s.errorf(op, state.ErrClosed)
 	}
@@ -601,8 +603,7 @@ func (s *pebbleStore) applyBatch(changes []state.Change) error {
 // batch. ApproximateCount keeps counting dropped keys that reached a table
 // until a compaction removes them.
 func (s *pebbleStore) DeleteRange(from, to []byte) error {
-	s.gen++
-	s.dropSpare()
+	s.written()
 	if s.db == nil {
 		return s.errorf("delete range", state.ErrClosed)
 	}
@@ -668,19 +669,27 @@ func (s *pebbleStore) Range(from, to []byte) (state.Iterator, error) {
 	if to != nil {
 		o.UpperBound = append(make([]byte, 0, len(to)), to...)
 	}
+	s.iterMu.Lock()
 	if pi := s.spare; pi != nil && s.spareGen == s.gen {
 		s.spare = nil
-		pi.SetBounds(o.LowerBound, o.UpperBound)
 		it := &pebbleIter{s: s, it: pi, gen: s.gen}
 		s.iters[it] = struct{}{}
+		s.iterMu.Unlock()
+		pi.SetBounds(o.LowerBound, o.UpperBound)
 		return it, nil
 	}
+	// A write between here and NewIter makes the iterator newer than
+	// gen says: it is then closed rather than kept, which is safe.
+	gen := s.gen
+	s.iterMu.Unlock()
 	pi, err := s.db.NewIter(o)
 	if err != nil {
 		return nil, s.errorf("range", err)
 	}
-	it := &pebbleIter{s: s, it: pi, gen: s.gen}
+	it := &pebbleIter{s: s, it: pi, gen: gen}
+	s.iterMu.Lock()
 	s.iters[it] = struct{}{}
+	s.iterMu.Unlock()
 	return it, nil
 }
 
@@ -731,9 +740,15 @@ func (s *pebbleStore) Close() error {
 		return s.errorf("close", state.ErrClosed)
 	}
 	var errs []error
+	s.iterMu.Lock()
 	s.dropSpare()
-	if n := len(s.iters); n > 0 {
-		for it := range s.iters {
+	open := make([]*pebbleIter, 0, len(s.iters))
+	for it := range s.iters {
+		open = append(open, it)
+	}
+	s.iterMu.Unlock()
+	if n := len(open); n > 0 {
+		for _, it := range open {
 			_ = it.Close()
 		}
 		errs = append(errs, fmt.Errorf("%d iterators were left open", n))
@@ -752,7 +767,16 @@ func (s *pebbleStore) Close() error {
 	return nil
 }
 
-// dropSpare closes the spare iterator, if any.
+// written marks a write begun: a spare iterator would no longer see the
+// store as it is, and it pins what it sees, so it is closed at once.
+func (s *pebbleStore) written() {
+	s.iterMu.Lock()
+	s.gen++
+	s.dropSpare()
+	s.iterMu.Unlock()
+}
+
+// dropSpare closes the spare iterator, if any. Call it holding iterMu.
 func (s *pebbleStore) dropSpare() {
 	if s.spare != nil {
 		_ = s.spare.Close()
@@ -825,15 +849,20 @@ func (it *pebbleIter) Close() error {
 		return nil
 	}
 	var err error
-	if s := it.s; it.gen == s.gen && it.err == nil && it.it.Error() == nil && s.db != nil {
+	s := it.s
+	s.iterMu.Lock()
+	keep := it.gen == s.gen && it.err == nil && it.it.Error() == nil && s.db != nil
+	if keep {
 		// Unchanged since it was opened: kept for the next Range.
 		s.dropSpare()
 		s.spare, s.spareGen = it.it, it.gen
-	} else {
+	}
+	delete(s.iters, it)
+	s.iterMu.Unlock()
+	if !keep {
 		err = it.it.Close()
 	}
 	it.it, it.valid, it.value = nil, false, nil
-	delete(it.s.iters, it)
 	if err != nil && it.err == nil {
 		return it.s.errorf("close iterator", err)
 	}
