@@ -245,6 +245,18 @@ func (c *Cache) removeAll() {
 	}
 }
 
+// cacheBounds are the key tree's bounds of [from, to), nil meaning none.
+func cacheBounds(from, to []byte) (btreemap.LowerBound[string], btreemap.UpperBound[string]) {
+	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
+	if from != nil {
+		lo = btreemap.GE(string(from))
+	}
+	if to != nil {
+		hi = btreemap.LT(string(to))
+	}
+	return lo, hi
+}
+
 // ordered returns the tree of the cached keys, built on first use.
 func (c *Cache) ordered() *btreemap.BTreeMap[string, *cacheEntry] {
 	if c.sorted == nil {
@@ -300,13 +312,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
-	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
-	if from != nil {
-		lo = btreemap.GE(string(from))
-	}
-	if to != nil {
-		hi = btreemap.LT(string(to))
-	}
+	lo, hi := cacheBounds(from, to)
 	var gone []string
 	for k := range c.ordered().Ascend(lo, hi) {
 		gone = append(gone, k)
@@ -382,13 +388,7 @@ func (c *Cache) discard() {
 func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	c.lock()
 	defer c.unlock()
-	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
-	if from != nil {
-		lo = btreemap.GE(string(from))
-	}
-	if to != nil {
-		hi = btreemap.LT(string(to))
-	}
+	lo, hi := cacheBounds(from, to)
 	// The iterator sees the store as it is now: take the cached values
 	// (never modified in place) rather than the live entries, and the
 	// drops so far (appended to, never modified: shared, not copied).
