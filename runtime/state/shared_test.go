@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,7 +127,15 @@ func TestSharedReads(t *testing.T) {
 				}()
 			}
 			store := state.NewKeyValueStore("s", w, serde.Bytes{}, serde.Bytes{}, nil)
+			// The writes take microseconds: without this wait a busy
+			// machine may run them all before a reader is scheduled.
+			for reads.Load() < 2 && !t.Failed() {
+				runtime.Gosched()
+			}
 			for n := uint64(1); n <= versions; n++ {
+				if n%64 == 0 {
+					runtime.Gosched() // let the readers in between writes
+				}
 				last.Store(n - 1)
 				k := int(n) % keys
 				if _, _, err := store.Get(key(k)); err != nil {
