@@ -13,6 +13,10 @@ const memDegree = 16
 // memIterBatch is how many entries an in-memory iterator reads at a time.
 const memIterBatch = 32
 
+// memSlab is the size of the buffers a loading store packs its entries in;
+// an entry above memSlab/16 bytes gets a buffer of its own.
+const memSlab = 64 << 10
+
 type memTree = btreemap.BTreeMap[[]byte, []byte]
 
 var (
@@ -25,12 +29,21 @@ var (
 // walk a cheap snapshot (a clone) while the store keeps changing.
 type memory struct {
 	tree *memTree
+	// While the store only grows by ApplyBatch (a restore, a global
+	// table's load), packing is set and the new entries are copied into
+	// slab, memSlab bytes shared by many entries: one allocation, and one
+	// object for the GC, instead of one each. An entry's bytes stay as
+	// long as anything in their slab does, so packing stops for good at
+	// the first entry replaced or deleted, or any other write: what the
+	// slabs can waste is bounded by what was packed.
+	packing bool
+	slab    []byte
 }
 
 // NewMemory returns an ordered in-memory Backend. Its contents are lost on
 // Close; a logged store is restored from its changelog instead.
 func NewMemory() Backend {
-	return &memory{tree: btreemap.New[[]byte, []byte](memDegree, bytes.Compare)}
+	return &memory{tree: btreemap.New[[]byte, []byte](memDegree, bytes.Compare), packing: true}
 }
 
 func (m *memory) Get(key []byte) ([]byte, bool, error) {
@@ -57,6 +70,7 @@ func (m *memory) Put(key, value []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: put: %w", ErrClosed)
 	}
+	m.packing = false
 	m.put(key, value)
 	return nil
 }
@@ -73,6 +87,7 @@ func (m *memory) Delete(key []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: delete: %w", ErrClosed)
 	}
+	m.packing = false
 	m.tree.Delete(key)
 	return nil
 }
@@ -111,7 +126,7 @@ func (m *memory) Close() error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: close: %w", ErrClosed)
 	}
-	m.tree = nil
+	m.tree, m.slab = nil, nil
 	return nil
 }
 
@@ -123,6 +138,7 @@ func (m *memory) DeleteRange(from, to []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: delete range: %w", ErrClosed)
 	}
+	m.packing = false
 	if from == nil && to == nil {
 		m.tree = btreemap.New[[]byte, []byte](memDegree, bytes.Compare)
 		return nil
@@ -151,9 +167,25 @@ func (m *memory) ApplyBatch(changes []Change) error {
 	}
 	for _, c := range changes {
 		if c.Value == nil {
-			m.tree.Delete(c.Key)
-		} else {
-			m.put(c.Key, c.Value)
+			if _, _, found := m.tree.Delete(c.Key); found {
+				m.packing = false
+			}
+			continue
+		}
+		var buf []byte
+		switch n := len(c.Key) + len(c.Value); {
+		case m.packing && n <= memSlab/16:
+			if len(m.slab) < n {
+				m.slab = make([]byte, memSlab)
+			}
+			buf, m.slab = m.slab[:n:n], m.slab[n:]
+		default:
+			buf = make([]byte, n)
+		}
+		copy(buf, c.Key)
+		copy(buf[len(c.Key):], c.Value)
+		if _, _, replaced := m.tree.ReplaceOrInsert(buf[:len(c.Key):len(c.Key)], buf[len(c.Key):]); replaced {
+			m.packing = false
 		}
 	}
 	return nil
