@@ -96,12 +96,13 @@ func BenchmarkGlobalApply(b *testing.B) {
 		g := newGlobalStore(topo.globals["g"], state.NewMemory())
 		stores := map[string]*globalStore{"g": g}
 		var n globalCounters
+		var batches map[*globalStore][]state.Change
 		for i := 0; i < globalBenchRows; i += len(recs) {
 			for j := range recs {
 				recs[j] = &kgo.Record{Topic: "g", Key: fmt.Appendf(nil, "key-%07d", i+j), Value: value}
 			}
-			batches, err := collectGlobal(stores, recs, sink, &n)
-			if err != nil {
+			var err error
+			if batches, err = collectGlobal(stores, recs, sink, &n, batches); err != nil {
 				b.Fatal(err)
 			}
 			if err := g.apply(batches[g]); err != nil {

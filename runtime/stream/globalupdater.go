@@ -43,6 +43,10 @@ type globalUpdater struct {
 	read     map[string]map[int32]int64
 	applying chan error
 	pending  []partitionNext
+	// batches are two sets of a fetch's changes by store, reused in turn:
+	// one is applied while the other is filled.
+	batches [2]map[*globalStore][]state.Change
+	turn    int
 }
 
 // partitionNext is the next offset of a partition once a batch is applied.
@@ -230,14 +234,16 @@ func (g *globalUpdater) step(ctx context.Context, overlap bool) error {
 		return errors.Join(ferr, g.applied())
 	}
 	recs := fs.Records()
-	batches, err := collectGlobal(g.byTopic, recs, g, &g.counter)
+	batches, err := collectGlobal(g.byTopic, recs, g, &g.counter, g.batches[g.turn])
 	if err != nil {
 		return errors.Join(err, g.applied())
 	}
-	// One batch at a time: a table's records are applied in order.
+	// One batch at a time: a table's records are applied in order. The
+	// other set of batches is then free for the next fetch.
 	if err := g.applied(); err != nil {
 		return err
 	}
+	g.batches[g.turn], g.turn = batches, 1-g.turn
 	// A partition's records come in offset order: its last one says where
 	// it goes on (two map lookups per partition, not per record).
 	var pending []partitionNext
