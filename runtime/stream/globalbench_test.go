@@ -20,7 +20,8 @@ import (
 // fast a plain franz-go consumer reads it and how fast an App's global table
 // over it is ready (every row applied, before any unit starts): the ratio
 // is the global table's cost over the physical limit. The App's time
-// includes its startup (metadata, offsets).
+// includes its startup (metadata, offsets). The table is in memory, and
+// then on disk (global-table-pebble, from empty).
 func BenchmarkGlobalTableReady(b *testing.B) {
 	c := kafkatest.New(b)
 	table, orders, out := c.CreateTopic(b, 4, nil), c.CreateTopic(b, 1, nil), c.CreateTopic(b, 1, nil)
@@ -37,7 +38,7 @@ func BenchmarkGlobalTableReady(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	for _, contender := range []string{"raw-read", "global-table"} {
+	for _, contender := range []string{"raw-read", "global-table", "global-table-pebble"} {
 		b.Run(contender, func(b *testing.B) {
 			// records/s over every iteration: one alone varies too much
 			// on a shared machine.
@@ -58,7 +59,11 @@ func BenchmarkGlobalTableReady(b *testing.B) {
 					continue
 				}
 				topo := stream.NewTopology()
-				stream.AddGlobalTable(topo, "rows", table, serde.String{}, serde.Bytes{}, stream.StoreOptions{})
+				var opts stream.StoreOptions
+				if contender == "global-table-pebble" {
+					opts.Persistent = onDisk
+				}
+				stream.AddGlobalTable(topo, "rows", table, serde.String{}, serde.Bytes{}, opts)
 				stream.AddSource(topo, "orders", orders, serde.String{}, serde.String{})
 				stream.AddSink(topo, "out", out, serde.String{}, serde.String{}, "orders")
 				app, err := stream.New(topo, stream.Brokers(c.Seeds()...), stream.AppID(fmt.Sprintf("bench-global-%s-%d", table, time.Now().UnixNano())),
