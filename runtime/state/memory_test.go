@@ -2,6 +2,9 @@ package state
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -52,5 +55,60 @@ func TestMemoryPacking(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMemoryWide checks a wide store against a NewMemory one over enough
+// keys for its tree to have three levels: the same writes (batches, puts,
+// deletes, range deletes) leave the same entries, read whole and by range.
+func TestMemoryWide(t *testing.T) {
+	narrow, wide := NewMemory().(*memory), NewMemoryWide().(*memory)
+	r := rand.New(rand.NewPCG(3, 4))
+	key := func() []byte { return fmt.Appendf(nil, "k%06d", r.IntN(40_000)) }
+	for i := range 60_000 {
+		var err1, err2 error
+		switch n := r.IntN(100); {
+		case n < 80:
+			batch := []Change{{Key: key(), Value: fmt.Appendf(nil, "v%d", i)}, {Key: key()}}
+			err1, err2 = narrow.ApplyBatch(batch), wide.ApplyBatch(batch)
+		case n < 90:
+			k, v := key(), fmt.Appendf(nil, "p%d", i)
+			err1, err2 = narrow.Put(k, v), wide.Put(k, v)
+		case n < 99:
+			k := key()
+			err1, err2 = narrow.Delete(k), wide.Delete(k)
+		default: // a few keys at once
+			n := r.IntN(40_000)
+			from, to := fmt.Appendf(nil, "k%06d", n), fmt.Appendf(nil, "k%06d", n+20)
+			err1, err2 = narrow.DeleteRange(from, to), wide.DeleteRange(from, to)
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+	}
+	read := func(m *memory, from, to []byte) []string {
+		it, err := m.Range(from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var kvs []string
+		for it.Next() {
+			kvs = append(kvs, string(it.Key())+"="+string(it.Value()))
+		}
+		return kvs
+	}
+	all := read(wide, nil, nil)
+	if len(all) < 127*127 {
+		t.Fatalf("%d entries: too few for three levels of a wide tree", len(all))
+	}
+	if !slices.Equal(all, read(narrow, nil, nil)) {
+		t.Fatal("the wide store's entries differ from the narrow one's")
+	}
+	for range 100 {
+		from, to := key(), key()
+		if got, want := read(wide, from, to), read(narrow, from, to); !slices.Equal(got, want) {
+			t.Fatalf("range [%s, %s): %d entries, want %d", from, to, len(got), len(want))
+		}
 	}
 }
