@@ -46,7 +46,7 @@ func BenchmarkGlobalLookup(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	mem := loadedGlobal(b, state.NewMemory())
+	mem := loadedGlobal(b, state.NewMemoryWide())
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	copyMiB := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
@@ -93,7 +93,7 @@ func BenchmarkGlobalApply(b *testing.B) {
 	cfg := defaultConfig()
 	sink := &LocalDriver{cfg: cfg}
 	for b.Loop() {
-		g := newGlobalStore(topo.globals["g"], state.NewMemory())
+		g := newGlobalStore(topo.globals["g"], state.NewMemoryWide())
 		stores := map[string]*globalStore{"g": g}
 		var n globalCounters
 		var batches map[*globalStore][]state.Change

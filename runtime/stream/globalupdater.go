@@ -115,7 +115,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	}
 	for _, name := range t.globalOrder {
 		def := t.globals[name]
-		var b state.Backend = state.NewMemory()
+		var b state.Backend = state.NewMemoryWide()
 		if g.dir != "" {
 			dir := filepath.Join(g.dir, name)
 			old, recorded := cp.TopicIDs[def.topic]

@@ -114,7 +114,7 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	}
 	d.globals, d.globalByTopic = map[string]*globalStore{}, map[string]*globalStore{}
 	for _, name := range t.globalOrder {
-		g := newGlobalStore(t.globals[name], state.NewMemory())
+		g := newGlobalStore(t.globals[name], state.NewMemoryWide())
 		d.globals[name], d.globalByTopic[g.def.topic] = g, g
 	}
 	for _, s := range t.subs {
