@@ -19,9 +19,20 @@ var memory = statetest.Kind{
 	ExactCount: true,
 }
 
+// memoryWide is the in-memory backend with wide nodes (NewMemoryWide).
+var memoryWide = statetest.Kind{
+	Name: "memory-wide",
+	Open: func(t testing.TB) state.Backend {
+		b := state.NewMemoryWide()
+		statetest.CloseAtEnd(t, b)
+		return b
+	},
+	ExactCount: true,
+}
+
 // TestConformance runs the backend conformance suite on the in-memory
-// backend; -state.seed and -state.ops tune its model test.
-func TestConformance(t *testing.T) { statetest.Run(t, memory) }
+// backends; -state.seed and -state.ops tune its model test.
+func TestConformance(t *testing.T) { statetest.Run(t, memory, memoryWide) }
 
 func BenchmarkPut(b *testing.B) { statetest.BenchmarkPut(b, memory) }
 func BenchmarkGet(b *testing.B) { statetest.BenchmarkGet(b, memory) }

@@ -63,15 +63,20 @@ func AddGlobalTable[K, V any](t *Topology, name, topic string, ks serde.Serde[K]
 	if t.globals == nil {
 		t.globals = map[string]*globalDef{}
 	}
+	// A load checks every record: decoding what cannot fail (a string
+	// copy for each key) is skipped.
+	keyAny, valueAny := decodesAnything(ks), decodesAnything(vs)
 	t.globals[name] = &globalDef{
 		name: name, topic: topic, opts: opts,
 		keyType: reflect.TypeFor[K](), valType: reflect.TypeFor[V](),
 		check: func(key, value []byte) error {
-			if _, err := ks.Deserialize(key); err != nil {
-				return fmt.Errorf("key: %w", err)
+			if !keyAny {
+				if _, err := ks.Deserialize(key); err != nil {
+					return fmt.Errorf("key: %w", err)
+				}
 			}
-			if value == nil {
-				return nil // a tombstone: nothing to decode
+			if value == nil || valueAny {
+				return nil // a tombstone, or nothing that can fail
 			}
 			if _, err := vs.Deserialize(value); err != nil {
 				return fmt.Errorf("value: %w", err)
@@ -81,6 +86,15 @@ func AddGlobalTable[K, V any](t *Topology, name, topic string, ks serde.Serde[K]
 		reader: func(g *globalStore) any { return &GlobalTable[K, V]{s: g, ks: ks, vs: vs} },
 	}
 	t.globalOrder = append(t.globalOrder, name)
+}
+
+// decodesAnything tells whether s decodes any bytes without an error.
+func decodesAnything(s any) bool {
+	switch s.(type) {
+	case serde.String, serde.Bytes:
+		return true
+	}
+	return false
 }
 
 // GlobalTopics returns the topics of the topology's global tables, in the
@@ -301,11 +315,18 @@ type globalCounters struct {
 	skipped, deadLettered, nullKeys, applied atomic.Uint64
 }
 
-// collect turns a fetch of global records into one batch per store, applying
-// the deserialization policy to records that cannot be decoded: Fail returns
-// the record's error; LogAndContinue and DeadLetter count it and go on.
-func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink globalSink, n *globalCounters) (map[*globalStore][]state.Change, error) {
-	batches := map[*globalStore][]state.Change{}
+// collectGlobal turns a fetch of global records into one batch per store,
+// applying the deserialization policy to records that cannot be decoded:
+// Fail returns the record's error; LogAndContinue and DeadLetter count it
+// and go on. The batches are appended to those of batches, emptied first
+// (nil: a new map), whose slices are reused.
+func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink globalSink, n *globalCounters, batches map[*globalStore][]state.Change) (map[*globalStore][]state.Change, error) {
+	if batches == nil {
+		batches = map[*globalStore][]state.Change{}
+	}
+	for g, b := range batches {
+		batches[g] = b[:0]
+	}
 	cfg := sink.config()
 	for _, r := range recs {
 		g := stores[r.Topic]
@@ -332,8 +353,8 @@ func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink glob
 			}
 			continue
 		}
-		b, ok := batches[g]
-		if !ok && len(stores) == 1 {
+		b := batches[g]
+		if len(b) == 0 && cap(b) < len(recs) && len(stores) == 1 {
 			// The only table's batch is sized for the whole fetch:
 			// growing it by appends took a quarter of a loading's CPU.
 			b = make([]state.Change, 0, len(recs))

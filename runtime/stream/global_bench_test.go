@@ -46,7 +46,7 @@ func BenchmarkGlobalLookup(b *testing.B) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	mem := loadedGlobal(b, state.NewMemory())
+	mem := loadedGlobal(b, state.NewMemoryWide())
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	copyMiB := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
@@ -93,15 +93,16 @@ func BenchmarkGlobalApply(b *testing.B) {
 	cfg := defaultConfig()
 	sink := &LocalDriver{cfg: cfg}
 	for b.Loop() {
-		g := newGlobalStore(topo.globals["g"], state.NewMemory())
+		g := newGlobalStore(topo.globals["g"], state.NewMemoryWide())
 		stores := map[string]*globalStore{"g": g}
 		var n globalCounters
+		var batches map[*globalStore][]state.Change
 		for i := 0; i < globalBenchRows; i += len(recs) {
 			for j := range recs {
 				recs[j] = &kgo.Record{Topic: "g", Key: fmt.Appendf(nil, "key-%07d", i+j), Value: value}
 			}
-			batches, err := collectGlobal(stores, recs, sink, &n)
-			if err != nil {
+			var err error
+			if batches, err = collectGlobal(stores, recs, sink, &n, batches); err != nil {
 				b.Fatal(err)
 			}
 			if err := g.apply(batches[g]); err != nil {

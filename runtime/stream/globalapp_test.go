@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
+	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/stream"
 )
@@ -282,5 +284,111 @@ func TestGlobalTableFollowsUpdatesOnBroker(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGlobalTableLoadsInManyFetches loads a global table read one record
+// batch per fetch, so that one batch is applied while the next is fetched:
+// keys written in no order, rewritten (the last value wins), deleted,
+// deleted and written again, and undecodable records skipped. The table
+// then holds exactly the topic's last values, and a persistent table's
+// checkpoint is at the topic's end.
+func TestGlobalTableLoadsInManyFetches(t *testing.T) {
+	c := kafkatest.New(t)
+	for _, kind := range []struct {
+		name       string
+		persistent state.Opener
+	}{{"memory", nil}, {"pebble", onDisk}} {
+		t.Run(kind.name, func(t *testing.T) {
+			customers, orders, out := c.CreateTopic(t, 3, nil), c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+			cl := c.Client(t)
+			const keys = 300
+			order := rand.New(rand.NewPCG(1, 2)).Perm(keys)
+			want := map[string]int64{}
+			var recs []*kgo.Record
+			write := func(i int, v int64) {
+				k := fmt.Sprintf("c%03d", i)
+				recs = append(recs, &kgo.Record{Topic: customers, Key: []byte(k), Value: int64Bytes(v)})
+				want[k] = v
+			}
+			for round := range int64(3) {
+				for _, i := range order {
+					write(i, round*1000+int64(i))
+				}
+			}
+			for _, i := range order {
+				switch {
+				case i%7 == 0:
+					k := fmt.Sprintf("c%03d", i)
+					recs = append(recs, &kgo.Record{Topic: customers, Key: []byte(k)})
+					delete(want, k)
+				case i%50 == 1:
+					recs = append(recs, &kgo.Record{Topic: customers, Key: []byte(fmt.Sprintf("bad%03d", i)), Value: []byte("junk")})
+				}
+			}
+			for _, i := range order {
+				if i%14 == 0 {
+					write(i, 3000+int64(i))
+				}
+			}
+			// Small produce calls make small record batches.
+			for from := 0; from < len(recs); from += 25 {
+				produceAll(t, cl, recs[from:min(from+25, len(recs))])
+			}
+			dir := t.TempDir()
+			appID := "global-fetches-" + orders
+			app, err := stream.New(enrichTopics(customers, orders, out, kind.persistent), stream.Brokers(c.Seeds()...),
+				stream.AppID(appID), stream.StateDir(dir), stream.Parallelism(1), stream.Logger(testLogger(t)),
+				stream.OnDeserializeError(stream.LogAndContinue()), stream.ClientOpts(kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			view, err := stream.QueryKeyValue(app, "customers", serde.String{}, serde.Int64{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- app.Run(ctx) }()
+			waitFor(t, "the instance to run", func() bool { return app.State() == stream.Running })
+			all, err := view.All()
+			cancel()
+			if rerr := <-done; rerr != nil {
+				t.Fatal(rerr)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, e := range all.Entries {
+				got[e.Key] = e.Value
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("table (-want +got):\n%s", diff)
+			}
+			bad := 0
+			for _, r := range recs {
+				if strings.HasPrefix(string(r.Key), "bad") {
+					bad++
+				}
+			}
+			if st := app.Stats(); st.GlobalApplied != uint64(len(recs)-bad) || st.Skipped != uint64(bad) {
+				t.Errorf("GlobalApplied %d, Skipped %d: want %d and %d", st.GlobalApplied, st.Skipped, len(recs)-bad, bad)
+			}
+			if kind.persistent == nil {
+				return
+			}
+			cp, err := state.ReadCheckpoint(filepath.Join(dir, appID, "global", ".checkpoint"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var next int64
+			for _, o := range cp.Offsets[customers] {
+				next += o
+			}
+			if next != int64(len(recs)) {
+				t.Errorf("checkpoint %v: %d records past, want all %d", cp.Offsets, next, len(recs))
+			}
+		})
 	}
 }

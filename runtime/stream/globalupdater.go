@@ -30,10 +30,30 @@ type globalUpdater struct {
 	// table is in memory (nothing survives a restart, so nothing is
 	// checkpointed).
 	dir     string
-	next    map[string]map[int32]int64 // next offset to read, by topic and partition
+	next    map[string]map[int32]int64 // next offset to apply, by topic and partition
 	ids     map[string]state.TopicID   // the topics' ids, checkpointed with the offsets
 	dirty   bool                       // applied records not yet checkpointed
 	counter globalCounters
+	// While the tables load, a fetch is applied on its own goroutine
+	// while the next one is polled and decoded: applying is most of a
+	// load's work, and it then overlaps the rest. read is how far the
+	// fetches polled go (next catches up once their batch is applied);
+	// applying, when not nil, gets the result of the batch in flight, and
+	// pending its offsets.
+	read     map[string]map[int32]int64
+	applying chan error
+	pending  []partitionNext
+	// batches are two sets of a fetch's changes by store, reused in turn:
+	// one is applied while the other is filled.
+	batches [2]map[*globalStore][]state.Change
+	turn    int
+}
+
+// partitionNext is the next offset of a partition once a batch is applied.
+type partitionNext struct {
+	topic     string
+	partition int32
+	next      int64
 }
 
 // globalCheckpoint is the name of the file, in the global tables' directory,
@@ -44,7 +64,7 @@ const globalCheckpoint = ".checkpoint"
 // the checkpoint when the tables are on disk.
 func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	t := a.topo
-	g := &globalUpdater{a: a, byTopic: map[string]*globalStore{}, next: map[string]map[int32]int64{}}
+	g := &globalUpdater{a: a, byTopic: map[string]*globalStore{}, next: map[string]map[int32]int64{}, read: map[string]map[int32]int64{}}
 	persistent := len(t.globalOrder) > 0
 	for _, name := range t.globalOrder {
 		persistent = persistent && t.globals[name].opts.Persistent != nil && !a.cfg.memoryStores
@@ -95,7 +115,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	}
 	for _, name := range t.globalOrder {
 		def := t.globals[name]
-		var b state.Backend = state.NewMemory()
+		var b state.Backend = state.NewMemoryWide()
 		if g.dir != "" {
 			dir := filepath.Join(g.dir, name)
 			old, recorded := cp.TopicIDs[def.topic]
@@ -134,7 +154,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	assign := map[string]map[int32]kgo.Offset{}
 	for _, topic := range t.GlobalTopics() {
 		assign[topic] = map[int32]kgo.Offset{}
-		g.next[topic] = map[int32]int64{}
+		g.next[topic], g.read[topic] = map[int32]int64{}, map[int32]int64{}
 		for p, end := range ends[topic] {
 			from := starts[topic][p].Offset
 			// A checkpoint past the end belongs to a topic since deleted
@@ -145,7 +165,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 				from = off
 			}
 			assign[topic][p] = kgo.NewOffset().At(from)
-			g.next[topic][p] = from
+			g.next[topic][p], g.read[topic][p] = from, from
 		}
 	}
 	opts := append([]kgo.Opt{
@@ -166,10 +186,14 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	// Caught up when every partition is read to the end seen at start.
 	began := time.Now()
 	for ctx.Err() == nil && !g.caughtUp(ends) {
-		if err := g.step(ctx); err != nil {
+		if err := g.step(ctx, true); err != nil {
 			g.close()
 			return nil, err
 		}
+	}
+	if err := g.applied(); err != nil {
+		g.close()
+		return nil, err
 	}
 	if err := g.checkpoint(); err != nil {
 		g.close()
@@ -179,11 +203,12 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	return g, ctx.Err()
 }
 
-// caughtUp tells whether every partition is read to ends.
+// caughtUp tells whether every partition is read to ends (applied or
+// being applied).
 func (g *globalUpdater) caughtUp(ends kadm.ListedOffsets) bool {
 	for topic, ps := range ends {
 		for p, e := range ps {
-			if g.next[topic][p] < e.Offset {
+			if g.read[topic][p] < e.Offset {
 				return false
 			}
 		}
@@ -191,11 +216,13 @@ func (g *globalUpdater) caughtUp(ends kadm.ListedOffsets) bool {
 	return true
 }
 
-// step polls once and applies what came.
-func (g *globalUpdater) step(ctx context.Context) error {
+// step polls once and applies what came. With overlap (while the tables
+// load), it returns once the previous fetch is applied and this one is
+// being applied: applied waits for it.
+func (g *globalUpdater) step(ctx context.Context, overlap bool) error {
 	fs := g.cl.PollFetches(ctx)
 	if ctx.Err() != nil {
-		return nil
+		return g.applied()
 	}
 	var ferr error
 	fs.EachError(func(topic string, p int32, err error) {
@@ -204,29 +231,65 @@ func (g *globalUpdater) step(ctx context.Context) error {
 		}
 	})
 	if ferr != nil {
-		return ferr
+		return errors.Join(ferr, g.applied())
 	}
 	recs := fs.Records()
-	batches, err := collectGlobal(g.byTopic, recs, g, &g.counter)
+	batches, err := collectGlobal(g.byTopic, recs, g, &g.counter, g.batches[g.turn])
+	if err != nil {
+		return errors.Join(err, g.applied())
+	}
+	// One batch at a time: a table's records are applied in order. The
+	// other set of batches is then free for the next fetch.
+	if err := g.applied(); err != nil {
+		return err
+	}
+	g.batches[g.turn], g.turn = batches, 1-g.turn
+	// A partition's records come in offset order: its last one says where
+	// it goes on (two map lookups per partition, not per record).
+	var pending []partitionNext
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if n := len(p.Records); n > 0 {
+			next := p.Records[n-1].Offset + 1
+			g.read[p.Topic][p.Partition] = next
+			pending = append(pending, partitionNext{p.Topic, p.Partition, next})
+		}
+	})
+	done := make(chan error, 1)
+	g.applying, g.pending = done, pending
+	apply := func() {
+		for s, b := range batches {
+			if err := s.apply(b); err != nil {
+				done <- err
+				return
+			}
+			g.counter.applied.Add(uint64(len(b)))
+		}
+		done <- nil
+	}
+	if !overlap {
+		apply()
+		return g.applied()
+	}
+	go apply()
+	return nil
+}
+
+// applied waits for the batch in flight, if any, and then moves the next
+// offsets past it: a checkpoint never covers a record not yet applied.
+func (g *globalUpdater) applied() error {
+	if g.applying == nil {
+		return nil
+	}
+	err := <-g.applying
+	g.applying = nil
 	if err != nil {
 		return err
 	}
-	for s, b := range batches {
-		if err := s.apply(b); err != nil {
-			return err
-		}
-		g.counter.applied.Add(uint64(len(b)))
-	}
-	// A partition's records come in offset order: its last one says where
-	// it goes on (two map lookups per partition, not per record).
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		if n := len(p.Records); n > 0 {
-			g.next[p.Topic][p.Partition] = p.Records[n-1].Offset + 1
-		}
-	})
-	if len(recs) > 0 {
+	for _, p := range g.pending {
+		g.next[p.topic][p.partition] = p.next
 		g.dirty = true
 	}
+	g.pending = g.pending[:0]
 	return nil
 }
 
@@ -235,7 +298,7 @@ func (g *globalUpdater) step(ctx context.Context) error {
 func (g *globalUpdater) run(ctx context.Context) error {
 	last := time.Now()
 	for ctx.Err() == nil {
-		if err := g.step(ctx); err != nil {
+		if err := g.step(ctx, false); err != nil {
 			return err
 		}
 		if time.Since(last) >= g.a.cfg.commitInterval {
@@ -269,6 +332,12 @@ func (g *globalUpdater) checkpoint() error {
 }
 
 func (g *globalUpdater) close() {
+	// A batch still being applied holds its store's lock: the store
+	// closes after it.
+	if g.applying != nil {
+		<-g.applying
+		g.applying = nil
+	}
 	if g.cl != nil {
 		g.cl.Close()
 		g.cl = nil

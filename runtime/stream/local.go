@@ -114,7 +114,7 @@ func NewLocalDriver(t *Topology, lc LocalConfig) (*LocalDriver, error) {
 	}
 	d.globals, d.globalByTopic = map[string]*globalStore{}, map[string]*globalStore{}
 	for _, name := range t.globalOrder {
-		g := newGlobalStore(t.globals[name], state.NewMemory())
+		g := newGlobalStore(t.globals[name], state.NewMemoryWide())
 		d.globals[name], d.globalByTopic[g.def.topic] = g, g
 	}
 	for _, s := range t.subs {
@@ -167,7 +167,7 @@ func (d *LocalDriver) GlobalTable(name string) any {
 // pipeGlobal applies one record of a global topic to its table, as the
 // App's updater would: at once, before whatever is piped next.
 func (d *LocalDriver) pipeGlobal(r *kgo.Record) error {
-	batches, err := collectGlobal(d.globalByTopic, []*kgo.Record{r}, d, &d.globalCounts)
+	batches, err := collectGlobal(d.globalByTopic, []*kgo.Record{r}, d, &d.globalCounts, nil)
 	if err != nil {
 		return err
 	}
