@@ -324,6 +324,7 @@ func (r *changelogReader) finish(s *taskStore) {
 		u.fatal = err
 		return
 	}
+	u.st.publish(u, true) // the end of the restore shows in Stats at once
 	if err := t.initProcessors(); err != nil && u.fatal == nil {
 		u.fatal = err
 	}
