@@ -294,10 +294,10 @@ func (r *changelogReader) step() error {
 // and memtables. restoreBufferBytes bounds what the stores being restored
 // hold unapplied together. Sizes count keys and values (plus 16 bytes each);
 // the records they come from weigh more.
-const (
+var (
 	restoreChunkBytes  = 8 << 20
 	restoreBufferBytes = 32 << 20
-)
+) // variables for tests
 
 // apply applies the pending records of s, then records the position they
 // reach, and ends the restore of an active task's store that reached the
