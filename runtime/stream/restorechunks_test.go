@@ -51,7 +51,7 @@ func (s *loggingStore) SetPosition(offset int64) error {
 // the positions grow to the changelog's end, and the state restored is the
 // one logged (the counts go on from it).
 func TestRestoreAppliesInChunks(t *testing.T) {
-	stream.SetRestoreChunks(t, 2<<10, 8<<10)
+	stream.SetRestoreChunks(t, 4<<10, 16<<10)
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
 	appID := "chunks-" + in
@@ -128,11 +128,11 @@ func TestRestoreAppliesInChunks(t *testing.T) {
 		if applied != int(end.Offset) {
 			t.Errorf("restored %d changes, want %d", applied, end.Offset)
 		}
-		// 2,000 records of some 30 bytes in chunks of 2 KiB: dozens.
-		// Changelog records of some 25 bytes, fetched 512 bytes at a time
-		// (about 20), applied 2 KiB at a time (about 80).
-		if batches < 5 || batches > applied/40 {
-			t.Errorf("restored %d changes in %d batches, want chunks of about 2 KiB", applied, batches)
+				// Changelog records of some 25 bytes (41 with the 16 counted for
+		// each), fetched a producer batch of up to 1 KiB at a time (about
+		// 40 records), applied 4 KiB at a time (about 100).
+		if batches < 3 || batches > applied/80 {
+			t.Errorf("restored %d changes in %d batches, want chunks of about 4 KiB", applied, batches)
 		}
 		if len(positions) == 0 || positions[len(positions)-1] != end.Offset {
 			t.Errorf("positions %v, want them to reach the changelog's end %d", positions, end.Offset)
