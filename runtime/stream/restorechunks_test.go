@@ -128,7 +128,7 @@ func TestRestoreAppliesInChunks(t *testing.T) {
 		if applied != int(end.Offset) {
 			t.Errorf("restored %d changes, want %d", applied, end.Offset)
 		}
-				// Changelog records of some 25 bytes (41 with the 16 counted for
+		// Changelog records of some 25 bytes (41 with the 16 counted for
 		// each), fetched a producer batch of up to 1 KiB at a time (about
 		// 40 records), applied 4 KiB at a time (about 100).
 		if batches < 3 || batches > applied/80 {
