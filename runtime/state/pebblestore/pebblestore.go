@@ -588,8 +588,10 @@ const maxBatchBytes = 256 << 10
 const ingestMinBytes = 1 << 20
 
 // ingestMaxBytes bounds one ingested table of a store with a disk reserve,
-// which holds the largest write in flight when the disk fills.
-const ingestMaxBytes = 8 << 20
+// which holds the largest write in flight when the disk fills (the default
+// reserve is the memtable size plus 1 MiB: 17 MiB); a reserve smaller than
+// it bounds the tables instead.
+const ingestMaxBytes = 16 << 20
 
 // ingestFile names the table a store writes before Pebble ingests it (Pebble
 // links it into the store under a name of its own and leaves files it does
@@ -611,9 +613,16 @@ func batchBytes(changes []state.Change) int {
 // one. An ingestion is atomic and durable (Pebble syncs the table and its
 // MANIFEST), so the position written after it never covers lost data.
 func (s *pebbleStore) ingest(changes []state.Change) error {
+	// Tables of even sizes, no tiny last one.
+	limit := batchBytes(changes)
+	if s.reserve > 0 {
+		maxTable := min(ingestMaxBytes, int(s.reserve))
+		tables := (limit + maxTable - 1) / maxTable
+		limit = (limit + tables - 1) / tables
+	}
 	for len(changes) > 0 {
 		n, size := 0, 0
-		for n < len(changes) && (n == 0 || s.reserve <= 0 || size < ingestMaxBytes) {
+		for n < len(changes) && (n == 0 || size < limit) {
 			size += len(changes[n].Key) + len(changes[n].Value) + 16
 			n++
 		}

@@ -524,13 +524,18 @@ func (s tail) SetPosition(offset int64) error { return s.pebbleStore.SetPosition
 // all of the unsynced data: the reopened store must hold a prefix of the
 // writes that includes every write before its position (the last change of
 // each key of a batch wins, deletes included), and every ingested batch,
-// which Pebble syncs, must survive.
+// which Pebble syncs, must survive. A disk reserve smaller than a batch
+// splits it into several tables.
 func TestIngestedBatchesKeepPositionWithTheirData(t *testing.T) {
 	const commits, perCommit = 4, 12_000
-	for _, disableWAL := range []bool{false, true} {
-		t.Run(fmt.Sprintf("disableWAL=%v", disableWAL), func(t *testing.T) {
+	for _, tc := range []struct {
+		disableWAL bool
+		reserve    int64
+		tables     int // per batch
+	}{{false, 0, 1}, {true, 0, 1}, {false, 1 << 20, 2}} {
+		t.Run(fmt.Sprintf("disableWAL=%v/reserve=%d", tc.disableWAL, tc.reserve), func(t *testing.T) {
 			fs := vfs.NewCrashableMem()
-			opts := Options{CacheSize: 1 << 20, DisableWAL: disableWAL}
+			opts := Options{CacheSize: 1 << 20, DisableWAL: tc.disableWAL, DiskReserve: tc.reserve}
 			b := openT(t, "store", opts, fs)
 			ops := workload(commits, perCommit)
 			for c := range commits {
@@ -552,8 +557,8 @@ func TestIngestedBatchesKeepPositionWithTheirData(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := b.db.Metrics().Ingest.Count; got < commits {
-				t.Fatalf("%d ingestions, want at least %d", got, commits)
+			if got, want := b.db.Metrics().Ingest.Count, uint64(commits*tc.tables); got != want {
+				t.Fatalf("%d tables ingested, want %d", got, want)
 			}
 			if _, err := consistent(t, b, ops); err != nil {
 				t.Fatalf("before the crash: %v", err)
