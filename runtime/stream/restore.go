@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -26,8 +25,7 @@ type changelogReader struct {
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
-	pendingBytes    int          // the stores' pendingBytes, summed
-	ready           []*taskStore // stores with a chunk to apply, in turn
+	pendingBytes    int // the stores' pendingBytes, summed
 }
 
 // active says whether any store is being fed.
@@ -212,12 +210,8 @@ func (r *changelogReader) stop(s *taskStore) {
 	}
 	// Records read but not applied are read again by whoever restores
 	// the store next, from its position.
-	r.pendingBytes -= s.pendingBytes
-	s.pending, s.pendingBytes = nil, 0
-	if s.ready {
-		s.ready = false
-		r.ready = slices.DeleteFunc(r.ready, func(o *taskStore) bool { return o == s })
-	}
+	r.drop(s)
+	s.pending = nil
 	delete(r.restoring[s.changelog], s.partition)
 	if len(r.restoring[s.changelog]) == 0 {
 		delete(r.restoring, s.changelog)
@@ -225,69 +219,19 @@ func (r *changelogReader) stop(s *taskStore) {
 	r.cl.RemoveConsumePartitions(map[string][]int32{s.changelog: {s.partition}})
 }
 
-// restoreChunkBytes is how much of a store's changelog a restore reads
-// before it applies it (or less, at the end of the changelog): one write
-// to the store per chunk, which the Pebble backend makes a sorted table it
-// ingests, written once, rather than many small batches through its log
-// and memtables. restoreBufferBytes bounds what the stores being restored
-// hold unapplied together. Sizes count keys and values (plus 16 bytes each);
-// the records they come from weigh more.
-var (
-	restoreChunkBytes  = 8 << 20
-	restoreBufferBytes = 32 << 20
-) // variables for tests
-
-// step reads the changelogs and applies one chunk to its store, if one is
-// ready, reading on while it is applied: the store is written on another
-// goroutine, and step returns once it is done, so no other part of the
-// unit sees a store while it is written.
+// step applies one batch of changelog records to the stores being fed.
 func (r *changelogReader) step() error {
 	if len(r.restoring) == 0 {
 		return nil
 	}
 	u := r.u
 	wait := time.Millisecond
-	if len(r.ready) == 0 && !u.tm.hasWork() && u.tm.anyActiveRestoring() {
+	if !u.tm.hasWork() && u.tm.anyActiveRestoring() {
 		wait = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	err := r.poll(ctx)
-	cancel()
-	if err != nil || len(r.ready) == 0 {
-		return errors.Join(err, u.fatal)
-	}
-	s := r.ready[0]
-	r.ready = r.ready[1:]
-	j := restoreJob{s: s, changes: s.pending, to: s.pendingTo, bytes: s.pendingBytes}
-	s.pending, s.pendingBytes, s.ready = nil, 0, false
-	ctx, cancel = context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- j.apply()
-		cancel() // ends the poll below
-	}()
-	// The fetches go on meanwhile; what they bring waits for the next
-	// chunks, unless too much is held already.
-	for ctx.Err() == nil && err == nil && r.pendingBytes < restoreBufferBytes {
-		err = r.poll(ctx)
-	}
-	err = errors.Join(<-done, err)
-	cancel()
-	r.pendingBytes -= j.bytes
-	if err != nil {
-		return err
-	}
-	r.applied(j)
-	return u.fatal
-}
-
-// poll reads the changelogs until ctx ends or records come, and adds the
-// records to their stores' pending ones. A store whose pending records
-// make a chunk, or reach the end of its changelog, joins r.ready; all of
-// them do when the stores hold too much together.
-func (r *changelogReader) poll(ctx context.Context) error {
-	u := r.u
 	fetches := r.cl.PollRecords(ctx, 100_000)
+	cancel()
 	var ferr error
 	fetches.EachError(func(topic string, p int32, err error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
@@ -304,9 +248,10 @@ func (r *changelogReader) poll(ctx context.Context) error {
 	if ferr != nil {
 		return ferr
 	}
+	var err error
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		s := r.restoring[p.Topic][p.Partition]
-		if s == nil || len(p.Records) == 0 {
+		if s == nil || len(p.Records) == 0 || err != nil {
 			return
 		}
 		if s.t.standby && p.HighWatermark >= 0 {
@@ -321,60 +266,60 @@ func (r *changelogReader) poll(ctx context.Context) error {
 			}
 		}
 		s.pendingTo = p.Records[len(p.Records)-1].Offset + 1
-		if !s.ready && (s.pendingTo >= s.restoreEnd || s.pendingBytes >= restoreChunkBytes) {
-			s.ready = true
-			r.ready = append(r.ready, s)
+		if s.pendingTo < s.restoreEnd && s.pendingBytes < restoreChunkBytes {
+			return // more to come: applied in larger chunks
 		}
+		err = r.apply(s)
 	})
-	if r.pendingBytes >= restoreBufferBytes {
-		// Too much held across the stores: every one applies what it has.
+	if err == nil && r.pendingBytes >= restoreBufferBytes {
+		// Too much held across the stores: apply it all.
 		for _, ps := range r.restoring {
 			for _, s := range ps {
-				if !s.ready && len(s.pending) > 0 {
-					s.ready = true
-					r.ready = append(r.ready, s)
+				if err == nil && len(s.pending) > 0 {
+					err = r.apply(s)
 				}
 			}
 		}
 	}
-	return nil
+	if err != nil {
+		return err
+	}
+	return u.fatal
 }
 
-// restoreJob is one chunk of a store's changelog, up to offset to
-// (exclusive), to apply; bytes is what it counted in pendingBytes.
-type restoreJob struct {
-	s       *taskStore
-	changes []state.Change
-	to      int64
-	bytes   int
-}
+// restoreChunkBytes is how much of a store's changelog a restore reads
+// before it applies it (or less, at the end of the changelog): one write
+// to the store per chunk, which the Pebble backend makes a sorted table it
+// ingests, written once, rather than many small batches through its log
+// and memtables. restoreBufferBytes bounds what the stores being restored
+// hold unapplied together. Sizes count keys and values (plus 16 bytes each);
+// the records they come from weigh more.
+var (
+	restoreChunkBytes  = 8 << 20
+	restoreBufferBytes = 32 << 20
+) // variables for tests
 
-// apply writes the chunk to its store, then the position it reaches:
-// written after the changes it covers, unsynced, so an interrupted restore
-// resumes from what survived. It runs on its own goroutine and touches
-// nothing but the store.
-func (j restoreJob) apply() error {
-	s := j.s
-	if err := s.def.kind.Restore(s.inner, j.changes); err != nil {
+// apply applies the pending records of s, then records the position they
+// reach, and ends the restore of an active task's store that reached the
+// end of its changelog.
+func (r *changelogReader) apply(s *taskStore) error {
+	u := r.u
+	n := uint64(len(s.pending))
+	if err := s.def.kind.Restore(s.inner, s.pending); err != nil {
 		return fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 	}
+	r.drop(s)
+	s.restoredTo = s.pendingTo
+	// Written after the changes it covers, unsynced: an interrupted
+	// restore resumes from what survived.
 	if ps, ok := s.inner.(state.Positioned); ok {
-		if err := ps.SetPosition(j.to); err != nil {
+		if err := ps.SetPosition(s.restoredTo); err != nil {
 			return fmt.Errorf("task %s: restore store %q: record position: %w", s.t.id, s.def.name, err)
 		}
 	}
-	return nil
-}
-
-// applied records the chunk j applied, and ends the restore of an active
-// task's store that reached the end of its changelog.
-func (r *changelogReader) applied(j restoreJob) {
-	u, s := r.u, j.s
-	n := uint64(len(j.changes))
-	s.restoredTo = j.to
 	if s.t.standby {
 		r.standbyRestored += n
-		return
+		return nil
 	}
 	r.restored += n
 	s.t.restore.records += n
@@ -390,6 +335,15 @@ func (r *changelogReader) applied(j restoreJob) {
 		u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
 			"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
 	}
+	return nil
+}
+
+// drop forgets the pending records of s, applied or not, so that the
+// fetched records they point into can be freed.
+func (r *changelogReader) drop(s *taskStore) {
+	r.pendingBytes -= s.pendingBytes
+	clear(s.pending)
+	s.pending, s.pendingBytes = s.pending[:0], 0
 }
 
 // restoringAny says whether a store of t is still being fed.

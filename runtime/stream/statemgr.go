@@ -85,12 +85,10 @@ type taskStore struct {
 	restoreEnd int64
 	// pending are changelog records read but not applied yet, up to
 	// offset pendingTo (exclusive): a restore applies them in chunks
-	// (changelogReader.step); ready says the store is in line to apply
-	// them.
+	// (changelogReader.step).
 	pending      []state.Change
 	pendingBytes int
 	pendingTo    int64
-	ready        bool
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)
