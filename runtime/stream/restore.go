@@ -257,6 +257,13 @@ func (r *changelogReader) step() error {
 		if s.t.standby && p.HighWatermark >= 0 {
 			s.restoreEnd = p.HighWatermark // how far a standby has to go
 		}
+		if need := len(s.pending) + len(p.Records); need > cap(s.pending) {
+			// Doubled, not by append's quarter for large slices: a chunk
+			// holds 10,000s of changes, copied once more at most.
+			grown := make([]state.Change, len(s.pending), max(2*cap(s.pending), need, 1024))
+			copy(grown, s.pending)
+			s.pending = grown
+		}
 		for _, rec := range p.Records {
 			if !rec.Attrs.IsControl() {
 				s.pending = append(s.pending, state.Change{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})

@@ -598,6 +598,36 @@ const ingestMaxBytes = 16 << 20
 // not know alone).
 const ingestFile = "KGEN-INGEST.sst"
 
+// sortKey is a change's key to sort by: p0 and p1 are its first 16 bytes,
+// big-endian, zero-padded, and i is its position among the changes.
+type sortKey struct {
+	p0, p1 uint64
+	key    []byte
+	i      int32
+}
+
+// compareSortKeys orders by key, then by position. Zero padding makes keys
+// such as "a" and "a\x00" equal in p0 and p1: a key shorter than 16 bytes
+// is compared whole.
+func compareSortKeys(a, b sortKey) int {
+	if a.p0 != b.p0 {
+		return cmp.Compare(a.p0, b.p0)
+	}
+	if a.p1 != b.p1 {
+		return cmp.Compare(a.p1, b.p1)
+	}
+	var c int
+	if len(a.key) >= 16 && len(b.key) >= 16 {
+		c = bytes.Compare(a.key[16:], b.key[16:])
+	} else {
+		c = bytes.Compare(a.key, b.key)
+	}
+	if c != 0 {
+		return c
+	}
+	return cmp.Compare(a.i, b.i)
+}
+
 // batchBytes estimates what changes weigh in a batch or a table.
 func batchBytes(changes []state.Change) int {
 	n := 0
@@ -642,17 +672,21 @@ func (s *pebbleStore) ingest(changes []state.Change) error {
 // ingestTable writes changes, sorted by key, to one table and ingests it.
 func (s *pebbleStore) ingestTable(changes []state.Change) error {
 	// Sorted by key, then by position, so the last change of a key is the
-	// last of its run.
-	order := make([]int32, len(changes))
-	for i := range order {
-		order[i] = int32(i)
+	// last of its run. The keys' first 16 bytes, as integers, decide most
+	// comparisons without reaching into the changes.
+	sorted := make([]sortKey, len(changes))
+	for i, c := range changes {
+		sorted[i] = sortKey{key: c.Key, i: int32(i)}
+		var p [16]byte
+		copy(p[:], c.Key)
+		sorted[i].p0, sorted[i].p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := bytes.Compare(changes[a].Key, changes[b].Key); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
+	slices.SortFunc(sorted, compareSortKeys)
+	order := make([]int32, len(sorted))
+	for i, k := range sorted {
+		order[i] = k.i
+	}
+	sorted = nil
 	path := s.wfs.PathJoin(s.dir, ingestFile)
 	f, err := s.wfs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {

@@ -1,0 +1,53 @@
+package pebblestore
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestCompareSortKeysIsKeyOrder checks the ingest sort's comparison against
+// bytes.Compare, on keys made to share prefixes, differ past 16 bytes, and
+// end in zero bytes (which the integer prefixes pad with).
+func TestCompareSortKeysIsKeyOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	alphabet := []byte{0, 1, 'a', 0xff}
+	var keys [][]byte
+	for range 3000 {
+		k := make([]byte, rng.IntN(24))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		keys = append(keys, k)
+	}
+	keys = append(keys, []byte{}, []byte("a"), []byte("a\x00"), []byte("a\x00\x00"))
+	mk := func(i int) sortKey {
+		var p [16]byte
+		copy(p[:], keys[i])
+		return sortKey{p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:]), key: keys[i], i: int32(i)}
+	}
+	for i := range keys {
+		for _, j := range []int{rng.IntN(len(keys)), (i + 1) % len(keys), len(keys) - 1 - i%4} {
+			want := bytes.Compare(keys[i], keys[j])
+			if want == 0 {
+				want = cmp.Compare(i, j)
+			}
+			if got := compareSortKeys(mk(i), mk(j)); got != want {
+				t.Fatalf("compare(%q #%d, %q #%d) = %d, want %d", keys[i], i, keys[j], j, got, want)
+			}
+		}
+	}
+	sorted := make([]sortKey, len(keys))
+	for i := range keys {
+		sorted[i] = mk(i)
+	}
+	slices.SortFunc(sorted, compareSortKeys)
+	for i := 1; i < len(sorted); i++ {
+		if bytes.Compare(sorted[i-1].key, sorted[i].key) > 0 {
+			t.Fatalf("%q sorted before %q", sorted[i-1].key, sorted[i].key)
+		}
+	}
+}
