@@ -3,10 +3,11 @@ package pebblestore
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/kgen-dev/kgen/runtime/state"
 )
 
 // TestCompareSortKeysIsKeyOrder checks the ingest sort's comparison against
@@ -24,18 +25,18 @@ func TestCompareSortKeysIsKeyOrder(t *testing.T) {
 		keys = append(keys, k)
 	}
 	keys = append(keys, []byte{}, []byte("a"), []byte("a\x00"), []byte("a\x00\x00"))
-	mk := func(i int) sortKey {
-		var p [16]byte
-		copy(p[:], keys[i])
-		return sortKey{p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:]), key: keys[i], i: int32(i)}
+	changes := make([]state.Change, len(keys))
+	for i, k := range keys {
+		changes[i].Key = k
 	}
+	mk := func(i int) sortKey { return newSortKey(keys[i], i) }
 	for i := range keys {
 		for _, j := range []int{rng.IntN(len(keys)), (i + 1) % len(keys), len(keys) - 1 - i%4} {
 			want := bytes.Compare(keys[i], keys[j])
 			if want == 0 {
 				want = cmp.Compare(i, j)
 			}
-			if got := compareSortKeys(mk(i), mk(j)); got != want {
+			if got := compareSortKeys(changes, mk(i), mk(j)); got != want {
 				t.Fatalf("compare(%q #%d, %q #%d) = %d, want %d", keys[i], i, keys[j], j, got, want)
 			}
 		}
@@ -44,10 +45,10 @@ func TestCompareSortKeysIsKeyOrder(t *testing.T) {
 	for i := range keys {
 		sorted[i] = mk(i)
 	}
-	slices.SortFunc(sorted, compareSortKeys)
+	slices.SortFunc(sorted, func(a, b sortKey) int { return compareSortKeys(changes, a, b) })
 	for i := 1; i < len(sorted); i++ {
-		if bytes.Compare(sorted[i-1].key, sorted[i].key) > 0 {
-			t.Fatalf("%q sorted before %q", sorted[i-1].key, sorted[i].key)
+		if a, b := keys[sorted[i-1].i], keys[sorted[i].i]; bytes.Compare(a, b) > 0 {
+			t.Fatalf("%q sorted before %q", a, b)
 		}
 	}
 }

@@ -599,28 +599,35 @@ const ingestMaxBytes = 16 << 20
 const ingestFile = "KGEN-INGEST.sst"
 
 // sortKey is a change's key to sort by: p0 and p1 are its first 16 bytes,
-// big-endian, zero-padded, and i is its position among the changes.
+// big-endian, zero-padded, and i is its position among the changes. It
+// holds no pointer, so the sort moves it without write barriers.
 type sortKey struct {
 	p0, p1 uint64
-	key    []byte
 	i      int32
+}
+
+func newSortKey(key []byte, i int) sortKey {
+	var p [16]byte
+	copy(p[:], key)
+	return sortKey{p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:]), i: int32(i)}
 }
 
 // compareSortKeys orders by key, then by position. Zero padding makes keys
 // such as "a" and "a\x00" equal in p0 and p1: a key shorter than 16 bytes
 // is compared whole.
-func compareSortKeys(a, b sortKey) int {
+func compareSortKeys(changes []state.Change, a, b sortKey) int {
 	if a.p0 != b.p0 {
 		return cmp.Compare(a.p0, b.p0)
 	}
 	if a.p1 != b.p1 {
 		return cmp.Compare(a.p1, b.p1)
 	}
+	ka, kb := changes[a.i].Key, changes[b.i].Key
 	var c int
-	if len(a.key) >= 16 && len(b.key) >= 16 {
-		c = bytes.Compare(a.key[16:], b.key[16:])
+	if len(ka) >= 16 && len(kb) >= 16 {
+		c = bytes.Compare(ka[16:], kb[16:])
 	} else {
-		c = bytes.Compare(a.key, b.key)
+		c = bytes.Compare(ka, kb)
 	}
 	if c != 0 {
 		return c
@@ -676,12 +683,9 @@ func (s *pebbleStore) ingestTable(changes []state.Change) error {
 	// comparisons without reaching into the changes.
 	sorted := make([]sortKey, len(changes))
 	for i, c := range changes {
-		sorted[i] = sortKey{key: c.Key, i: int32(i)}
-		var p [16]byte
-		copy(p[:], c.Key)
-		sorted[i].p0, sorted[i].p1 = binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
+		sorted[i] = newSortKey(c.Key, i)
 	}
-	slices.SortFunc(sorted, compareSortKeys)
+	slices.SortFunc(sorted, func(a, b sortKey) int { return compareSortKeys(changes, a, b) })
 	order := make([]int32, len(sorted))
 	for i, k := range sorted {
 		order[i] = k.i
