@@ -543,12 +543,13 @@ func (s *pebbleStore) Delete(key []byte) (err error) {
 	return nil
 }
 
-// ApplyBatch implements state.Restorer with unsynced Pebble batches of at
+// ApplyBatch implements state.Restorer: changes of ingestMinBytes or more
+// as tables Pebble ingests (ingest), fewer as unsynced Pebble batches of at
 // most maxBatchBytes each. A store with a reserve applies them one by one,
-// so what is still to be written to the log when the disk fills is at most
-// one of them, which the reserve holds, and the rest is refused. Without
-// one atomic batch, a crash can leave part of the changes; their position
-// is written after them, so the changelog replays the rest.
+// so what is still to be written when the disk fills is at most one of
+// them, which the reserve holds, and the rest is refused. Without one
+// atomic write, a crash can leave part of the changes; their position is
+// written after them, so the changelog replays the rest.
 func (s *pebbleStore) ApplyBatch(changes []state.Change) (err error) {
 	if err := s.writable("apply batch"); err != nil {
 		return err
