@@ -211,7 +211,6 @@ func (r *changelogReader) stop(s *taskStore) {
 	// Records read but not applied are read again by whoever restores
 	// the store next, from its position.
 	r.drop(s)
-	s.pending = nil
 	delete(r.restoring[s.changelog], s.partition)
 	if len(r.restoring[s.changelog]) == 0 {
 		delete(r.restoring, s.changelog)
@@ -346,11 +345,18 @@ func (r *changelogReader) apply(s *taskStore) error {
 }
 
 // drop forgets the pending records of s, applied or not, so that the
-// fetched records they point into can be freed.
+// fetched records they point into can be freed. A small slice is kept for
+// the next records (a standby that caught up reads a few at a time), a
+// chunk's is not: a store may stay idle for long.
 func (r *changelogReader) drop(s *taskStore) {
 	r.pendingBytes -= s.pendingBytes
+	s.pendingBytes = 0
+	if cap(s.pending) > 1024 {
+		s.pending = nil
+		return
+	}
 	clear(s.pending)
-	s.pending, s.pendingBytes = s.pending[:0], 0
+	s.pending = s.pending[:0]
 }
 
 // restoringAny says whether a store of t is still being fed.

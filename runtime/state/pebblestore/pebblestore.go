@@ -687,20 +687,15 @@ func (s *pebbleStore) ingestTable(changes []state.Change) error {
 		sorted[i] = newSortKey(c.Key, i)
 	}
 	slices.SortFunc(sorted, func(a, b sortKey) int { return compareSortKeys(changes, a, b) })
-	order := make([]int32, len(sorted))
-	for i, k := range sorted {
-		order[i] = k.i
-	}
-	sorted = nil
 	path := s.wfs.PathJoin(s.dir, ingestFile)
 	f, err := s.wfs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return s.errorf("apply batch", err)
 	}
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.opts.MakeWriterOptions(0, s.db.TableFormat()))
-	for i, j := range order {
-		c := changes[j]
-		if i+1 < len(order) && bytes.Equal(c.Key, changes[order[i+1]].Key) {
+	for i, k := range sorted {
+		c := changes[k.i]
+		if i+1 < len(sorted) && bytes.Equal(c.Key, changes[sorted[i+1].i].Key) {
 			continue // a later change of the key follows
 		}
 		if c.Value == nil {
