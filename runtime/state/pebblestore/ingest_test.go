@@ -11,14 +11,14 @@ import (
 )
 
 // TestCompareSortKeysIsKeyOrder checks the ingest sort's comparison against
-// bytes.Compare, on keys made to share prefixes, differ past 16 bytes, and
+// bytes.Compare, on keys made to share prefixes, differ past the prefix, and
 // end in zero bytes (which the integer prefixes pad with).
 func TestCompareSortKeysIsKeyOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	alphabet := []byte{0, 1, 'a', 0xff}
 	var keys [][]byte
 	for range 3000 {
-		k := make([]byte, rng.IntN(24))
+		k := make([]byte, rng.IntN(32))
 		for i := range k {
 			k[i] = alphabet[rng.IntN(len(alphabet))]
 		}

@@ -599,23 +599,30 @@ const ingestMaxBytes = 16 << 20
 // not know alone).
 const ingestFile = "KGEN-INGEST.sst"
 
-// sortKey is a change's key to sort by: p0 and p1 are its first 16 bytes,
-// big-endian, zero-padded, and i is its position among the changes. It
-// holds no pointer, so the sort moves it without write barriers.
+// sortKey is a change's key to sort by: p0, p1 and p2 are its first 24
+// bytes, big-endian, zero-padded (a window store's segment, key and window
+// start fit, mostly), and i is its position among the changes. It holds
+// no pointer, so the sort moves it without write barriers.
 type sortKey struct {
-	p0, p1 uint64
-	i      int32
+	p0, p1, p2 uint64
+	i          int32
 }
 
+// sortPrefix is how many bytes of a key a sortKey holds.
+const sortPrefix = 24
+
 func newSortKey(key []byte, i int) sortKey {
-	var p [16]byte
+	var p [sortPrefix]byte
 	copy(p[:], key)
-	return sortKey{p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:]), i: int32(i)}
+	return sortKey{
+		p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:16]), p2: binary.BigEndian.Uint64(p[16:]),
+		i: int32(i),
+	}
 }
 
 // compareSortKeys orders by key, then by position. Zero padding makes keys
-// such as "a" and "a\x00" equal in p0 and p1: a key shorter than 16 bytes
-// is compared whole.
+// such as "a" and "a\x00" equal in the prefix: a key shorter than it is
+// compared whole.
 func compareSortKeys(changes []state.Change, a, b sortKey) int {
 	if a.p0 != b.p0 {
 		return cmp.Compare(a.p0, b.p0)
@@ -623,10 +630,13 @@ func compareSortKeys(changes []state.Change, a, b sortKey) int {
 	if a.p1 != b.p1 {
 		return cmp.Compare(a.p1, b.p1)
 	}
+	if a.p2 != b.p2 {
+		return cmp.Compare(a.p2, b.p2)
+	}
 	ka, kb := changes[a.i].Key, changes[b.i].Key
 	var c int
-	if len(ka) >= 16 && len(kb) >= 16 {
-		c = bytes.Compare(ka[16:], kb[16:])
+	if len(ka) >= sortPrefix && len(kb) >= sortPrefix {
+		c = bytes.Compare(ka[sortPrefix:], kb[sortPrefix:])
 	} else {
 		c = bytes.Compare(ka, kb)
 	}
@@ -680,7 +690,7 @@ func (s *pebbleStore) ingest(changes []state.Change) error {
 // ingestTable writes changes, sorted by key, to one table and ingests it.
 func (s *pebbleStore) ingestTable(changes []state.Change) error {
 	// Sorted by key, then by position, so the last change of a key is the
-	// last of its run. The keys' first 16 bytes, as integers, decide most
+	// last of its run. The keys' first bytes, as integers, decide most
 	// comparisons without reaching into the changes.
 	sorted := make([]sortKey, len(changes))
 	for i, c := range changes {
