@@ -193,6 +193,13 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 		seq = oldSeq
 	}
 	out := make([]Change, 0, len(changes)+1)
+	// The segmented keys share one buffer: one allocation per batch, not
+	// one per record (ApplyChanges keeps none of them).
+	size := 0
+	for _, c := range changes {
+		size += segPrefixLen + len(c.Key)
+	}
+	keys := make([]byte, 0, size)
 	for _, c := range changes {
 		t, err := timeOf(c.Key)
 		if err != nil {
@@ -205,9 +212,9 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 		if t < s.minLive(observed) {
 			continue // expired: Kafka Streams skips it too
 		}
-		key := make([]byte, 0, segPrefixLen+len(c.Key))
-		key = append(appendSegment(key, s.segment(t)), c.Key...)
-		out = append(out, Change{Key: key, Value: c.Value, Timestamp: c.Timestamp})
+		start := len(keys)
+		keys = append(appendSegment(keys, s.segment(t)), c.Key...)
+		out = append(out, Change{Key: keys[start:len(keys):len(keys)], Value: c.Value, Timestamp: c.Timestamp})
 	}
 	if seq > oldSeq {
 		out = append(out, Change{Key: seqKey, Value: binary.BigEndian.AppendUint32(nil, seq)})

@@ -119,9 +119,10 @@ const NoTimestamp int64 = -1
 type Restorer interface {
 	// ApplyBatch applies changes in order, in as few writes as the backend
 	// allows (one atomic write for memory; Pebble splits large batches so a
-	// full disk is met between them). The runtime records a position after
-	// the batch, so a crash that kept part of it is replayed from before
-	// it. It does not keep the slices of changes.
+	// full disk is met between them, and ingests a batch of 1 MiB or more as
+	// sorted tables). The runtime records a position after the batch, so a
+	// crash that kept part of it is replayed from before it. It does not
+	// keep the slices of changes.
 	ApplyBatch(changes []Change) error
 }
 

@@ -20,3 +20,12 @@ func WidenCommitWaits(t *testing.T, pause func()) {
 	testCommitWait = pause
 	t.Cleanup(func() { testCommitWait = nil })
 }
+
+// SetRestoreChunks sets how many bytes a restore reads of a store's
+// changelog before it applies them, and holds unapplied in all, for the
+// test's duration.
+func SetRestoreChunks(t *testing.T, chunk, buffer int) {
+	oldChunk, oldBuffer := restoreChunkBytes, restoreBufferBytes
+	restoreChunkBytes, restoreBufferBytes = chunk, buffer
+	t.Cleanup(func() { restoreChunkBytes, restoreBufferBytes = oldChunk, oldBuffer })
+}

@@ -25,6 +25,7 @@ type changelogReader struct {
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
+	pendingBytes    int // the stores' pendingBytes, summed
 }
 
 // active says whether any store is being fed.
@@ -207,6 +208,9 @@ func (r *changelogReader) stop(s *taskStore) {
 	if r.restoring[s.changelog][s.partition] != s {
 		return
 	}
+	// Records read but not applied are read again by whoever restores
+	// the store next, from its position.
+	r.drop(s)
 	delete(r.restoring[s.changelog], s.partition)
 	if len(r.restoring[s.changelog]) == 0 {
 		delete(r.restoring, s.changelog)
@@ -243,7 +247,6 @@ func (r *changelogReader) step() error {
 	if ferr != nil {
 		return ferr
 	}
-	var changes []state.Change
 	var err error
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		s := r.restoring[p.Topic][p.Partition]
@@ -253,48 +256,107 @@ func (r *changelogReader) step() error {
 		if s.t.standby && p.HighWatermark >= 0 {
 			s.restoreEnd = p.HighWatermark // how far a standby has to go
 		}
-		changes = changes[:0]
+		if need := len(s.pending) + len(p.Records); need > cap(s.pending) {
+			// Doubled, not by append's quarter for large slices: a chunk
+			// holds 10,000s of changes, copied once more at most.
+			grown := make([]state.Change, len(s.pending), max(2*cap(s.pending), need, 1024))
+			copy(grown, s.pending)
+			s.pending = grown
+		}
 		for _, rec := range p.Records {
 			if !rec.Attrs.IsControl() {
-				changes = append(changes, state.Change{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})
+				s.pending = append(s.pending, state.Change{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})
+				n := len(rec.Key) + len(rec.Value) + 16
+				s.pendingBytes += n
+				r.pendingBytes += n
 			}
 		}
-		if err = s.def.kind.Restore(s.inner, changes); err != nil {
-			err = fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
-			return
+		s.pendingTo = p.Records[len(p.Records)-1].Offset + 1
+		if s.pendingTo < s.restoreEnd && s.pendingBytes < restoreChunkBytes {
+			return // more to come: applied in larger chunks
 		}
-		s.restoredTo = p.Records[len(p.Records)-1].Offset + 1
-		// Written after the batch it covers, unsynced: an interrupted
-		// restore resumes from what survived.
-		if ps, ok := s.inner.(state.Positioned); ok {
-			if err = ps.SetPosition(s.restoredTo); err != nil {
-				err = fmt.Errorf("task %s: restore store %q: record position: %w", s.t.id, s.def.name, err)
-				return
-			}
-		}
-		if s.t.standby {
-			r.standbyRestored += uint64(len(changes))
-			return
-		}
-		r.restored += uint64(len(changes))
-		s.t.restore.records += uint64(len(changes))
-		if s.restoredTo >= s.restoreEnd {
-			r.finish(s)
-		} else if time.Since(s.t.restore.last) >= restoreLogInterval {
-			s.t.restore.last = time.Now()
-			remaining := int64(0)
-			for _, st := range s.t.sm.order {
-				remaining += max(st.restoreEnd-st.restoredTo, 0)
-			}
-			elapsed := time.Since(s.t.restore.began)
-			u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
-				"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
-		}
+		err = r.apply(s)
 	})
+	if err == nil && r.pendingBytes >= restoreBufferBytes {
+		// Too much held across the stores: apply it all.
+		for _, ps := range r.restoring {
+			for _, s := range ps {
+				if err == nil && len(s.pending) > 0 {
+					err = r.apply(s)
+				}
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return u.fatal
+}
+
+// restoreChunkBytes is how much of a store's changelog a restore reads
+// before it applies it (or less, at the end of the changelog): one write
+// to the store per chunk, which the Pebble backend makes a sorted table it
+// ingests, written once, rather than many small batches through its log
+// and memtables. restoreBufferBytes bounds what the stores being restored
+// hold unapplied together. Sizes count keys and values (plus 16 bytes each);
+// the records they come from weigh more.
+var (
+	restoreChunkBytes  = 8 << 20
+	restoreBufferBytes = 32 << 20
+) // variables for tests
+
+// apply applies the pending records of s, then records the position they
+// reach, and ends the restore of an active task's store that reached the
+// end of its changelog.
+func (r *changelogReader) apply(s *taskStore) error {
+	u := r.u
+	n := uint64(len(s.pending))
+	if err := s.def.kind.Restore(s.inner, s.pending); err != nil {
+		return fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
+	}
+	r.drop(s)
+	s.restoredTo = s.pendingTo
+	// Written after the changes it covers, unsynced: an interrupted
+	// restore resumes from what survived.
+	if ps, ok := s.inner.(state.Positioned); ok {
+		if err := ps.SetPosition(s.restoredTo); err != nil {
+			return fmt.Errorf("task %s: restore store %q: record position: %w", s.t.id, s.def.name, err)
+		}
+	}
+	if s.t.standby {
+		r.standbyRestored += n
+		return nil
+	}
+	r.restored += n
+	s.t.restore.records += n
+	if s.restoredTo >= s.restoreEnd {
+		r.finish(s)
+	} else if time.Since(s.t.restore.last) >= restoreLogInterval {
+		s.t.restore.last = time.Now()
+		remaining := int64(0)
+		for _, st := range s.t.sm.order {
+			remaining += max(st.restoreEnd-st.restoredTo, 0)
+		}
+		elapsed := time.Since(s.t.restore.began)
+		u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
+			"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
+	}
+	return nil
+}
+
+// drop forgets the pending records of s, applied or not, so that the
+// fetched records they point into can be freed. A small slice is kept for
+// the next records (a standby that caught up reads a few at a time), a
+// chunk's is not: a store may stay idle for long.
+func (r *changelogReader) drop(s *taskStore) {
+	r.pendingBytes -= s.pendingBytes
+	s.pendingBytes = 0
+	if cap(s.pending) > 1024 {
+		s.pending = nil
+		return
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
 }
 
 // restoringAny says whether a store of t is still being fed.
@@ -324,6 +386,7 @@ func (r *changelogReader) finish(s *taskStore) {
 		u.fatal = err
 		return
 	}
+	u.st.publish(u, true) // the end of the restore shows in Stats at once
 	if err := t.initProcessors(); err != nil && u.fatal == nil {
 		u.fatal = err
 	}

@@ -83,6 +83,12 @@ type taskStore struct {
 	// position, kept inside the store at every commit.
 	restoredTo int64
 	restoreEnd int64
+	// pending are changelog records read but not applied yet, up to
+	// offset pendingTo (exclusive): a restore applies them in chunks
+	// (changelogReader.step).
+	pending      []state.Change
+	pendingBytes int
+	pendingTo    int64
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)

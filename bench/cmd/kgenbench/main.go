@@ -15,7 +15,8 @@
 // KGENBENCH_MAX_TASK_IDLE=d sets stream.MaxTaskIdle, to look into the
 // joins' timestamp order across inputs; the harness never sets it.
 //
-// KGENBENCH_LOG=debug logs the runtime at debug level, KGENBENCH_KGO_LOG=debug
+// KGENBENCH_LOG=debug logs the runtime at debug level (info: at info level,
+// which shows each task's restore and its duration), KGENBENCH_KGO_LOG=debug
 // its franz-go clients too (both to stderr, which the harness keeps in the
 // run's log file).
 //
@@ -136,8 +137,11 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 		hook.changelog = protocol.Changelog(a.App, exp.Store)
 	}
 	level := slog.LevelWarn
-	if os.Getenv("KGENBENCH_LOG") == "debug" {
+	switch os.Getenv("KGENBENCH_LOG") {
+	case "debug":
 		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
 	}
 	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	if protocol.IsRestore(a.Workload) {
@@ -378,11 +382,13 @@ func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, he
 		stream.AddSink(t, "out", a.Sink, serde.String{}, serde.Bytes{}, "join")
 	case protocol.RestoreKV, protocol.RestoreWindow:
 		// Only the store matters: it is restored before the (empty) input
-		// is read. The processor's Init, which runs once its task's stores
-		// are restored (after the restore was timed), counts what the store
-		// holds, so that a restore that dropped entries fails the run.
+		// is read. Once every store is restored and the restore timed, the
+		// processor counts what its store holds, so that a restore that
+		// dropped entries fails the run.
 		stream.AddSource(t, "in", a.Source, serde.Bytes{}, serde.Bytes{})
-		stream.AddProcessor(t, "held", func() stream.Processor[[]byte, []byte, []byte, []byte] { return &holdCounter{held: held} }, "in")
+		stream.AddProcessor(t, "held", func() stream.Processor[[]byte, []byte, []byte, []byte] {
+			return &holdCounter{held: held, timed: tr.Done()}
+		}, "in")
 		if a.Workload == protocol.RestoreKV {
 			stream.AddKeyValueStore(t, protocol.KVStore, serde.Bytes{}, serde.Bytes{}, store, "held")
 			break
@@ -434,12 +440,30 @@ func (h *restoreWatch) WithGroup(name string) slog.Handler {
 }
 
 // holdCounter adds the number of entries its task's store holds to held
-// when it starts, which is after the store is restored.
+// once the restore is timed (timed is closed). Not in Init, which runs when
+// its own task is restored: the unit's other tasks may still be restoring,
+// and the count would hold them up inside the timed restore.
 type holdCounter struct {
-	held *atomic.Int64
+	held  *atomic.Int64
+	timed <-chan struct{}
 }
 
 func (h *holdCounter) Init(ctx *stream.Context[[]byte, []byte]) error {
+	var wait stream.Cancellable
+	wait = ctx.Schedule(5*time.Millisecond, stream.WallClock, func(time.Time) error {
+		select {
+		case <-h.timed:
+		default:
+			return nil
+		}
+		wait.Cancel()
+		return h.count(ctx)
+	})
+	return nil
+}
+
+// count adds the entries of the task's store to held.
+func (h *holdCounter) count(ctx *stream.Context[[]byte, []byte]) error {
 	var n int64
 	var err error
 	switch s := ctx.Store(protocol.KVStore).(type) {

@@ -24,6 +24,14 @@ import (
 // with "sync: unlock of unlocked mutex" when the log's rotation fails).
 func fillAndRecover(t *testing.T, dir string, fs vfs.FS, fill, free func()) {
 	t.Helper()
+	fillAndRecoverBatches(t, dir, fs, 50, fill, free)
+}
+
+// fillAndRecoverBatches is fillAndRecover with batches of perBatch
+// changes of 1,000 bytes: from about 1,000 on, ApplyBatch ingests them as
+// tables.
+func fillAndRecoverBatches(t *testing.T, dir string, fs vfs.FS, perBatch int, fill, free func()) {
+	t.Helper()
 	opts := Options{CacheSize: 1 << 20, MemTableSize: 256 << 10}
 	s, err := openPebble(dir, opts, fs)
 	if err != nil {
@@ -35,14 +43,17 @@ func fillAndRecover(t *testing.T, dir string, fs vfs.FS, fill, free func()) {
 		}
 	})
 	value := make([]byte, 1000)
+	for i := range value {
+		value[i] = byte(i * 7919 >> 3) // not compressed away in a table
+	}
 	durable := -1 // the last batch flushed with its position
 	for i := 0; ; i++ {
 		if i == 100_000 {
 			t.Fatal("the disk never filled")
 		}
-		changes := make([]state.Change, 50)
+		changes := make([]state.Change, perBatch)
 		for j := range changes {
-			changes[j] = state.Change{Key: fmt.Appendf(nil, "k%06d-%02d", i, j), Value: value}
+			changes[j] = state.Change{Key: fmt.Appendf(nil, "k%06d-%04d", i, j), Value: value}
 		}
 		err = s.ApplyBatch(changes)
 		if err == nil {
@@ -58,6 +69,9 @@ func fillAndRecover(t *testing.T, dir string, fs vfs.FS, fill, free func()) {
 	}
 	if durable < 0 {
 		t.Fatalf("the first write failed: %v", err)
+	}
+	if ingested := s.db.Metrics().Ingest.Count > 0; ingested != (perBatch*1000 >= ingestMinBytes) {
+		t.Fatalf("batches of %d changes: ingested %v", perBatch, ingested)
 	}
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), dir) ||
 		strings.Contains(err.Error(), "\n") {
@@ -84,8 +98,8 @@ func fillAndRecover(t *testing.T, dir string, fs vfs.FS, fill, free func()) {
 		t.Fatalf("position after the restart: %d, %v, %v; want at least %d", pos, ok, err, durable+1)
 	}
 	for i := 0; i < int(pos); i++ {
-		for _, j := range []int{0, 49} {
-			if _, found, err := s.Get(fmt.Appendf(nil, "k%06d-%02d", i, j)); err != nil || !found {
+		for _, j := range []int{0, perBatch - 1} {
+			if _, found, err := s.Get(fmt.Appendf(nil, "k%06d-%04d", i, j)); err != nil || !found {
 				t.Fatalf("key of batch %d (position %d): found %v, %v", i, pos, found, err)
 			}
 		}
@@ -150,6 +164,20 @@ func TestFullDiskInjected(t *testing.T) {
 	})
 }
 
+// The same with batches ingested as tables.
+func TestFullDiskInjectedIngest(t *testing.T) {
+	disk := &smallDisk{FS: vfs.NewMem(), capacity: 6 << 20, sizes: map[string]int64{}}
+	fillAndRecoverBatches(t, "/store", disk, 1200, func() {
+		disk.mu.Lock()
+		disk.capacity = disk.used
+		disk.mu.Unlock()
+	}, func() {
+		disk.mu.Lock()
+		disk.capacity = 1 << 30
+		disk.mu.Unlock()
+	})
+}
+
 // smallDisk is a file system of a few megabytes: writes past its capacity
 // fail with ENOSPC, as on a full disk, and removing a file frees its bytes.
 type smallDisk struct {
@@ -192,6 +220,20 @@ func (d *smallDisk) Rename(oldname, newname string) error {
 	d.used -= d.sizes[newname]
 	d.sizes[newname] = d.sizes[oldname]
 	delete(d.sizes, oldname)
+	d.mu.Unlock()
+	return nil
+}
+
+// Link gives the file a second name, as Pebble's ingestion does: the bytes
+// stay taken until both names are removed, which this counts as twice the
+// bytes until one is.
+func (d *smallDisk) Link(oldname, newname string) error {
+	if err := d.FS.Link(oldname, newname); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.sizes[newname] = d.sizes[oldname]
+	d.used += d.sizes[oldname]
 	d.mu.Unlock()
 	return nil
 }

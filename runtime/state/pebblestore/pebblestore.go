@@ -16,12 +16,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/kgen-dev/kgen/runtime/state"
 )
@@ -143,6 +146,8 @@ type pebbleStore struct {
 	// a write panicked inside Pebble, which may have left its commit
 	// pipeline locked: Close then leaves the DB as it is.
 	fs          vfs.FS
+	wfs         vfs.FS // fs as Pebble writes to it (with the disk-full wrapper)
+	opts        *pebble.Options
 	reservePath string
 	reserve     int64
 	full        atomic.Pointer[diskFullError]
@@ -276,6 +281,9 @@ func openPebble(dir string, opts Options, fs vfs.FS) (*pebbleStore, error) {
 		return nil, openError(dir, err)
 	}
 	s.db = db
+	s.wfs = fs
+	s.opts = po.Clone()
+	s.opts.EnsureDefaults() // the table writer's options come from it
 	if err := s.check(); err != nil {
 		_ = db.Close()
 		return nil, openError(dir, err)
@@ -535,17 +543,21 @@ func (s *pebbleStore) Delete(key []byte) (err error) {
 	return nil
 }
 
-// ApplyBatch implements state.Restorer with unsynced Pebble batches of at
+// ApplyBatch implements state.Restorer: changes of ingestMinBytes or more
+// as tables Pebble ingests (ingest), fewer as unsynced Pebble batches of at
 // most maxBatchBytes each. A store with a reserve applies them one by one,
-// so what is still to be written to the log when the disk fills is at most
-// one of them, which the reserve holds, and the rest is refused. Without
-// one atomic batch, a crash can leave part of the changes; their position
-// is written after them, so the changelog replays the rest.
+// so what is still to be written when the disk fills is at most one of
+// them, which the reserve holds, and the rest is refused. Without one
+// atomic write, a crash can leave part of the changes; their position is
+// written after them, so the changelog replays the rest.
 func (s *pebbleStore) ApplyBatch(changes []state.Change) (err error) {
 	if err := s.writable("apply batch"); err != nil {
 		return err
 	}
 	defer s.recoverWrite("apply batch", &err)
+	if batchBytes(changes) >= ingestMinBytes {
+		return s.ingest(changes)
+	}
 	for len(changes) > 0 {
 		n, size := 0, 0
 		for n < len(changes) && (n == 0 || s.reserve <= 0 || size < maxBatchBytes) {
@@ -567,6 +579,159 @@ func (s *pebbleStore) ApplyBatch(changes []state.Change) (err error) {
 
 // maxBatchBytes bounds the batches of a store with a disk reserve.
 const maxBatchBytes = 256 << 10
+
+// ingestMinBytes is the size from which ApplyBatch writes its changes as
+// table files that Pebble ingests, rather than through the log and the
+// memtables: a restore then writes each entry once, sorted, instead of to
+// the log, into a memtable and again into the table the memtable flushes
+// to (with the log's rotations and syncs). The runtime's restore hands
+// over changes in chunks of several MiB (stream's restoreChunkBytes).
+const ingestMinBytes = 1 << 20
+
+// ingestMaxBytes bounds one ingested table of a store with a disk reserve,
+// which holds the largest write in flight when the disk fills (the default
+// reserve is the memtable size plus 1 MiB: 17 MiB); a reserve smaller than
+// it bounds the tables instead.
+const ingestMaxBytes = 16 << 20
+
+// ingestFile names the table a store writes before Pebble ingests it (Pebble
+// links it into the store under a name of its own and leaves files it does
+// not know alone).
+const ingestFile = "KGEN-INGEST.sst"
+
+// sortKey is a change's key to sort by: p0, p1 and p2 are its first 24
+// bytes, big-endian, zero-padded (a window store's segment, key and window
+// start fit, mostly), and i is its position among the changes. It holds
+// no pointer, so the sort moves it without write barriers.
+type sortKey struct {
+	p0, p1, p2 uint64
+	i          int32
+}
+
+// sortPrefix is how many bytes of a key a sortKey holds.
+const sortPrefix = 24
+
+func newSortKey(key []byte, i int) sortKey {
+	var p [sortPrefix]byte
+	copy(p[:], key)
+	return sortKey{
+		p0: binary.BigEndian.Uint64(p[:8]), p1: binary.BigEndian.Uint64(p[8:16]), p2: binary.BigEndian.Uint64(p[16:]),
+		i: int32(i),
+	}
+}
+
+// compareSortKeys orders by key, then by position. Zero padding makes keys
+// such as "a" and "a\x00" equal in the prefix: a key shorter than it is
+// compared whole.
+func compareSortKeys(changes []state.Change, a, b sortKey) int {
+	if a.p0 != b.p0 {
+		return cmp.Compare(a.p0, b.p0)
+	}
+	if a.p1 != b.p1 {
+		return cmp.Compare(a.p1, b.p1)
+	}
+	if a.p2 != b.p2 {
+		return cmp.Compare(a.p2, b.p2)
+	}
+	ka, kb := changes[a.i].Key, changes[b.i].Key
+	var c int
+	if len(ka) >= sortPrefix && len(kb) >= sortPrefix {
+		c = bytes.Compare(ka[sortPrefix:], kb[sortPrefix:])
+	} else {
+		c = bytes.Compare(ka, kb)
+	}
+	if c != 0 {
+		return c
+	}
+	return cmp.Compare(a.i, b.i)
+}
+
+// batchBytes estimates what changes weigh in a batch or a table.
+func batchBytes(changes []state.Change) int {
+	n := 0
+	for _, c := range changes {
+		n += len(c.Key) + len(c.Value) + 16
+	}
+	return n
+}
+
+// ingest applies changes as table files, in order: each holds the last
+// change of each of its keys, and an ingested table is newer than every
+// write before it, so the store ends as if the changes were written one by
+// one. An ingestion is atomic and durable (Pebble syncs the table and its
+// MANIFEST), so the position written after it never covers lost data.
+func (s *pebbleStore) ingest(changes []state.Change) error {
+	// Tables of even sizes, no tiny last one.
+	limit := batchBytes(changes)
+	if s.reserve > 0 {
+		maxTable := min(ingestMaxBytes, int(s.reserve))
+		tables := (limit + maxTable - 1) / maxTable
+		limit = (limit + tables - 1) / tables
+	}
+	for len(changes) > 0 {
+		n, size := 0, 0
+		for n < len(changes) && (n == 0 || size < limit) {
+			size += len(changes[n].Key) + len(changes[n].Value) + 16
+			n++
+		}
+		if err := s.ingestTable(changes[:n]); err != nil {
+			return err
+		}
+		changes = changes[n:]
+		if len(changes) > 0 {
+			if err := s.writable("apply batch"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ingestTable writes changes, sorted by key, to one table and ingests it.
+func (s *pebbleStore) ingestTable(changes []state.Change) error {
+	// Sorted by key, then by position, so the last change of a key is the
+	// last of its run. The keys' first bytes, as integers, decide most
+	// comparisons without reaching into the changes.
+	sorted := make([]sortKey, len(changes))
+	for i, c := range changes {
+		sorted[i] = newSortKey(c.Key, i)
+	}
+	slices.SortFunc(sorted, func(a, b sortKey) int { return compareSortKeys(changes, a, b) })
+	path := s.wfs.PathJoin(s.dir, ingestFile)
+	f, err := s.wfs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return s.errorf("apply batch", err)
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.opts.MakeWriterOptions(0, s.db.TableFormat()))
+	for i, k := range sorted {
+		c := changes[k.i]
+		if i+1 < len(sorted) && bytes.Equal(c.Key, changes[sorted[i+1].i].Key) {
+			continue // a later change of the key follows
+		}
+		if c.Value == nil {
+			err = w.Delete(c.Key)
+		} else {
+			err = w.Set(c.Key, c.Value)
+		}
+		if err != nil {
+			break
+		}
+	}
+	// Close syncs and closes the file, also after a failed write.
+	err = errors.Join(err, w.Close())
+	if err == nil {
+		err = s.db.Ingest(context.Background(), []string{path})
+	}
+	// Ingest linked the table into the store (or copied it).
+	if rerr := s.wfs.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
+		return s.errorf("apply batch", err)
+	}
+	// ApproximateCount reads the table's entries from its properties.
+	return nil
+}
 
 func (s *pebbleStore) applyBatch(changes []state.Change) error {
 	b := s.db.NewBatch()

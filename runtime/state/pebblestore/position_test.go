@@ -517,3 +517,70 @@ type tail struct {
 }
 
 func (s tail) SetPosition(offset int64) error { return s.pebbleStore.SetPosition(s.base + offset) }
+
+// TestIngestedBatchesKeepPositionWithTheirData restores a workload in
+// batches large enough to be ingested as tables (ingestMinBytes), each
+// followed by SetPosition and no Flush, then crashes keeping none, some or
+// all of the unsynced data: the reopened store must hold a prefix of the
+// writes that includes every write before its position (the last change of
+// each key of a batch wins, deletes included), and every ingested batch,
+// which Pebble syncs, must survive. A disk reserve smaller than a batch
+// splits it into several tables.
+func TestIngestedBatchesKeepPositionWithTheirData(t *testing.T) {
+	const commits, perCommit = 4, 12_000
+	for _, tc := range []struct {
+		disableWAL bool
+		reserve    int64
+		tables     int // per batch
+	}{{false, 0, 1}, {true, 0, 1}, {false, 1 << 20, 2}} {
+		t.Run(fmt.Sprintf("disableWAL=%v/reserve=%d", tc.disableWAL, tc.reserve), func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			opts := Options{CacheSize: 1 << 20, DisableWAL: tc.disableWAL, DiskReserve: tc.reserve}
+			b := openT(t, "store", opts, fs)
+			ops := workload(commits, perCommit)
+			for c := range commits {
+				changes := make([]state.Change, 0, perCommit)
+				for _, o := range ops[c*perCommit : (c+1)*perCommit] {
+					ch := state.Change{Key: []byte(o.key), Timestamp: state.NoTimestamp}
+					if !o.del {
+						ch.Value = []byte(o.value)
+					}
+					changes = append(changes, ch)
+				}
+				if batchBytes(changes) < ingestMinBytes {
+					t.Fatalf("a batch of %d bytes is not ingested", batchBytes(changes))
+				}
+				if err := b.ApplyBatch(changes); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.SetPosition(int64((c + 1) * perCommit)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := b.db.Metrics().Ingest.Count, uint64(commits*tc.tables); got != want {
+				t.Fatalf("%d tables ingested, want %d", got, want)
+			}
+			if _, err := consistent(t, b, ops); err != nil {
+				t.Fatalf("before the crash: %v", err)
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			for _, pct := range []int{0, 50, 100} {
+				crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng})
+				t.Run(fmt.Sprintf("unsynced=%d%%", pct), func(t *testing.T) {
+					rb, err := openPebble("store", opts, crashed)
+					if err != nil {
+						t.Fatalf("reopen after a crash: %v", err)
+					}
+					defer closeT(t, rb)
+					n, err := consistent(t, rb, ops)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n != len(ops) {
+						t.Errorf("store holds the first %d writes, want all %d (ingestions are synced)", n, len(ops))
+					}
+				})
+			}
+		})
+	}
+}
