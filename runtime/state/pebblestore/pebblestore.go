@@ -558,13 +558,24 @@ func (s *pebbleStore) ApplyBatch(changes []state.Change) (err error) {
 	if batchBytes(changes) >= ingestMinBytes {
 		return s.ingest(changes)
 	}
+	limit := 0 // one batch
+	if s.reserve > 0 {
+		limit = maxBatchBytes
+	}
+	return s.inChunks(changes, limit, s.applyBatch)
+}
+
+// inChunks hands changes to apply in order, in chunks of about limit bytes
+// (all at once when limit is 0), checking between chunks that the store is
+// still writable.
+func (s *pebbleStore) inChunks(changes []state.Change, limit int, apply func([]state.Change) error) error {
 	for len(changes) > 0 {
 		n, size := 0, 0
-		for n < len(changes) && (n == 0 || s.reserve <= 0 || size < maxBatchBytes) {
+		for n < len(changes) && (n == 0 || limit <= 0 || size < limit) {
 			size += len(changes[n].Key) + len(changes[n].Value) + 16
 			n++
 		}
-		if err := s.applyBatch(changes[:n]); err != nil {
+		if err := apply(changes[:n]); err != nil {
 			return err
 		}
 		changes = changes[n:]
@@ -668,23 +679,7 @@ func (s *pebbleStore) ingest(changes []state.Change) error {
 		tables := (limit + maxTable - 1) / maxTable
 		limit = (limit + tables - 1) / tables
 	}
-	for len(changes) > 0 {
-		n, size := 0, 0
-		for n < len(changes) && (n == 0 || size < limit) {
-			size += len(changes[n].Key) + len(changes[n].Value) + 16
-			n++
-		}
-		if err := s.ingestTable(changes[:n]); err != nil {
-			return err
-		}
-		changes = changes[n:]
-		if len(changes) > 0 {
-			if err := s.writable("apply batch"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return s.inChunks(changes, limit, s.ingestTable)
 }
 
 // ingestTable writes changes, sorted by key, to one table and ingests it.
