@@ -257,9 +257,12 @@ func (r *changelogReader) step() error {
 			s.restoreEnd = p.HighWatermark // how far a standby has to go
 		}
 		if need := len(s.pending) + len(p.Records); need > cap(s.pending) {
-			// Doubled, not by append's quarter for large slices: a chunk
-			// holds 10,000s of changes, copied once more at most.
-			grown := make([]state.Change, len(s.pending), max(2*cap(s.pending), need, 1024))
+			// Sized once for the whole chunk where the first fetch tells
+			// how large its records are: growing a slice of 100,000s of
+			// changes by doubling copied each of them twice on average
+			// (a sixth of a window store's restore CPU). Doubled after
+			// that, not by append's quarter.
+			grown := make([]state.Change, len(s.pending), max(2*cap(s.pending), need, 1024, chunkRecords(s, p.Records)))
 			copy(grown, s.pending)
 			s.pending = grown
 		}
@@ -291,6 +294,24 @@ func (r *changelogReader) step() error {
 		return err
 	}
 	return u.fatal
+}
+
+// chunkRecords estimates how many changelog records of s make a chunk,
+// from the sizes of recs (the fetch that starts it): no more than the
+// offsets left to the end of the changelog, as far as it is known.
+func chunkRecords(s *taskStore, recs []*kgo.Record) int {
+	if len(s.pending) > 0 || len(recs) == 0 {
+		return 0
+	}
+	bytes := 0
+	for _, rec := range recs {
+		bytes += len(rec.Key) + len(rec.Value) + 16
+	}
+	n := int64(restoreChunkBytes/max(bytes/len(recs), 1)) + 1
+	if left := s.restoreEnd - recs[0].Offset; left > 0 {
+		n = min(n, left)
+	}
+	return int(min(n, 1<<20))
 }
 
 // restoreChunkBytes is how much of a store's changelog a restore reads
