@@ -24,7 +24,8 @@ type StoreKind struct {
 	Changelog func(retention, margin time.Duration) ChangelogTopic
 	// Restore applies changelog records to the backend of a store of this
 	// kind, in order and with their timestamps, below the typed store: the
-	// writes are not logged again.
+	// writes are not logged again. Restore may rewrite the elements of
+	// changes (never the bytes they point to): the caller drops the slice.
 	Restore func(b Backend, changes []Change) error
 	// ToChangelog, if not nil, turns a write to the backend (as the record
 	// cache hands it to the runtime at a commit) into the changelog record

@@ -192,7 +192,9 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 		}
 		seq = oldSeq
 	}
-	out := make([]Change, 0, len(changes)+1)
+	// Rewritten in place (Restore owns the slice): the i-th change read is
+	// never behind the one written.
+	out := changes[:0]
 	// The segmented keys share one buffer: one allocation per batch, not
 	// one per record (ApplyChanges keeps none of them).
 	size := 0
