@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -691,7 +690,7 @@ func (s *pebbleStore) ingestTable(changes []state.Change) error {
 	for i, c := range changes {
 		sorted[i] = newSortKey(c.Key, i)
 	}
-	slices.SortFunc(sorted, func(a, b sortKey) int { return compareSortKeys(changes, a, b) })
+	sortKeys(changes, sorted)
 	path := s.wfs.PathJoin(s.dir, ingestFile)
 	f, err := s.wfs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
