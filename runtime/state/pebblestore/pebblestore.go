@@ -699,7 +699,9 @@ func (s *pebbleStore) ingestTable(changes []state.Change) error {
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.opts.MakeWriterOptions(0, s.db.TableFormat()))
 	for i, k := range sorted {
 		c := changes[k.i]
-		if i+1 < len(sorted) && bytes.Equal(c.Key, changes[sorted[i+1].i].Key) {
+		// Keys of different prefixes differ: only equal prefixes need
+		// the keys' bytes, which are cold by now.
+		if i+1 < len(sorted) && samePrefix(&k, &sorted[i+1]) && bytes.Equal(c.Key, changes[sorted[i+1].i].Key) {
 			continue // a later change of the key follows
 		}
 		if c.Value == nil {

@@ -89,3 +89,31 @@ func BenchmarkSortKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestChunk applies a restored chunk shaped like a window
+// store's (125,000 changes) to an empty store: sort, table, ingestion.
+func BenchmarkIngestChunk(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 125_000
+	changes := make([]state.Change, n)
+	for i := range changes {
+		k := binary.BigEndian.AppendUint64(nil, 7)
+		k = fmt.Appendf(k, "key-%d", rng.IntN(10000))
+		k = binary.BigEndian.AppendUint64(k, uint64(1_700_000_000_000+i/2000*60_000))
+		changes[i] = state.Change{Key: binary.BigEndian.AppendUint32(k, 0), Value: binary.BigEndian.AppendUint64(nil, uint64(i))}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		st, err := Open(b.TempDir(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := st.(state.Restorer).ApplyBatch(changes); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		st.Close()
+		b.StartTimer()
+	}
+}
