@@ -318,14 +318,11 @@ type globalCounters struct {
 // collectGlobal turns a fetch of global records into one batch per store,
 // applying the deserialization policy to records that cannot be decoded:
 // Fail returns the record's error; LogAndContinue and DeadLetter count it
-// and go on. The batches are appended to those of batches, emptied first
-// (nil: a new map), whose slices are reused.
+// and go on. The changes are appended to the batches of batches (nil: a
+// new map).
 func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink globalSink, n *globalCounters, batches map[*globalStore][]state.Change) (map[*globalStore][]state.Change, error) {
 	if batches == nil {
 		batches = map[*globalStore][]state.Change{}
-	}
-	for g, b := range batches {
-		batches[g] = b[:0]
 	}
 	cfg := sink.config()
 	// A fetch comes partition by partition: the store and its batch are
