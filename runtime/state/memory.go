@@ -22,7 +22,18 @@ const memIterBatch = 32
 // an entry above memSlab/16 bytes gets a buffer of its own.
 const memSlab = 64 << 10
 
-type memTree = btreemap.BTreeMap[[]byte, []byte]
+// memTree maps each entry to nothing: an entry is one slice whose length
+// is the key's and whose capacity ends with the value (entryValue), so a
+// tree item is one slice header, with one pointer for the GC to follow,
+// instead of two. A stored key's capacity must not leave the store: it is
+// handed out cut to its length.
+type memTree = btreemap.BTreeMap[[]byte, struct{}]
+
+// entryValue returns the value of an entry stored in a memTree.
+func entryValue(k []byte) []byte { return k[len(k):cap(k)] }
+
+// entryKey returns an entry's key, cut to its length.
+func entryKey(k []byte) []byte { return k[:len(k):len(k)] }
 
 var (
 	_ Restorer     = (*memory)(nil)
@@ -58,17 +69,18 @@ func NewMemory() Backend { return newMemory(memDegree) }
 func NewMemoryWide() Backend { return newMemory(memWideDegree) }
 
 func newMemory(degree int) *memory {
-	return &memory{tree: btreemap.New[[]byte, []byte](degree, bytes.Compare), degree: degree, packing: true}
+	return &memory{tree: btreemap.New[[]byte, struct{}](degree, bytes.Compare), degree: degree, packing: true}
 }
 
 func (m *memory) Get(key []byte) ([]byte, bool, error) {
 	if m.tree == nil {
 		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
 	}
-	_, v, ok := m.tree.Get(key)
+	k, _, ok := m.tree.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
+	v := entryValue(k)
 	return append(make([]byte, 0, len(v)), v...), true, nil
 }
 
@@ -77,8 +89,11 @@ func (m *memory) view(key []byte) ([]byte, bool, error) {
 	if m.tree == nil {
 		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
 	}
-	_, v, ok := m.tree.Get(key)
-	return v, ok, nil
+	k, _, ok := m.tree.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	return entryValue(k), true, nil
 }
 
 func (m *memory) Put(key, value []byte) error {
@@ -95,7 +110,7 @@ func (m *memory) put(key, value []byte) {
 	buf := make([]byte, len(key)+len(value))
 	copy(buf, key)
 	copy(buf[len(key):], value)
-	m.tree.ReplaceOrInsert(buf[:len(key):len(key)], buf[len(key):])
+	m.tree.ReplaceOrInsert(buf[:len(key)], struct{}{})
 }
 
 func (m *memory) Delete(key []byte) error {
@@ -155,7 +170,7 @@ func (m *memory) DeleteRange(from, to []byte) error {
 	}
 	m.packing = false
 	if from == nil && to == nil {
-		m.tree = btreemap.New[[]byte, []byte](m.degree, bytes.Compare)
+		m.tree = btreemap.New[[]byte, struct{}](m.degree, bytes.Compare)
 		return nil
 	}
 	lo, hi := btreemap.Min[[]byte](), btreemap.Max[[]byte]()
@@ -199,7 +214,7 @@ func (m *memory) ApplyBatch(changes []Change) error {
 		}
 		copy(buf, c.Key)
 		copy(buf[len(c.Key):], c.Value)
-		if _, _, replaced := m.tree.ReplaceOrInsert(buf[:len(c.Key):len(c.Key)], buf[len(c.Key):]); replaced {
+		if _, _, replaced := m.tree.ReplaceOrInsert(buf[:len(c.Key)], struct{}{}); replaced {
 			m.packing = false
 		}
 	}
@@ -233,8 +248,8 @@ func (it *memIter) Next() bool {
 		return false
 	}
 	it.buf, it.pos = it.buf[:0], 0
-	for k, v := range it.snap.Ascend(it.lo, it.hi) {
-		it.buf = append(it.buf, memEntry{k, v})
+	for k := range it.snap.Ascend(it.lo, it.hi) {
+		it.buf = append(it.buf, memEntry{entryKey(k), entryValue(k)})
 		if len(it.buf) == memIterBatch {
 			break
 		}

@@ -112,3 +112,42 @@ func TestMemoryWide(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryKeysCut checks that the keys an iterator hands out end at
+// their length: an entry's value follows its key in the same bytes, and
+// appending to a key must not write over it.
+func TestMemoryKeysCut(t *testing.T) {
+	m := NewMemory()
+	if err := m.(Restorer).ApplyBatch([]Change{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put([]byte("c"), []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := m.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+		k := it.Key()
+		if cap(k) != len(k) {
+			t.Fatalf("key %q has capacity %d", k, cap(k))
+		}
+		_ = append(k, 'x')
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"a": "1", "b": "2", "c": "3"} {
+		if v, ok, err := m.Get([]byte(k)); err != nil || !ok || string(v) != want {
+			t.Fatalf("get %s = %q, %v, %v; want %q", k, v, ok, err, want)
+		}
+	}
+	// An empty value is a value, not a deletion.
+	if err := m.Put([]byte("e"), []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := m.Get([]byte("e")); err != nil || !ok || v == nil || len(v) != 0 {
+		t.Fatalf("get e = %q (nil %v), %v, %v; want an empty value", v, v == nil, ok, err)
+	}
+}

@@ -318,18 +318,37 @@ type globalCounters struct {
 // collectGlobal turns a fetch of global records into one batch per store,
 // applying the deserialization policy to records that cannot be decoded:
 // Fail returns the record's error; LogAndContinue and DeadLetter count it
-// and go on. The batches are appended to those of batches, emptied first
-// (nil: a new map), whose slices are reused.
+// and go on. The changes are appended to the batches of batches (nil: a
+// new map).
 func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink globalSink, n *globalCounters, batches map[*globalStore][]state.Change) (map[*globalStore][]state.Change, error) {
 	if batches == nil {
 		batches = map[*globalStore][]state.Change{}
 	}
-	for g, b := range batches {
-		batches[g] = b[:0]
-	}
 	cfg := sink.config()
+	// A fetch comes partition by partition: the store and its batch are
+	// looked up when the topic changes, not for every record.
+	var (
+		topic  string
+		looked bool
+		g      *globalStore
+		b      []state.Change
+	)
 	for _, r := range recs {
-		g := stores[r.Topic]
+		if !looked || r.Topic != topic {
+			if g != nil {
+				batches[g] = b
+			}
+			topic, looked, g = r.Topic, true, stores[r.Topic]
+			if g != nil {
+				b = batches[g]
+				if len(b) == 0 && cap(b) < len(recs) && len(stores) == 1 {
+					// The only table's batch is sized for the whole
+					// fetch: growing it by appends took a quarter of
+					// a loading's CPU.
+					b = make([]state.Change, 0, len(recs))
+				}
+			}
+		}
 		if g == nil || r.Attrs.IsControl() {
 			continue
 		}
@@ -349,17 +368,15 @@ func collectGlobal(stores map[string]*globalStore, recs []*kgo.Record, sink glob
 				n.deadLettered.Add(1)
 				sink.deadLetter(p.topic, r, g.def.name, err)
 			default:
+				batches[g] = b
 				return batches, err
 			}
 			continue
 		}
-		b := batches[g]
-		if len(b) == 0 && cap(b) < len(recs) && len(stores) == 1 {
-			// The only table's batch is sized for the whole fetch:
-			// growing it by appends took a quarter of a loading's CPU.
-			b = make([]state.Change, 0, len(recs))
-		}
-		batches[g] = append(b, c)
+		b = append(b, c)
+	}
+	if g != nil {
+		batches[g] = b
 	}
 	return batches, nil
 }

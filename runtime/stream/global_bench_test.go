@@ -101,6 +101,9 @@ func BenchmarkGlobalApply(b *testing.B) {
 			for j := range recs {
 				recs[j] = &kgo.Record{Topic: "g", Key: fmt.Appendf(nil, "key-%07d", i+j), Value: value}
 			}
+			for s, b := range batches {
+				batches[s] = b[:0]
+			}
 			var err error
 			if batches, err = collectGlobal(stores, recs, sink, &n, batches); err != nil {
 				b.Fatal(err)

@@ -34,20 +34,43 @@ type globalUpdater struct {
 	ids     map[string]state.TopicID   // the topics' ids, checkpointed with the offsets
 	dirty   bool                       // applied records not yet checkpointed
 	counter globalCounters
-	// While the tables load, a fetch is applied on its own goroutine
-	// while the next one is polled and decoded: applying is most of a
-	// load's work, and it then overlaps the rest. read is how far the
+	// While the tables load, a batch is applied on its own goroutine
+	// while the next fetches are polled and decoded: applying is most of
+	// a load's work, and it then overlaps the rest. read is how far the
 	// fetches polled go (next catches up once their batch is applied);
 	// applying, when not nil, gets the result of the batch in flight, and
-	// pending its offsets.
-	read     map[string]map[int32]int64
-	applying chan error
-	pending  []partitionNext
-	// batches are two sets of a fetch's changes by store, reused in turn:
-	// one is applied while the other is filled.
+	// pending its offsets; collected holds the offsets of the batch being
+	// filled, and collectedBytes its size.
+	read           map[string]map[int32]int64
+	ends           kadm.ListedOffsets // where the load ends
+	applying       chan error
+	pending        []partitionNext
+	collected      []partitionNext
+	collectedBytes int
+	// chunk is how large a batch grows, over fetches, before it is
+	// applied while the tables load: 0 applies each fetch (in memory);
+	// on disk a batch is ingested as a sorted table, and a table per
+	// small fetch costs more than larger ones.
+	chunk int
+	// batches are two sets of changes by store, reused in turn: one is
+	// applied while the other is filled.
 	batches [2]map[*globalStore][]state.Change
 	turn    int
 }
+
+// globalChunkBytes is how much a persistent global table's batch holds
+// (keys and values, plus 16 bytes each) before it is applied during the
+// load, as a restore's chunk (restoreChunkBytes). A variable for tests.
+var globalChunkBytes = 8 << 20
+
+// globalFetchMaxBytes bounds a fetch of the global tables' client (a
+// broker still returns at least one record batch). A fetch is decoded
+// whole before it is handed over, and the first is applied only then:
+// franz-go's default (50 MiB, 1 MiB per partition) makes the first wait,
+// and what is held in flight, a large share of a load when the records
+// compress well (a megabyte of compressed batch per partition can hold a
+// quarter of a million small records). The App's ClientOpts come after it.
+const globalFetchMaxBytes = 1 << 20
 
 // partitionNext is the next offset of a partition once a batch is applied.
 type partitionNext struct {
@@ -65,12 +88,16 @@ const globalCheckpoint = ".checkpoint"
 func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	t := a.topo
 	g := &globalUpdater{a: a, byTopic: map[string]*globalStore{}, next: map[string]map[int32]int64{}, read: map[string]map[int32]int64{}}
+	for i := range g.batches {
+		g.batches[i] = map[*globalStore][]state.Change{}
+	}
 	persistent := len(t.globalOrder) > 0
 	for _, name := range t.globalOrder {
 		persistent = persistent && t.globals[name].opts.Persistent != nil && !a.cfg.memoryStores
 	}
 	if persistent {
 		g.dir = filepath.Join(a.cfg.stateDir, a.cfg.appID, "global")
+		g.chunk = globalChunkBytes
 		if err := os.MkdirAll(g.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("global tables: %w", err)
 		}
@@ -175,6 +202,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 		// Transaction markers take offsets: seen, they move the next
 		// offset past a topic's last marker to its end offset.
 		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(globalFetchMaxBytes),
 	}, a.cfg.clientOpts...)
 	if g.cl, err = kgo.NewClient(opts...); err != nil {
 		g.close()
@@ -185,6 +213,7 @@ func (a *App) openGlobals(ctx context.Context) (*globalUpdater, error) {
 	g.dirty = g.dir != ""
 	// Caught up when every partition is read to the end seen at start.
 	began := time.Now()
+	g.ends = ends
 	for ctx.Err() == nil && !g.caughtUp(ends) {
 		if err := g.step(ctx, true); err != nil {
 			g.close()
@@ -217,8 +246,10 @@ func (g *globalUpdater) caughtUp(ends kadm.ListedOffsets) bool {
 }
 
 // step polls once and applies what came. With overlap (while the tables
-// load), it returns once the previous fetch is applied and this one is
-// being applied: applied waits for it.
+// load), what came joins the batch being filled, which is applied on its
+// own goroutine once it holds chunk bytes or reaches the end of the load
+// (after the previous batch is applied): applied waits for it. Without,
+// it is applied before step returns.
 func (g *globalUpdater) step(ctx context.Context, overlap bool) error {
 	fs := g.cl.PollFetches(ctx)
 	if ctx.Err() != nil {
@@ -233,29 +264,39 @@ func (g *globalUpdater) step(ctx context.Context, overlap bool) error {
 	if ferr != nil {
 		return errors.Join(ferr, g.applied())
 	}
-	recs := fs.Records()
-	batches, err := collectGlobal(g.byTopic, recs, g, &g.counter, g.batches[g.turn])
+	batches, err := collectGlobal(g.byTopic, fs.Records(), g, &g.counter, g.batches[g.turn])
 	if err != nil {
 		return errors.Join(err, g.applied())
 	}
-	// One batch at a time: a table's records are applied in order. The
-	// other set of batches is then free for the next fetch.
-	if err := g.applied(); err != nil {
-		return err
-	}
-	g.batches[g.turn], g.turn = batches, 1-g.turn
 	// A partition's records come in offset order: its last one says where
 	// it goes on (two map lookups per partition, not per record).
-	var pending []partitionNext
 	fs.EachPartition(func(p kgo.FetchTopicPartition) {
 		if n := len(p.Records); n > 0 {
 			next := p.Records[n-1].Offset + 1
 			g.read[p.Topic][p.Partition] = next
-			pending = append(pending, partitionNext{p.Topic, p.Partition, next})
+			g.collected = append(g.collected, partitionNext{p.Topic, p.Partition, next})
+			if g.chunk > 0 {
+				for _, r := range p.Records {
+					g.collectedBytes += len(r.Key) + len(r.Value) + 16
+				}
+			}
 		}
 	})
+	if len(g.collected) == 0 || overlap && g.collectedBytes < g.chunk && !g.caughtUp(g.ends) {
+		return nil
+	}
+	// One batch at a time: a table's records are applied in order. The
+	// other set of batches is then free to be filled.
+	if err := g.applied(); err != nil {
+		return err
+	}
+	g.turn = 1 - g.turn
+	for s, b := range g.batches[g.turn] {
+		g.batches[g.turn][s] = b[:0]
+	}
+	g.pending, g.collected, g.collectedBytes = g.collected, g.pending, 0
 	done := make(chan error, 1)
-	g.applying, g.pending = done, pending
+	g.applying = done
 	apply := func() {
 		for s, b := range batches {
 			if err := s.apply(b); err != nil {
