@@ -166,8 +166,14 @@ func (a *App) self() Instance {
 // KeyOwner says which task of store holds key (the serialized key, as the
 // store's key serde writes it) and which instances hold that task, as of
 // the last assignment this instance received. It fails with a
-// NotAvailableError while the app has not started or joined its group.
+// NotAvailableError while the app has not started or joined its group. A
+// global table's key is held here, as everywhere: this instance, task -1_-1.
 func (a *App) KeyOwner(store string, key []byte) (KeyLocation, error) {
+	if _, ok := a.topo.globals[store]; ok {
+		// Every instance holds a global table whole: this one answers.
+		me := a.self()
+		return KeyLocation{Store: store, Task: TaskID{-1, -1}, Active: me, LocalActive: true}, nil
+	}
 	s, _, err := a.queryStore(store)
 	if err != nil {
 		return KeyLocation{}, err

@@ -105,6 +105,11 @@ func TestQueryGlobalTable(t *testing.T) {
 						if !served.Global || served.Instance.ID != name || served.Instance.Address != name+".example:8080" || served.Stale {
 							t.Fatalf("%s: get %s served by %+v", name, key, served)
 						}
+						// Every instance owns every key of a global table.
+						loc, err := in.app.KeyOwner("customers", []byte(key))
+						if err != nil || !loc.LocalActive || loc.Active.ID != name || loc.Task != (stream.TaskID{Subtopology: -1, Partition: -1}) {
+							t.Fatalf("%s: KeyOwner(%s) = %+v, %v; want this instance, task -1_-1", name, key, loc, err)
+						}
 						if w < 0 && ok || w >= 0 && (!ok || got != w) {
 							problems = append(problems, fmt.Sprintf("%s: %s = %d, %v; want %d", name, key, got, ok, w))
 						}
