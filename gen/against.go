@@ -50,6 +50,21 @@ func LoadSpecAt(dir, ref string) (*schema.Spec, error) {
 	return schema.Parse(ref+":"+schema.FileName, out)
 }
 
+// changelogged says whether store s of spec has a changelog: a global
+// table's store has none, whatever changelog: says (a declared one may
+// leave it out, and the generator refuses true).
+func changelogged(spec *schema.Spec, s *schema.Store) bool {
+	if !s.Changelog {
+		return false
+	}
+	for _, o := range spec.Operators {
+		if o.Store.Value == s.Name.Value && isGlobal(o) {
+			return false
+		}
+	}
+	return true
+}
+
 // CompareSpecs reports, at the new spec's positions, every change from old
 // to new that breaks the state or the internal topics of an application
 // already running with old, and the changes it checked that are safe. The
@@ -109,14 +124,15 @@ func CompareSpecs(old, new *schema.Spec) []Change {
 		if ost.Format.Value != ns.Format.Value {
 			add(posOr(ns.Format.Pos, ns.Name.Pos), true, "store %q: format changed from %s to %s: existing entries no longer decode", ns.Name.Value, orDefault(ost.Format.Value), orDefault(ns.Format.Value))
 		}
+		oldLogged, newLogged := changelogged(old, ost), changelogged(new, ns)
 		switch {
-		case ost.Changelog && !ns.Changelog:
+		case oldLogged && !newLogged:
 			add(ns.Name.Pos, true, "store %q is no longer changelogged: its state is lost when an instance moves or restarts without local state, and %s-%s-changelog is left behind", ns.Name.Value, app, ns.Name.Value)
-		case !ost.Changelog && ns.Changelog:
+		case !oldLogged && newLogged:
 			add(ns.Name.Pos, false, "store %q is now changelogged: %s-%s-changelog starts empty, so state held only locally so far is not in it", ns.Name.Value, app, ns.Name.Value)
 		}
 		if backendOf(ost) != backendOf(ns) {
-			safe := ns.Changelog
+			safe := newLogged
 			msg := "restored from its changelog"
 			if !safe {
 				msg = "not restored: the store has no changelog"

@@ -50,6 +50,7 @@ operators:
 		{"global table removed", strings.Replace(strings.Replace(old, "  country-table: {op: globalTable, topic: countries, store: countries}\n", "", 1), "  named: {op: join, from: [in, country-table], value: string}\n", "", 1), []string{
 			`kgen.yaml:2:6: safe: store "countries" of global table "country-table" is gone: it had no changelog (it was filled from topic countries), so nothing is left behind`,
 		}},
+		{"global store's changelog: left out", old + "stores:\n  countries: {key: string, value: string}\n", nil},
 		{"table made global", strings.Replace(old, "line-table: {op: table", "line-table: {op: globalTable", 1), []string{
 			`kgen.yaml:12:54: safe: store "lines" is now global table "line-table"'s: it is filled from topic lines on every instance (the old store's changelog is left behind)`,
 		}},
@@ -68,8 +69,12 @@ operators:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			from := old
-			if tc.name == "join made one by foreign key" {
+			switch tc.name {
+			case "join made one by foreign key":
 				from = strings.Replace(old, "product-table], foreign-key: true, value: string}", "product-table], value: string}", 1)
+			case "global store's changelog: left out":
+				// Both have no changelog: nothing changed.
+				from = old + "stores:\n  countries: {key: string, value: string, changelog: false}\n"
 			}
 			o, err := schema.Parse("old.yaml", []byte(from))
 			if err != nil {

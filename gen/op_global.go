@@ -55,10 +55,10 @@ func globalType(r *resolver, o *OpNode, _ Node) {
 	if st := o.Rows; st != nil {
 		st.Flavor = "global"
 		switch {
-		case st.Implied:
+		case st.Implied || st.ChangelogPos.Line == 0:
 			st.Changelog = false // restored from its topic
 		case st.Changelog:
-			r.errs.add(st.Name.Pos, "store %q is global table %q's: it is restored from its topic and keeps no changelog (changelog: false)", st.Name.Value, o.Name.Value)
+			r.errs.add(st.ChangelogPos, "store %q is global table %q's: it is restored from its topic and keeps no changelog (changelog: false, or leave changelog: out)", st.Name.Value, o.Name.Value)
 		}
 	}
 	for _, c := range o.Children {

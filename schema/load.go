@@ -400,7 +400,7 @@ func (d *decoder) store(name Str, n *yaml.Node) *Store {
 		{"value", func(_, v *yaml.Node) { s.Value = d.str(v, what+": value") }},
 		{"format", func(_, v *yaml.Node) { s.Format = d.str(v, what+": format") }},
 		{"backend", func(_, v *yaml.Node) { s.Backend = d.str(v, what+": backend") }},
-		{"changelog", func(_, v *yaml.Node) { s.Changelog = d.boolean(v, what+": changelog") }},
+		{"changelog", func(_, v *yaml.Node) { s.Changelog, s.ChangelogPos = d.boolean(v, what+": changelog"), d.pos(v) }},
 		{"queryable", func(_, v *yaml.Node) { s.Queryable = d.boolean(v, what+": queryable") }},
 	}) {
 		d.require(n, what, "key", s.Key)

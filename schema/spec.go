@@ -143,6 +143,9 @@ type Store struct {
 	Format    Str // format of non-primitive keys and values in the store
 	Backend   Str // memory (default) or pebble
 	Changelog bool
+	// ChangelogPos is where changelog: is set; zero when it is not (the
+	// default: true, false for a global table's store).
+	ChangelogPos Pos
 	// Queryable serves the store's contents, read-only, on the ops
 	// endpoints (/v1/stores/NAME/) and in the generated client.
 	Queryable bool
