@@ -73,6 +73,8 @@ type packedState struct {
 type packedQueue struct {
 	chunks []*packedChunk
 	n      int // records packed and not yet taken
+	// lastSize is a little more than the last full chunk's bytes.
+	lastSize int
 	// ctx is the Context of the records packed (franz-go gives every
 	// fetched record its client's).
 	ctx context.Context
@@ -96,8 +98,9 @@ func (q *packedQueue) push(recs []*kgo.Record) {
 	}
 	for _, r := range recs {
 		if c == nil || c.n == packedChunkRecords {
-			c = &packedChunk{}
-			q.chunks = append(q.chunks, c)
+			// Sized as the last chunk ended, so that it seldom grows.
+			q.chunks = append(q.chunks, &packedChunk{data: make([]byte, 0, max(q.lastSize, 4<<10))})
+			c = q.chunks[len(q.chunks)-1]
 		}
 		q.ctx = r.Context
 		ts := r.Timestamp.UnixNano()
@@ -123,6 +126,9 @@ func (q *packedQueue) push(recs []*kgo.Record) {
 			d = appendPackedBytes(d, h.Value)
 		}
 		c.data = d
+		if c.n == packedChunkRecords-1 {
+			q.lastSize = len(d) + len(d)/16
+		}
 		c.enc = packedState{offset: r.Offset, ts: ts, meta: meta}
 		c.n++
 		q.n++

@@ -19,10 +19,10 @@ func TestPackedQueueRoundTrip(t *testing.T) {
 	for i := range 3000 {
 		r := kgo.Record{
 			Topic: "in", Partition: 3, Offset: int64(100 + i + i/7),
-			Timestamp:   time.Unix(0, int64(1_700_000_000_000+(i%5)*1000-(i%3)*7)*1e6),
-			Key:         []byte(fmt.Sprintf("key-%d", i)),
-			Value:       []byte(fmt.Sprintf("value-%d", i*i)),
-			ProducerID:  int64(7 + i/1500), LeaderEpoch: int32(i / 2000), ProducerEpoch: 2,
+			Timestamp:  time.Unix(0, int64(1_700_000_000_000+(i%5)*1000-(i%3)*7)*1e6),
+			Key:        []byte(fmt.Sprintf("key-%d", i)),
+			Value:      []byte(fmt.Sprintf("value-%d", i*i)),
+			ProducerID: int64(7 + i/1500), LeaderEpoch: int32(i / 2000), ProducerEpoch: 2,
 			Context: ctx,
 		}
 		switch i % 11 {
