@@ -22,6 +22,10 @@ import (
 // them. Only the excess pays for the copies: an input within its share
 // holds its records as fetched.
 
+// packAbove is how many times its share (BufferRecords) an input of a task
+// of several inputs holds as fetched before it packs what comes.
+const packAbove = 4
+
 // packedRun is how many packed records an input makes records again at a
 // time, once its fetched records are all taken.
 const packedRun = 256
