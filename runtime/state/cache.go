@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/RaduBerinde/btreemap"
 )
@@ -37,6 +38,8 @@ type Cache struct {
 	limit  int
 	onFull func()
 	clock  RecordClock // nil: writes carry NoTimestamp
+	// spareIter is a closed Range iterator, kept for the next Range.
+	spareIter *mergedIter
 	// drops are the ranges dropped since the owner last took them
 	// (Drops), not yet applied to b: the backend's keys in them are hidden.
 	drops []KeyRange
@@ -246,13 +249,15 @@ func (c *Cache) removeAll() {
 }
 
 // cacheBounds are the key tree's bounds of [from, to), nil meaning none.
+// They share from's and to's bytes: use them only while those stay as they
+// are (during one walk of the tree).
 func cacheBounds(from, to []byte) (btreemap.LowerBound[string], btreemap.UpperBound[string]) {
 	lo, hi := btreemap.Min[string](), btreemap.Max[string]()
 	if from != nil {
-		lo = btreemap.GE(string(from))
+		lo = btreemap.GE(unsafe.String(unsafe.SliceData(from), len(from)))
 	}
 	if to != nil {
-		hi = btreemap.LT(string(to))
+		hi = btreemap.LT(unsafe.String(unsafe.SliceData(to), len(to)))
 	}
 	return lo, hi
 }
@@ -392,8 +397,14 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	// The iterator sees the store as it is now: take the cached values
 	// (never modified in place) rather than the live entries, and the
 	// drops so far (appended to, never modified: shared, not copied).
-	var keys []string
-	var values [][]byte
+	// A closed iterator is kept for the next Range, with its slices (a
+	// window store's fetches range once per record).
+	m := c.spareIter
+	c.spareIter = nil
+	if m == nil {
+		m = &mergedIter{c: c}
+	}
+	keys, values := m.keyBuf[:0], m.valueBuf[:0]
 	for k, e := range c.ordered().Ascend(lo, hi) {
 		keys = append(keys, k)
 		values = append(values, e.value)
@@ -402,9 +413,34 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mergedIter{back: it, keys: keys, values: values, drops: c.drops[:len(c.drops):len(c.drops)], mu: c.mu}
+	m.back, m.keys, m.values, m.keyBuf, m.valueBuf = it, keys, values, keys, values
+	m.drops, m.mu, m.closed = c.drops[:len(c.drops):len(c.drops)], c.mu, false
 	m.nextBack()
-	return m, nil
+	return &cacheIter{m}, nil
+}
+
+// cacheIter is what Range returns: the iterator it lends, until Close
+// gives it back (so a second Close cannot close the next Range's).
+type cacheIter struct{ m *mergedIter }
+
+func (it *cacheIter) Next() bool    { return it.m != nil && it.m.Next() }
+func (it *cacheIter) Key() []byte   { return it.m.Key() }
+func (it *cacheIter) Value() []byte { return it.m.Value() }
+
+func (it *cacheIter) Err() error {
+	if it.m == nil {
+		return nil
+	}
+	return it.m.Err()
+}
+
+func (it *cacheIter) Close() error {
+	if it.m == nil {
+		return nil
+	}
+	m := it.m
+	it.m = nil
+	return m.Close()
 }
 
 // ApproximateCount is the backend's estimate: cached writes are not counted.
@@ -476,6 +512,12 @@ type mergedIter struct {
 	// mu is the shared cache's lock (ShareReads), which Close takes: a
 	// backend's iterators are tracked by the store, unguarded.
 	mu *sync.Mutex
+	// c is the cache, which keeps the iterator once closed (spareIter);
+	// keyBuf and valueBuf are the whole slices keys and values walk.
+	c        *Cache
+	keyBuf   []string
+	valueBuf [][]byte
+	closed   bool
 }
 
 func (m *mergedIter) Next() bool {
@@ -533,9 +575,21 @@ func (m *mergedIter) Key() []byte   { return m.key }
 func (m *mergedIter) Value() []byte { return m.value }
 func (m *mergedIter) Err() error    { return m.back.Err() }
 func (m *mergedIter) Close() error {
+	if m.closed {
+		return nil
+	}
 	if m.mu != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 	}
-	return m.back.Close()
+	err := m.back.Close()
+	m.closed = true
+	// Keep no cached value or backend iterator alive while spare.
+	clear(m.keyBuf)
+	clear(m.valueBuf)
+	m.back, m.keys, m.values, m.key, m.value, m.drops = nil, nil, nil, nil, nil, nil
+	if m.c.spareIter == nil {
+		m.c.spareIter = m
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -250,6 +251,10 @@ type segIter struct {
 	b      Backend
 	ranges []KeyRange
 	keep   func(key []byte) bool
+	// With byKey, keep is not called: only the windows of key are kept
+	// (a window store's backend key of exactly key).
+	key    []byte
+	byKey  bool
 	cur    Iterator
 	err    error
 	closed bool
@@ -270,6 +275,13 @@ func (it *segIter) Next() bool {
 			}
 		}
 		for it.cur.Next() {
+			if it.byKey {
+				k := it.cur.Key()
+				if len(k) == segPrefixLen+len(it.key)+windowSuffixLen && bytes.Equal(k[segPrefixLen:segPrefixLen+len(it.key)], it.key) {
+					return true
+				}
+				continue
+			}
 			if it.keep(it.cur.Key()) {
 				return true
 			}

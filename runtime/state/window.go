@@ -285,33 +285,64 @@ func (s *windowStore[K, V]) BackwardFetchRange(key K, from, to int64) (WindowIte
 }
 
 // fetchKey iterates the windows of one key: one range per segment, each
-// from the key's first window in [from, to] to its last.
+// from the key's first window in [from, to] to its last. The iterator, its
+// ranges and their keys are one allocation when the range spans at most two
+// segments (a join's lookups do).
 func (s *windowStore[K, V]) fetchKey(key K, from, to int64, backward bool) (WindowIterator[K, V], error) {
-	kb, err := s.key("fetch", key)
-	if err != nil {
-		return nil, err
+	f := &keyFetch[K, V]{}
+	var err error
+	if a, ok := s.ks.(serde.Appender[K]); ok {
+		f.kb, err = a.AppendSerialize(f.buf[:0], key)
+	} else {
+		f.kb, err = s.ks.Serialize(key)
 	}
+	if err != nil {
+		return nil, s.errorf("fetch", fmt.Errorf("serialize key: %w", err))
+	}
+	kb := f.kb
 	observed, err := s.observed()
 	if err != nil {
 		return nil, err
 	}
 	lo, hi, ok := s.timeRange(from, to, observed)
-	var ranges []KeyRange
+	ranges := f.ranges[:0]
 	if ok {
+		n := int(s.segment(hi)-s.segment(lo)) + 1
+		// Every range's bounds in one buffer: each is the segment, the
+		// key and a time and sequence number.
+		size := segPrefixLen + len(kb) + windowSuffixLen
+		keys := make([]byte, 0, 2*n*size)
 		for seg := s.segment(lo); seg <= s.segment(hi); seg++ {
-			f := s.storeKey(kb, lo, 0)
-			t := s.storeKey(kb, hi+1, 0)
-			binary.BigEndian.PutUint64(f, uint64(seg))
-			binary.BigEndian.PutUint64(t, uint64(seg))
-			ranges = append(ranges, KeyRange{From: f, To: t})
+			start := len(keys)
+			keys = appendSegment(keys, seg)
+			keys = append(keys, kb...)
+			keys = binary.BigEndian.AppendUint64(keys, uint64(lo))
+			keys = binary.BigEndian.AppendUint32(keys, 0)
+			mid := len(keys)
+			keys = appendSegment(keys, seg)
+			keys = append(keys, kb...)
+			keys = binary.BigEndian.AppendUint64(keys, uint64(hi+1))
+			keys = binary.BigEndian.AppendUint32(keys, 0)
+			ranges = append(ranges, KeyRange{From: keys[start:mid:mid], To: keys[mid:len(keys):len(keys)]})
 		}
 	}
 	// A longer key that starts with kb may fall in the ranges: only kb's
-	// own windows are kept.
-	keep := func(k []byte) bool {
-		return len(k) == segPrefixLen+len(kb)+windowSuffixLen && bytes.Equal(k[segPrefixLen:segPrefixLen+len(kb)], kb)
+	// own windows are kept (segIter.key).
+	f.seg = segIter{b: s.b, ranges: ranges, key: kb, byKey: true}
+	f.win = windowIter[K, V]{s: s, it: &f.seg}
+	if backward {
+		return f.win.reversed()
 	}
-	return s.iter(ranges, keep, backward)
+	return &f.win, nil
+}
+
+// keyFetch is a one-key fetch's iterator with what it walks.
+type keyFetch[K, V any] struct {
+	win    windowIter[K, V]
+	seg    segIter
+	ranges [2]KeyRange
+	kb     []byte
+	buf    [32]byte
 }
 
 func (s *windowStore[K, V]) FetchAll(from, to int64) (WindowIterator[K, V], error) {
@@ -341,7 +372,7 @@ func (s *windowStore[K, V]) All() (WindowIterator[K, V], error) {
 }
 
 func (s *windowStore[K, V]) iter(ranges []KeyRange, keep func([]byte) bool, backward bool) (WindowIterator[K, V], error) {
-	it := &windowIter[K, V]{s: s, it: &segIter{b: s.b, ranges: ranges, keep: keep}}
+	it := &windowIter[K, V]{s: s, it: &segIter{b: s.b, ranges: ranges, keep: keep}, decodeKeys: true}
 	if backward {
 		return it.reversed()
 	}
@@ -362,11 +393,17 @@ type windowIter[K, V any] struct {
 	cur windowEntry[K, V]
 	rev []windowEntry[K, V]
 	err error
+	// kraw is the current entry's serialized key, decoded into cur.k by
+	// Key (keyDone once done), or by Next when decodeKeys is set.
+	kraw       []byte
+	keyDone    bool
+	decodeKeys bool
 }
 
 // reversed reads it to its end and returns an iterator over what it read,
 // backward.
 func (it *windowIter[K, V]) reversed() (WindowIterator[K, V], error) {
+	it.decodeKeys = true
 	var all []windowEntry[K, V]
 	for it.Next() {
 		all = append(all, it.cur)
@@ -395,12 +432,10 @@ func (it *windowIter[K, V]) Next() bool {
 		return false
 	}
 	k, vb := it.it.Key(), it.it.Value()
-	kb := bytes.Clone(k[segPrefixLen : len(k)-windowSuffixLen])
-	key, err := it.s.ks.Deserialize(kb)
-	if err != nil {
-		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize key: %w", err))
-		return false
-	}
+	// A one-key fetch's keys are all the key asked for, decoded only when
+	// asked for (a join never asks): their bytes are kept until then.
+	it.kraw = append(it.kraw[:0], k[segPrefixLen:len(k)-windowSuffixLen]...)
+	it.keyDone = false
 	// A stored value is never a null, even an empty one that an
 	// iterator hands over as nil.
 	v, err := it.s.vs.Deserialize(append([]byte{}, vb...))
@@ -408,11 +443,34 @@ func (it *windowIter[K, V]) Next() bool {
 		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize value: %w", err))
 		return false
 	}
-	it.cur = windowEntry[K, V]{k: key, start: int64(binary.BigEndian.Uint64(k[len(k)-windowSuffixLen:])), v: v}
+	it.cur = windowEntry[K, V]{start: int64(binary.BigEndian.Uint64(k[len(k)-windowSuffixLen:])), v: v}
+	if it.rev != nil || it.decodeKeys {
+		return it.decodeKey()
+	}
 	return true
 }
 
-func (it *windowIter[K, V]) Key() K       { return it.cur.k }
+// decodeKey decodes the current entry's key from kraw.
+func (it *windowIter[K, V]) decodeKey() bool {
+	if it.keyDone {
+		return it.err == nil
+	}
+	it.keyDone = true
+	key, err := it.s.ks.Deserialize(bytes.Clone(it.kraw))
+	if err != nil {
+		it.err = it.s.errorf("iterate", fmt.Errorf("deserialize key: %w", err))
+		return false
+	}
+	it.cur.k = key
+	return true
+}
+
+func (it *windowIter[K, V]) Key() K {
+	if it.it != nil {
+		it.decodeKey()
+	}
+	return it.cur.k
+}
 func (it *windowIter[K, V]) Start() int64 { return it.cur.start }
 func (it *windowIter[K, V]) Value() V     { return it.cur.v }
 

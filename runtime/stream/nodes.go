@@ -68,8 +68,11 @@ type sourceNode[K, V any] struct {
 	keyNull, valueNull bool
 	warned             *nullWarnings
 
-	buf     []*kgo.Record
-	first   int // index of the head in buf
+	buf   []*kgo.Record
+	first int // index of the head in buf
+	// packed holds the records after buf's beyond the input's share
+	// (packed.go).
+	packed  packedQueue
 	decoded bool
 	drop    DropReason // the decoded head is dropped, for this reason
 	rec     Record[K, V]
@@ -79,7 +82,7 @@ type sourceNode[K, V any] struct {
 
 func (s *sourceNode[K, V]) topic() string      { return s.topicName }
 func (s *sourceNode[K, V]) state() *inputState { return &s.st }
-func (s *sourceNode[K, V]) buffered() int      { return len(s.buf) - s.first }
+func (s *sourceNode[K, V]) buffered() int      { return len(s.buf) - s.first + s.packed.len() }
 func (s *sourceNode[K, V]) head() *kgo.Record  { return s.buf[s.first] }
 
 func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
@@ -89,8 +92,20 @@ func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
 		s.buf = s.buf[:n]
 		s.first = 0
 	}
-	s.buf = append(s.buf, recs...)
 	if n := len(recs); n > 0 {
+		// Records that would take an input of several past four times its
+		// share are packed (packed.go), all of them: one kept as fetched
+		// would keep its fetch alive. A task of one input never waits for
+		// another, so it takes its records as fast as they come.
+		if s.packed.len() == 0 && (len(s.t.inputs) < 2 || s.buffered()+n <= packAbove*s.t.env.config().bufferRecords) {
+			s.buf = append(s.buf, recs...)
+		} else {
+			s.packed.push(recs)
+			if s.first == len(s.buf) {
+				s.buf = s.packed.take(s.buf[:0], packedRun, s.topicName, s.st.partition)
+				s.first = 0
+			}
+		}
 		s.st.fetchedTo = recs[n-1].Offset + 1
 		if s.st.start < 0 {
 			s.st.start = recs[0].Offset
@@ -168,6 +183,9 @@ func (s *sourceNode[K, V]) pop() {
 	if s.first == len(s.buf) {
 		s.buf = s.buf[:0]
 		s.first = 0
+		if s.packed.len() > 0 {
+			s.buf = s.packed.take(s.buf, packedRun, s.topicName, s.st.partition)
+		}
 	}
 	s.decoded, s.drop = false, ""
 	var zero Record[K, V]

@@ -501,16 +501,29 @@ func dropControl(recs []*kgo.Record) []*kgo.Record {
 // buffered fetch has been taken, so a slow unit slows fetching without
 // pausing partitions (a resumed partition would wait out the fetch in
 // flight for the others, up to the fetch max wait).
+//
+// The room of an input read to its end counts only when every input is:
+// while others have records to fetch, what it leaves would be handed to
+// them (franz-go hands over whichever partitions it fetched).
 func (u *unit) pollBudget() int {
-	free, inputs := 0, 0
+	free, atEnd, inputs, ended := 0, 0, 0, 0
 	for _, t := range u.tm.order {
 		for _, in := range t.inputs {
 			inputs++
-			free += max(u.cfg.bufferRecords-in.buffered(), 0)
+			room := max(u.cfg.bufferRecords-in.buffered(), 0)
+			if st := in.state(); st.end >= 0 && st.fetchedTo >= st.end && in.buffered() == 0 {
+				atEnd += room
+				ended++
+				continue
+			}
+			free += room
 		}
 	}
 	if inputs == 0 {
 		return u.cfg.bufferRecords
+	}
+	if ended == inputs {
+		return atEnd
 	}
 	return max(free, 1)
 }

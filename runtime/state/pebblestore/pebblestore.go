@@ -820,15 +820,10 @@ func (s *pebbleStore) Range(from, to []byte) (state.Iterator, error) {
 	if to != nil && (len(to) == 0 || from != nil && bytes.Compare(from, to) >= 0) {
 		return emptyIter{}, nil // nothing sorts before the empty key
 	}
-	// Pebble keeps the bounds for the iterator's life: give it copies. An
-	// empty lower bound is no bound; Pebble's race-enabled builds also index
-	// into a non-nil lower bound, so it must not be empty.
-	o := &pebble.IterOptions{}
-	if len(from) > 0 {
-		o.LowerBound = append(make([]byte, 0, len(from)), from...)
-	}
-	if to != nil {
-		o.UpperBound = append(make([]byte, 0, len(to)), to...)
+	// An empty lower bound is no bound; Pebble's race-enabled builds also
+	// index into a non-nil lower bound, so it must not be empty.
+	if len(from) == 0 {
+		from = nil
 	}
 	s.iterMu.Lock()
 	if pi := s.spare; pi != nil && s.spareGen == s.gen {
@@ -836,8 +831,16 @@ func (s *pebbleStore) Range(from, to []byte) (state.Iterator, error) {
 		it := &pebbleIter{s: s, it: pi, gen: s.gen}
 		s.iters[it] = struct{}{}
 		s.iterMu.Unlock()
-		pi.SetBounds(o.LowerBound, o.UpperBound)
+		pi.SetBounds(from, to) // copied: SetBounds keeps neither
 		return it, nil
+	}
+	// NewIter keeps the bounds for the iterator's life: give it copies.
+	o := &pebble.IterOptions{}
+	if from != nil {
+		o.LowerBound = append(make([]byte, 0, len(from)), from...)
+	}
+	if to != nil {
+		o.UpperBound = append(make([]byte, 0, len(to)), to...)
 	}
 	// A write between here and NewIter makes the iterator newer than
 	// gen says: it is then closed rather than kept, which is safe.
