@@ -13,6 +13,11 @@
 //
 // The input is loaded first and must outlast every window: the tool says
 // so when the app caught up during one (then raise -records).
+//
+// Two other forms: -rate N asks with hey (also Debian's) at N gets a second
+// instead of wrk as fast as it can, and -input-rate R lets the app catch up
+// with the loaded records and then produces R records a second while the
+// windows run, so the queries meet an app that is busy but not saturated.
 package main
 
 import (
@@ -33,6 +38,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -56,6 +62,8 @@ func main() {
 		conns      = flag.Int("connections", 4, "wrk connections")
 		store      = flag.String("store", "pebble", "pebble or memory")
 		wrk        = flag.String("wrk", "wrk", "the wrk binary")
+		rate       = flag.Float64("rate", 0, "gets per second asked by hey (Debian's package) over -connections workers; 0: wrk as fast as it can")
+		hey        = flag.String("hey", "hey", "the hey binary (with -rate)")
 		mutexProf  = flag.String("mutexprofile", "", "write a mutex contention profile (where the lock holders let go) to this file")
 		processes  = flag.Bool("processes", false, "run each instance in a process of its own, as deployed, rather than both in this one")
 		child      = flag.String("child", "", "internal: run instance NAME of -child-app on -child-in and -child-out, print its address, stop at the end of stdin")
@@ -64,6 +72,7 @@ func main() {
 		childOut   = flag.String("child-out", "", "internal")
 	)
 	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
+	flag.Float64Var(&inputRate, "input-rate", 0, "records a second produced to the input while the windows run, the app working on them live (0: the app works through the -records backlog as fast as it can)")
 	flag.BoolVar(&queryable, "queryable", true, "mark the store StoreOptions.Queryable (queries read it while the app processes); false: queries wait for the unit's processing lock")
 	flag.Parse()
 	if *child != "" {
@@ -98,7 +107,17 @@ func main() {
 			}
 		}()
 	}
-	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, *threads, *conns, *store, *wrk, *processes); err != nil {
+	load := func(d time.Duration, url string) (wrkResult, error) { return runWrk(*wrk, *threads, *conns, d, url) }
+	loadName, loadBin := fmt.Sprintf("wrk -t%d -c%d", *threads, *conns), *wrk
+	if *rate > 0 {
+		load = func(d time.Duration, url string) (wrkResult, error) { return runHey(*hey, *conns, *rate, d, url) }
+		loadName, loadBin = fmt.Sprintf("hey -c%d at %.0f gets/s", *conns, *rate), *hey
+	}
+	if _, err := exec.LookPath(loadBin); err != nil {
+		fmt.Fprintf(os.Stderr, "querybench: %s not found (apt-get install wrk hey): %v\n", loadBin, err)
+		os.Exit(1)
+	}
+	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, loadName, load, *store, *processes); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1) // no profile is written on failure
 	}
@@ -107,16 +126,17 @@ func main() {
 // queryable is the store's StoreOptions.Queryable (-queryable).
 var queryable bool
 
+// inputRate is -input-rate: input produced at a steady rate during the
+// windows, so that the queries meet an app that is busy but not saturated.
+var inputRate float64
+
 type instance struct {
 	app  *stream.App
 	addr string
 	done chan error
 }
 
-func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, threads, conns int, store, wrk string, processes bool) error {
-	if _, err := exec.LookPath(wrk); err != nil {
-		return fmt.Errorf("%s not found (apt-get install wrk): %w", wrk, err)
-	}
+func run(seeds []string, records, keys, valueSize int, partitions int32, window time.Duration, loadName string, load func(time.Duration, string) (wrkResult, error), store string, processes bool) error {
 	ctx := context.Background()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
@@ -196,7 +216,7 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 	if processes {
 		mode = "an instance per process"
 	}
-	fmt.Printf("local key %s (a), forwarded key %s (b); wrk -t%d -c%d, windows of %s, store %s, %s\n\n", local, remote, threads, conns, window, store, mode)
+	fmt.Printf("local key %s (a), forwarded key %s (b); %s, windows of %s, store %s, %s, GOMAXPROCS %d\n\n", local, remote, loadName, window, store, mode, runtime.GOMAXPROCS(0))
 
 	processed := func() uint64 {
 		var n uint64
@@ -214,6 +234,23 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 		}
 		return n
 	}
+	if inputRate > 0 {
+		// Let the app work off the loaded records first: from here on it
+		// processes what arrives, at the rate it arrives.
+		for deadline := time.Now().Add(5 * time.Minute); lag() > 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the app did not catch up with the %d loaded records within 5 minutes", records)
+			}
+		}
+		stopInput, inputErr := produceSteadily(cl, in, keys, value, inputRate)
+		defer func() {
+			stopInput()
+			if err := inputErr(); err != nil {
+				fmt.Fprintln(os.Stderr, "querybench: input:", err)
+			}
+		}()
+		fmt.Printf("input produced at %.0f records/s while the windows run\n\n", inputRate)
+	}
 	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
 	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
 		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}} {
@@ -223,13 +260,15 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 			time.Sleep(window)
 		} else {
 			url := "http://" + w.addr + "/v1/stores/counts/keys/" + w.key
-			if res, err = runWrk(wrk, threads, conns, window, url); err != nil {
+			if res, err = load(window, url); err != nil {
 				return err
 			}
 		}
 		rate := float64(processed()-before) / time.Since(t).Seconds()
 		note := ""
-		if l := lag(); l == 0 {
+		if l := lag(); inputRate > 0 {
+			note = fmt.Sprintf("  (lag at the end: %d)", l)
+		} else if l == 0 {
 			note = "  (caught up during the window: raise -records)"
 		}
 		if w.key == "" {
@@ -237,7 +276,7 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 		} else {
 			fmt.Printf("%-22s %12.0f %10s %10s %16.0f%s\n", w.name, res.rps, res.p50, res.p99, rate, note)
 			if res.errors != "" {
-				fmt.Printf("  wrk: %s\n", res.errors)
+				fmt.Printf("  load generator: %s\n", res.errors)
 			}
 		}
 	}
@@ -449,4 +488,91 @@ func runWrk(wrk string, threads, conns int, d time.Duration, url string) (wrkRes
 		return r, fmt.Errorf("wrk: unreadable output:\n%s", outb)
 	}
 	return r, nil
+}
+
+var heyPercentile = regexp.MustCompile(`^\s*(50|99)% in (\S+) secs`)
+
+// runHey runs hey at a fixed rate of gets a second, spread over conns
+// workers (hey's -q is per worker), and reads the same figures as runWrk.
+// hey paces each worker by a ticker that drops the ticks a slow answer
+// misses, so a stall lowers the rate rather than queueing a burst.
+func runHey(hey string, conns int, rate float64, d time.Duration, url string) (wrkResult, error) {
+	cmd := exec.Command(hey, "-c", strconv.Itoa(conns), "-q", strconv.FormatFloat(rate/float64(conns), 'f', -1, 64),
+		"-z", d.String(), url)
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("hey: %v\n%s", err, outb)
+	}
+	var r wrkResult
+	sc := bufio.NewScanner(bytes.NewReader(outb))
+	inStatus := false
+	for sc.Scan() {
+		line := sc.Text()
+		if m := heyPercentile.FindStringSubmatch(line); m != nil {
+			secs, _ := strconv.ParseFloat(m[2], 64)
+			v := time.Duration(secs * float64(time.Second)).Round(time.Microsecond).String()
+			if m[1] == "50" {
+				r.p50 = v
+			} else {
+				r.p99 = v
+			}
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Requests/sec:"); ok {
+			r.rps, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		switch {
+		case strings.HasPrefix(line, "Status code distribution:"):
+			inStatus = true
+		case inStatus && strings.Contains(line, "[") && !strings.Contains(line, "[200]"):
+			r.errors += strings.TrimSpace(line) + "; "
+		case strings.HasPrefix(line, "Error distribution:"):
+			inStatus = true
+		}
+	}
+	if r.rps == 0 || r.p50 == "" || r.p99 == "" {
+		return r, fmt.Errorf("hey: unreadable output:\n%s", outb)
+	}
+	return r, nil
+}
+
+// produceSteadily produces to topic at rate records a second, in a batch
+// every 10 ms, until stop is called. err reports the first failed produce.
+func produceSteadily(cl *kgo.Client, topic string, keys int, value []byte, rate float64) (stop func(), err func() error) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var first error
+	var mu sync.Mutex
+	go func() {
+		defer close(finished)
+		const tick = 10 * time.Millisecond
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		start, sent := time.Now(), 0
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				// Catch up on ticks lost to a busy machine rather than fall behind the rate.
+				due := int(rate * now.Sub(start).Seconds())
+				for ; sent < due; sent++ {
+					cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "key-%d", sent%keys), Value: value},
+						func(_ *kgo.Record, e error) {
+							if e != nil {
+								mu.Lock()
+								if first == nil {
+									first = e
+								}
+								mu.Unlock()
+							}
+						})
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished; cl.Flush(context.Background()) }, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	}
 }
