@@ -36,6 +36,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,7 @@ func main() {
 		childIn    = flag.String("child-in", "", "internal")
 		childOut   = flag.String("child-out", "", "internal")
 	)
+	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the first local-gets window to this file (instances in this process)")
 	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
 	flag.Float64Var(&inputRate, "input-rate", 0, "records a second produced to the input while the windows run, the app working on them live (0: the app works through the -records backlog as fast as it can)")
 	flag.BoolVar(&queryable, "queryable", true, "mark the store StoreOptions.Queryable (queries read it while the app processes); false: queries wait for the unit's processing lock")
@@ -125,6 +127,9 @@ func main() {
 
 // queryable is the store's StoreOptions.Queryable (-queryable).
 var queryable bool
+
+// traceFile is -trace.
+var traceFile string
 
 // inputRate is -input-rate: input produced at a steady rate during the
 // windows, so that the queries meet an app that is busy but not saturated.
@@ -260,7 +265,15 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 			time.Sleep(window)
 		} else {
 			url := "http://" + w.addr + "/v1/stores/counts/keys/" + w.key
-			if res, err = load(window, url); err != nil {
+			stopTrace := func() {}
+			if traceFile != "" && w.name == "local gets (a)" {
+				if stopTrace, err = startTrace(traceFile); err != nil {
+					return err
+				}
+			}
+			res, err = load(window, url)
+			stopTrace()
+			if err != nil {
 				return err
 			}
 		}
@@ -327,7 +340,7 @@ func start(ctx context.Context, seeds []string, appID, in, out, name string, ope
 		}
 		fmt.Fprint(w, loc.LocalActive)
 	})
-	srv := &http.Server{Handler: mux}
+	srv := &http.Server{Handler: traced(mux)}
 	go srv.Serve(l)
 	inst := &instance{app: app, addr: l.Addr().String(), done: make(chan error, 1)}
 	go func() {
@@ -575,4 +588,26 @@ func produceSteadily(cl *kgo.Client, topic string, keys int, value []byte, rate 
 		defer mu.Unlock()
 		return first
 	}
+}
+
+// startTrace writes an execution trace to file until the returned stop.
+func startTrace(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
+}
+
+// traced marks each request as a region of the execution trace (-trace), so
+// that the trace tells a slow handler from a handler that started late.
+func traced(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer trace.StartRegion(r.Context(), "request").End()
+		h.ServeHTTP(w, r)
+	})
 }
