@@ -317,15 +317,31 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
-	lo, hi := cacheBounds(from, to)
-	var gone []string
-	for k := range c.ordered().Ascend(lo, hi) {
-		gone = append(gone, k)
-	}
+	tree := c.ordered()
 	dirty := false
-	for _, k := range gone {
-		dirty = dirty || c.entries[k].isDirty
-		c.remove(k)
+	if k, _, ok := tree.Min(); ok && (from == nil || k >= string(from)) {
+		// The range starts at or before the first key (a window store
+		// drops its oldest segments): the keys go from the front of the
+		// tree, with no key compared on the way down.
+		for {
+			k, e, ok := tree.Min()
+			if !ok || (to != nil && k >= string(to)) {
+				break
+			}
+			tree.DeleteMin()
+			delete(c.entries, k)
+			dirty = dirty || e.isDirty
+		}
+	} else {
+		lo, hi := cacheBounds(from, to)
+		var gone []string
+		for k := range tree.Ascend(lo, hi) {
+			gone = append(gone, k)
+		}
+		for _, k := range gone {
+			dirty = dirty || c.entries[k].isDirty
+			c.remove(k)
+		}
 	}
 	if dirty {
 		c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })
