@@ -164,6 +164,12 @@ type windowStore[K, V any] struct {
 	vs     serde.Serde[V]
 	dups   bool
 	logger ChangeLogger
+	// seq is the last sequence number given (duplicates retained), read
+	// from the backend at the first put (seqRead). Only puts use it, on
+	// the owner's goroutine; after an aborted commit it may be ahead of
+	// the backend's, which only skips numbers.
+	seq     uint32
+	seqRead bool
 	// spare is a closed one-key fetch, kept for the next: a join fetches
 	// once per record. Atomic, since queries may fetch from their own
 	// goroutines while the owner does.
@@ -221,10 +227,14 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	var seq uint32
 	if s.dups {
 		// As Kafka Streams: 1, 2, … 2^31-1, 0, 1, …
-		if seq, err = readSeq(s.b); err != nil {
-			return s.errorf("put", err)
+		if !s.seqRead {
+			if s.seq, err = readSeq(s.b); err != nil {
+				return s.errorf("put", err)
+			}
+			s.seqRead = true
 		}
-		seq = (seq + 1) & 0x7fffffff
+		seq = (s.seq + 1) & 0x7fffffff
+		s.seq = seq
 		if err := s.b.Put(seqKey, binary.BigEndian.AppendUint32(nil, seq)); err != nil {
 			return s.errorf("put", err)
 		}
