@@ -198,6 +198,18 @@ func (c *Cache) putOwned(key, value []byte) error {
 	return c.write(key, value)
 }
 
+// putOwnedKV is Put of a key and a value the caller gives up: neither is
+// copied, and neither may be modified after (a window store's key and value
+// share one allocation, which its changelog record reads too).
+func (c *Cache) putOwnedKV(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	c.lock()
+	defer c.unlock()
+	return c.writeKey(key, unsafe.String(unsafe.SliceData(key), len(key)), value)
+}
+
 // Delete caches the deletion of key, as dirty.
 func (c *Cache) Delete(key []byte) error {
 	c.lock()
@@ -206,6 +218,12 @@ func (c *Cache) Delete(key []byte) error {
 }
 
 func (c *Cache) write(key, value []byte) error {
+	return c.writeKey(key, "", value)
+}
+
+// writeKey is write with the key's string when the caller has one to give
+// (owned): else a new entry copies key.
+func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 	ts := NoTimestamp
 	if c.clock != nil {
 		ts = c.clock.RecordTime()
@@ -217,7 +235,10 @@ func (c *Cache) write(key, value []byte) error {
 			c.dirty = append(c.dirty, string(key))
 		}
 	} else {
-		k := string(key)
+		k := owned
+		if len(k) != len(key) {
+			k = string(key)
+		}
 		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
 		c.dirty = append(c.dirty, k)
 	}

@@ -190,7 +190,11 @@ func (s *windowStore[K, V]) key(op string, key K) ([]byte, error) {
 
 // storeKey is the backend key of (kb, start, seq).
 func (s *windowStore[K, V]) storeKey(kb []byte, start int64, seq uint32) []byte {
-	k := make([]byte, 0, segPrefixLen+len(kb)+windowSuffixLen)
+	return s.appendStoreKey(make([]byte, 0, segPrefixLen+len(kb)+windowSuffixLen), kb, start, seq)
+}
+
+// appendStoreKey appends the backend key of (kb, start, seq) to k.
+func (s *windowStore[K, V]) appendStoreKey(k, kb []byte, start int64, seq uint32) []byte {
 	k = appendSegment(k, s.segment(start))
 	k = append(k, kb...)
 	k = binary.BigEndian.AppendUint64(k, uint64(start))
@@ -239,11 +243,23 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 			return s.errorf("put", err)
 		}
 	}
-	sk := s.storeKey(kb, windowStart, seq)
-	if vb == nil {
-		err = s.b.Delete(sk)
+	var sk []byte
+	if c, ok := s.b.(*Cache); ok && vb != nil {
+		// The key and a copy of the value in one allocation, which the
+		// cache keeps and the changelog record reads: a join puts every
+		// record, and the cache holds them for the retention.
+		n := segPrefixLen + len(kb) + windowSuffixLen
+		buf := s.appendStoreKey(make([]byte, 0, n+len(vb)), kb, windowStart, seq)
+		buf = append(buf, vb...)
+		sk, vb = buf[:n:n], buf[n:]
+		err = c.putOwnedKV(sk, vb)
 	} else {
-		err = s.b.Put(sk, vb)
+		sk = s.storeKey(kb, windowStart, seq)
+		if vb == nil {
+			err = s.b.Delete(sk)
+		} else {
+			err = s.b.Put(sk, vb)
+		}
 	}
 	if err != nil {
 		return s.errorf("put", err)
