@@ -198,6 +198,18 @@ func (c *Cache) putOwned(key, value []byte) error {
 	return c.write(key, value)
 }
 
+// putOwnedKV is Put of a key and a value the caller gives up: neither is
+// copied, and neither may be modified after (a window store's key and value
+// share one allocation, which its changelog record reads too).
+func (c *Cache) putOwnedKV(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	c.lock()
+	defer c.unlock()
+	return c.writeKey(key, unsafe.String(unsafe.SliceData(key), len(key)), value)
+}
+
 // Delete caches the deletion of key, as dirty.
 func (c *Cache) Delete(key []byte) error {
 	c.lock()
@@ -206,6 +218,12 @@ func (c *Cache) Delete(key []byte) error {
 }
 
 func (c *Cache) write(key, value []byte) error {
+	return c.writeKey(key, "", value)
+}
+
+// writeKey is write with the key's string when the caller has one to give
+// (owned): else a new entry copies key.
+func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 	ts := NoTimestamp
 	if c.clock != nil {
 		ts = c.clock.RecordTime()
@@ -217,7 +235,10 @@ func (c *Cache) write(key, value []byte) error {
 			c.dirty = append(c.dirty, string(key))
 		}
 	} else {
-		k := string(key)
+		k := owned
+		if len(k) != len(key) {
+			k = string(key)
+		}
 		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
 		c.dirty = append(c.dirty, k)
 	}
@@ -317,15 +338,31 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
-	lo, hi := cacheBounds(from, to)
-	var gone []string
-	for k := range c.ordered().Ascend(lo, hi) {
-		gone = append(gone, k)
-	}
+	tree := c.ordered()
 	dirty := false
-	for _, k := range gone {
-		dirty = dirty || c.entries[k].isDirty
-		c.remove(k)
+	if k, _, ok := tree.Min(); ok && (from == nil || k >= string(from)) {
+		// The range starts at or before the first key (a window store
+		// drops its oldest segments): the keys go from the front of the
+		// tree, with no key compared on the way down.
+		for {
+			k, e, ok := tree.Min()
+			if !ok || (to != nil && k >= string(to)) {
+				break
+			}
+			tree.DeleteMin()
+			delete(c.entries, k)
+			dirty = dirty || e.isDirty
+		}
+	} else {
+		lo, hi := cacheBounds(from, to)
+		var gone []string
+		for k := range tree.Ascend(lo, hi) {
+			gone = append(gone, k)
+		}
+		for _, k := range gone {
+			dirty = dirty || c.entries[k].isDirty
+			c.remove(k)
+		}
 	}
 	if dirty {
 		c.dirty = slices.DeleteFunc(c.dirty, func(k string) bool { return r.Contains([]byte(k)) })

@@ -40,6 +40,10 @@ type StoreKind struct {
 	// put makes several backend writes, and its changelog holds the puts
 	// in the order they were made, which a cache's writes cannot tell.
 	LogsItself bool
+	// WriteBehind is how many entries the write-behind cache of a
+	// persistent store of this kind keeps when the runtime has no record
+	// cache (CacheRecords(0)); zero is the runtime's default.
+	WriteBehind int
 }
 
 // KeyValue is the kind of key-value stores (NewKeyValueStore): a compacted

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
@@ -116,7 +117,7 @@ func (opt WindowStoreOptions) normalized() WindowStoreOptions {
 func WindowKind(opt WindowStoreOptions) *StoreKind {
 	opt = opt.normalized()
 	seg := newSegmented("", nil, opt.Retention, opt.SegmentInterval)
-	return &StoreKind{
+	k := &StoreKind{
 		Name:      "window",
 		Changelog: RetainedChangelog,
 		Restore: func(b Backend, changes []Change) error {
@@ -124,7 +125,22 @@ func WindowKind(opt WindowStoreOptions) *StoreKind {
 		},
 		ToChangelog: segmentedToChangelog,
 	}
+	if opt.RetainDuplicates {
+		// A stream-stream join's store: every put is a new entry, dropped
+		// with its segment a retention later. A write-behind cache that
+		// holds the retention keeps them out of the disk store until the
+		// commit: at 10,000 entries the larger partitions' stores wrote
+		// everything back, then read it from table files and dropped it
+		// there.
+		k.WriteBehind = joinWriteBehind
+	}
+	return k
 }
+
+// joinWriteBehind is the write-behind cache of a join's window store (see
+// StoreKind.WriteBehind): several minutes of the benchmark's largest
+// partition; full, some 14 MiB with 100-byte values.
+const joinWriteBehind = 50_000
 
 // windowSuffixLen is the length of what follows the serialized key in a
 // window store's changelog key: the start and the sequence number.
@@ -148,6 +164,16 @@ type windowStore[K, V any] struct {
 	vs     serde.Serde[V]
 	dups   bool
 	logger ChangeLogger
+	// seq is the last sequence number given (duplicates retained), read
+	// from the backend at the first put (seqRead). Only puts use it, on
+	// the owner's goroutine; after an aborted commit it may be ahead of
+	// the backend's, which only skips numbers.
+	seq     uint32
+	seqRead bool
+	// spare is a closed one-key fetch, kept for the next: a join fetches
+	// once per record. Atomic, since queries may fetch from their own
+	// goroutines while the owner does.
+	spare atomic.Pointer[keyFetch[K, V]]
 }
 
 func (s *windowStore[K, V]) Name() string { return s.name }
@@ -164,7 +190,11 @@ func (s *windowStore[K, V]) key(op string, key K) ([]byte, error) {
 
 // storeKey is the backend key of (kb, start, seq).
 func (s *windowStore[K, V]) storeKey(kb []byte, start int64, seq uint32) []byte {
-	k := make([]byte, 0, segPrefixLen+len(kb)+windowSuffixLen)
+	return s.appendStoreKey(make([]byte, 0, segPrefixLen+len(kb)+windowSuffixLen), kb, start, seq)
+}
+
+// appendStoreKey appends the backend key of (kb, start, seq) to k.
+func (s *windowStore[K, V]) appendStoreKey(k, kb []byte, start int64, seq uint32) []byte {
 	k = appendSegment(k, s.segment(start))
 	k = append(k, kb...)
 	k = binary.BigEndian.AppendUint64(k, uint64(start))
@@ -201,19 +231,35 @@ func (s *windowStore[K, V]) Put(key K, value V, windowStart int64) error {
 	var seq uint32
 	if s.dups {
 		// As Kafka Streams: 1, 2, … 2^31-1, 0, 1, …
-		if seq, err = readSeq(s.b); err != nil {
-			return s.errorf("put", err)
+		if !s.seqRead {
+			if s.seq, err = readSeq(s.b); err != nil {
+				return s.errorf("put", err)
+			}
+			s.seqRead = true
 		}
-		seq = (seq + 1) & 0x7fffffff
+		seq = (s.seq + 1) & 0x7fffffff
+		s.seq = seq
 		if err := s.b.Put(seqKey, binary.BigEndian.AppendUint32(nil, seq)); err != nil {
 			return s.errorf("put", err)
 		}
 	}
-	sk := s.storeKey(kb, windowStart, seq)
-	if vb == nil {
-		err = s.b.Delete(sk)
+	var sk []byte
+	if c, ok := s.b.(*Cache); ok && vb != nil {
+		// The key and a copy of the value in one allocation, which the
+		// cache keeps and the changelog record reads: a join puts every
+		// record, and the cache holds them for the retention.
+		n := segPrefixLen + len(kb) + windowSuffixLen
+		buf := s.appendStoreKey(make([]byte, 0, n+len(vb)), kb, windowStart, seq)
+		buf = append(buf, vb...)
+		sk, vb = buf[:n:n], buf[n:]
+		err = c.putOwnedKV(sk, vb)
 	} else {
-		err = s.b.Put(sk, vb)
+		sk = s.storeKey(kb, windowStart, seq)
+		if vb == nil {
+			err = s.b.Delete(sk)
+		} else {
+			err = s.b.Put(sk, vb)
+		}
 	}
 	if err != nil {
 		return s.errorf("put", err)
@@ -289,7 +335,10 @@ func (s *windowStore[K, V]) BackwardFetchRange(key K, from, to int64) (WindowIte
 // ranges and their keys are one allocation when the range spans at most two
 // segments (a join's lookups do).
 func (s *windowStore[K, V]) fetchKey(key K, from, to int64, backward bool) (WindowIterator[K, V], error) {
-	f := &keyFetch[K, V]{}
+	f := s.spare.Swap(nil)
+	if f == nil {
+		f = &keyFetch[K, V]{}
+	}
 	var err error
 	if a, ok := s.ks.(serde.Appender[K]); ok {
 		f.kb, err = a.AppendSerialize(f.buf[:0], key)
@@ -297,21 +346,27 @@ func (s *windowStore[K, V]) fetchKey(key K, from, to int64, backward bool) (Wind
 		f.kb, err = s.ks.Serialize(key)
 	}
 	if err != nil {
+		s.spare.Store(f)
 		return nil, s.errorf("fetch", fmt.Errorf("serialize key: %w", err))
 	}
 	kb := f.kb
 	observed, err := s.observed()
 	if err != nil {
+		s.spare.Store(f)
 		return nil, err
 	}
 	lo, hi, ok := s.timeRange(from, to, observed)
 	ranges := f.ranges[:0]
 	if ok {
 		n := int(s.segment(hi)-s.segment(lo)) + 1
-		// Every range's bounds in one buffer: each is the segment, the
-		// key and a time and sequence number.
+		// Every range's bounds in one buffer, kept with the fetch: each is
+		// the segment, the key and a time and sequence number. Backends
+		// keep no bound past their iterator's Close.
 		size := segPrefixLen + len(kb) + windowSuffixLen
-		keys := make([]byte, 0, 2*n*size)
+		keys := f.keys[:0]
+		if cap(keys) < 2*n*size {
+			keys = make([]byte, 0, 2*n*size)
+		}
 		for seg := s.segment(lo); seg <= s.segment(hi); seg++ {
 			start := len(keys)
 			keys = appendSegment(keys, seg)
@@ -325,24 +380,56 @@ func (s *windowStore[K, V]) fetchKey(key K, from, to int64, backward bool) (Wind
 			keys = binary.BigEndian.AppendUint32(keys, 0)
 			ranges = append(ranges, KeyRange{From: keys[start:mid:mid], To: keys[mid:len(keys):len(keys)]})
 		}
+		f.keys = keys
 	}
 	// A longer key that starts with kb may fall in the ranges: only kb's
 	// own windows are kept (segIter.key).
 	f.seg = segIter{b: s.b, ranges: ranges, key: kb, byKey: true}
-	f.win = windowIter[K, V]{s: s, it: &f.seg}
+	f.win = windowIter[K, V]{s: s, it: &f.seg, kraw: f.win.kraw[:0], fetch: f}
 	if backward {
+		// reversed reads f to its end and closes it: f goes back to spare.
 		return f.win.reversed()
 	}
-	return &f.win, nil
+	return &keyFetchIter[K, V]{f}, nil
 }
 
-// keyFetch is a one-key fetch's iterator with what it walks.
+// keyFetch is a one-key fetch's iterator with what it walks; the store
+// keeps it once closed (spare), with its buffers.
 type keyFetch[K, V any] struct {
 	win    windowIter[K, V]
 	seg    segIter
 	ranges [2]KeyRange
 	kb     []byte
+	keys   []byte
 	buf    [32]byte
+}
+
+// keyFetchIter is what a one-key fetch returns: the keyFetch it lends,
+// until Close gives it back (so a second Close cannot close the fetch that
+// reuses it).
+type keyFetchIter[K, V any] struct{ f *keyFetch[K, V] }
+
+func (it *keyFetchIter[K, V]) Next() bool {
+	return it.f != nil && it.f.win.Next()
+}
+func (it *keyFetchIter[K, V]) Key() K       { return it.f.win.Key() }
+func (it *keyFetchIter[K, V]) Start() int64 { return it.f.win.Start() }
+func (it *keyFetchIter[K, V]) Value() V     { return it.f.win.Value() }
+
+func (it *keyFetchIter[K, V]) Err() error {
+	if it.f == nil {
+		return nil
+	}
+	return it.f.win.Err()
+}
+
+func (it *keyFetchIter[K, V]) Close() error {
+	if it.f == nil {
+		return nil
+	}
+	f := it.f
+	it.f = nil
+	return f.win.Close()
 }
 
 func (s *windowStore[K, V]) FetchAll(from, to int64) (WindowIterator[K, V], error) {
@@ -398,6 +485,9 @@ type windowIter[K, V any] struct {
 	kraw       []byte
 	keyDone    bool
 	decodeKeys bool
+	// fetch is the one-key fetch this iterator is part of, given back to
+	// its store by Close; nil for other iterators.
+	fetch *keyFetch[K, V]
 }
 
 // reversed reads it to its end and returns an iterator over what it read,
@@ -488,10 +578,19 @@ func (it *windowIter[K, V]) Err() error {
 
 func (it *windowIter[K, V]) Close() error {
 	it.rev = nil
+	var err error
 	if it.it != nil {
-		if err := it.it.Close(); err != nil {
-			return it.s.errorf("close iterator", err)
-		}
+		err = it.it.Close()
+	}
+	if f := it.fetch; f != nil {
+		// Keep no value or backend alive while spare.
+		it.fetch, it.it, it.cur = nil, nil, windowEntry[K, V]{}
+		f.seg = segIter{}
+		f.ranges = [2]KeyRange{}
+		it.s.spare.Store(f)
+	}
+	if err != nil {
+		return it.s.errorf("close iterator", err)
 	}
 	return nil
 }

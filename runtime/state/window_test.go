@@ -147,3 +147,61 @@ func TestRestoreRefusesForeignRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyFetchReuse checks that a one-key fetch, whose iterator the store
+// reuses once closed, closed twice does not close the fetch that reuses it,
+// and that each fetch sees only its own key and range.
+func TestKeyFetchReuse(t *testing.T) {
+	opt := state.WindowStoreOptions{WindowSize: time.Minute, RetainDuplicates: true}
+	s := state.NewWindowStore("w", state.NewCache(state.NewMemory(), 100, nil), serde.String{}, serde.String{}, opt, nil)
+	must(0, s.Put("a", "a1", 1000))
+	must(0, s.Put("b", "b1", 1000))
+	must(0, s.Put("a", "a2", 2000))
+	fetch := func(key string, from, to int64, backward bool) []string {
+		var it state.WindowIterator[string, string]
+		var err error
+		if backward {
+			it, err = s.BackwardFetchRange(key, from, to)
+		} else {
+			it, err = s.FetchRange(key, from, to)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for it.Next() {
+			got = append(got, it.Key()+"="+it.Value())
+		}
+		must(0, it.Err())
+		must(0, it.Close())
+		must(0, it.Close()) // a second Close is harmless
+		return got
+	}
+	first, err := s.FetchRange("a", 0, 5000)
+	must(0, err)
+	must(0, first.Close())
+	second, err := s.FetchRange("b", 0, 5000)
+	must(0, err)
+	must(0, first.Close()) // must not close second, which may reuse first's fetch
+	if !second.Next() || second.Value() != "b1" || second.Next() {
+		t.Error("a fetch was disturbed by the second Close of the fetch before it")
+	}
+	must(0, second.Close())
+	for _, c := range []struct {
+		key      string
+		from, to int64
+		backward bool
+		want     []string
+	}{
+		{"a", 0, 5000, false, []string{"a=a1", "a=a2"}},
+		{"a", 0, 5000, true, []string{"a=a2", "a=a1"}},
+		{"b", 0, 5000, false, []string{"b=b1"}},
+		{"a", 1500, 5000, false, []string{"a=a2"}},
+		{"c", 0, 5000, false, nil},
+		{"a", 0, 5000, false, []string{"a=a1", "a=a2"}},
+	} {
+		if got := fetch(c.key, c.from, c.to, c.backward); !cmp.Equal(got, c.want) {
+			t.Errorf("fetch %q [%d, %d] backward=%v = %v, want %v", c.key, c.from, c.to, c.backward, got, c.want)
+		}
+	}
+}

@@ -93,8 +93,8 @@ func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
 		s.first = 0
 	}
 	if n := len(recs); n > 0 {
-		// Records that would take an input of several past four times its
-		// share are packed (packed.go), all of them: one kept as fetched
+		// Records that would take an input of several past packAbove times
+		// its share are packed (packed.go), all of them: one kept as fetched
 		// would keep its fetch alive. A task of one input never waits for
 		// another, so it takes its records as fast as they come.
 		if s.packed.len() == 0 && (len(s.t.inputs) < 2 || s.buffered()+n <= packAbove*s.t.env.config().bufferRecords) {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -279,7 +280,7 @@ func (m *stateManager) wrap(t *task, ts *taskStore) {
 		// when this cache overflows between commits). A count's Get before
 		// its Put is a map lookup, and the store sees one write per key per
 		// commit instead of one commit-pipeline write per record.
-		ts.cache = state.NewCache(ts.inner, writeBehindRecords, nil)
+		ts.cache = state.NewCache(ts.inner, cmp.Or(def.kind.WriteBehind, writeBehindRecords), nil)
 		ts.backend, ts.loggedEachWrite = ts.cache, true
 	}
 }
@@ -555,5 +556,6 @@ func (m *stateManager) close(clean bool) error {
 }
 
 // writeBehindRecords is how many entries the cache of a persistent store
-// without a record cache (CacheRecords(0)) keeps between commits.
+// without a record cache (CacheRecords(0)) keeps between commits, unless
+// its kind says otherwise (StoreKind.WriteBehind: a join's window stores).
 const writeBehindRecords = 10_000
