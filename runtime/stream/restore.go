@@ -338,7 +338,9 @@ func (r *changelogReader) poll(ctx context.Context) error {
 			}
 		}
 		s.pendingTo = p.Records[len(p.Records)-1].Offset + 1
-		if !s.ready && len(b.recs) > 0 && (s.pendingTo >= s.restoreEnd || s.pendingBytes >= restoreChunkBytes) {
+		// At the changelog's end a chunk is applied even with no record
+		// (transaction markers only): its position ends the restore.
+		if !s.ready && (s.pendingTo >= s.restoreEnd || s.pendingBytes >= restoreChunkBytes) {
 			s.ready = true
 			r.ready = append(r.ready, s)
 		}
