@@ -510,10 +510,10 @@ func (r *changelogReader) applied(j restoreJob) {
 	}
 }
 
-// drop forgets the pending records of s, applied or not, so that the
-// fetched records they point into can be freed. A small slice is kept for
-// the next records (a standby that caught up reads a few at a time), a
-// chunk's is not: a store may stay idle for long.
+// drop forgets the pending records of s, unapplied (its restore stops),
+// and their blocks. A small slice of records is kept for the next ones (a
+// standby that caught up reads a few at a time), a chunk's is not: a store
+// may stay idle for long.
 func (r *changelogReader) drop(s *taskStore) {
 	r.pendingBytes -= s.pendingBytes
 	s.pendingBytes = 0
