@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -25,7 +28,8 @@ type changelogReader struct {
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
-	pendingBytes    int // the stores' pendingBytes, summed
+	pendingBytes    int          // the stores' pendingBytes, summed
+	ready           []*taskStore // stores with a chunk to apply
 }
 
 // active says whether any store is being fed.
@@ -218,19 +222,75 @@ func (r *changelogReader) stop(s *taskStore) {
 	r.cl.RemoveConsumePartitions(map[string][]int32{s.changelog: {s.partition}})
 }
 
-// step applies one batch of changelog records to the stores being fed.
+// step reads the changelogs and applies the chunks that are ready, each
+// on a goroutine of its own, reading on meanwhile: a chunk's table is
+// written and synced while the next records are fetched and gathered, and
+// the stores of a unit whose changelogs end together are written side by
+// side. step returns once every chunk it started is applied, so nothing
+// else of the unit sees a store while it is written.
 func (r *changelogReader) step() error {
 	if len(r.restoring) == 0 {
 		return nil
 	}
 	u := r.u
 	wait := time.Millisecond
-	if !u.tm.hasWork() && u.tm.anyActiveRestoring() {
+	if len(r.ready) == 0 && !u.tm.hasWork() && u.tm.anyActiveRestoring() {
 		wait = 20 * time.Millisecond
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	fetches := r.cl.PollRecords(ctx, 100_000)
+	err := r.poll(ctx)
 	cancel()
+	if err != nil || len(r.ready) == 0 {
+		return errors.Join(err, u.fatal)
+	}
+	jobs := make([]restoreJob, len(r.ready))
+	for i, s := range r.ready {
+		jobs[i] = restoreJob{s: s, buf: s.pending, to: s.pendingTo, bytes: s.pendingBytes}
+		s.pending, s.pendingBytes, s.ready = restoreBuf{}, 0, false
+	}
+	clear(r.ready)
+	r.ready = r.ready[:0]
+	errs := make([]error, len(jobs))
+	ctx, cancel = context.WithCancel(context.Background())
+	var left atomic.Int32
+	left.Store(int32(len(jobs)))
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			errs[i] = jobs[i].apply()
+			if left.Add(-1) == 0 {
+				cancel() // ends the poll below
+			}
+		})
+	}
+	// The fetches go on meanwhile; what they bring waits for the next
+	// step, unless too much is held already.
+	for ctx.Err() == nil && err == nil && r.pendingBytes < restoreBufferBytes {
+		err = r.poll(ctx)
+	}
+	wg.Wait()
+	cancel()
+	for i, j := range jobs {
+		r.pendingBytes -= j.bytes
+		if errs[i] == nil {
+			r.applied(j)
+		}
+		if s := j.s; s.pending.recs == nil && cap(j.buf.recs) <= 1024 {
+			// A small slice serves the next records (a standby that
+			// caught up reads a few at a time); a chunk's is let go.
+			s.pending.recs = j.buf.recs[:0]
+		}
+	}
+	return errors.Join(err, errors.Join(errs...), u.fatal)
+}
+
+// poll reads the changelogs until ctx ends or records come, and adds the
+// records to their stores' pending ones. A store whose pending records
+// make a chunk, or reach the end of its changelog, joins r.ready; every
+// store with pending records does when they hold too much together.
+func (r *changelogReader) poll(ctx context.Context) error {
+	u := r.u
+	fetches := r.cl.PollRecords(ctx, 100_000)
 	var ferr error
 	fetches.EachError(func(topic string, p int32, err error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
@@ -247,60 +307,132 @@ func (r *changelogReader) step() error {
 	if ferr != nil {
 		return ferr
 	}
-	var err error
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		s := r.restoring[p.Topic][p.Partition]
-		if s == nil || len(p.Records) == 0 || err != nil {
+		if s == nil || len(p.Records) == 0 {
 			return
 		}
 		if s.t.standby && p.HighWatermark >= 0 {
 			s.restoreEnd = p.HighWatermark // how far a standby has to go
 		}
-		if need := len(s.pending) + len(p.Records); need > cap(s.pending) {
+		b := &s.pending
+		if need := len(b.recs) + len(p.Records); need > cap(b.recs) {
 			// Sized once for the whole chunk where the first fetch tells
 			// how large its records are: growing a slice of 100,000s of
-			// changes by doubling copied each of them twice on average
-			// (a sixth of a window store's restore CPU). Doubled after
-			// that, not by append's quarter.
-			grown := make([]state.Change, len(s.pending), max(2*cap(s.pending), need, 1024, chunkRecords(s, p.Records)))
-			copy(grown, s.pending)
-			s.pending = grown
+			// records by doubling copied each of them twice on average.
+			// Doubled after that, not by append's quarter.
+			grown := make([]bufRec, len(b.recs), max(2*cap(b.recs), need, 1024, chunkRecords(s, p.Records)))
+			copy(grown, b.recs)
+			b.recs = grown
+		}
+		fetched := 0
+		for _, rec := range p.Records {
+			fetched += len(rec.Key) + len(rec.Value)
 		}
 		for _, rec := range p.Records {
 			if !rec.Attrs.IsControl() {
-				s.pending = append(s.pending, state.Change{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp.UnixMilli()})
+				b.add(rec.Key, rec.Value, rec.Timestamp.UnixMilli(), fetched)
 				n := len(rec.Key) + len(rec.Value) + 16
 				s.pendingBytes += n
 				r.pendingBytes += n
 			}
 		}
 		s.pendingTo = p.Records[len(p.Records)-1].Offset + 1
-		if s.pendingTo < s.restoreEnd && s.pendingBytes < restoreChunkBytes {
-			return // more to come: applied in larger chunks
+		// At the changelog's end a chunk is applied even with no record
+		// (transaction markers only): its position ends the restore.
+		if !s.ready && (s.pendingTo >= s.restoreEnd || s.pendingBytes >= restoreChunkBytes) {
+			s.ready = true
+			r.ready = append(r.ready, s)
 		}
-		err = r.apply(s)
 	})
-	if err == nil && r.pendingBytes >= restoreBufferBytes {
-		// Too much held across the stores: apply it all.
+	if r.pendingBytes >= restoreBufferBytes {
+		// Too much held across the stores: every one applies what it has.
 		for _, ps := range r.restoring {
 			for _, s := range ps {
-				if err == nil && len(s.pending) > 0 {
-					err = r.apply(s)
+				if !s.ready && len(s.pending.recs) > 0 {
+					s.ready = true
+					r.ready = append(r.ready, s)
 				}
 			}
 		}
 	}
-	if err != nil {
-		return err
+	return nil
+}
+
+// restoreBuf holds a store's changelog records read but not applied yet:
+// their keys and values copied out of the fetches into blocks of bytes,
+// each record an offset into them. Nothing in it holds a pointer the
+// garbage collector has to follow; a chunk kept as changes pointing into
+// the fetched records had every collection trace two pointers per record
+// read so far (a collection runs each time the heap doubles, and a
+// restore's heap grows by the chunks it holds), and it kept the fetches
+// whole (each record's header and offsets too) until applied.
+type restoreBuf struct {
+	recs   []bufRec
+	blocks [][]byte // the last one is being filled
+}
+
+// bufRec is one record of a restoreBuf: its key, then its value, at off
+// in a block; a length of -1 is a nil key or value (a tombstone).
+type bufRec struct {
+	block, off int32
+	klen, vlen int32
+	ts         int64
+}
+
+// restoreBlockBytes is the largest block a restoreBuf allocates for
+// records smaller than it; a store that reads a little at a time (a
+// standby caught up) gets blocks the size of its fetches.
+const restoreBlockBytes = 1 << 20
+
+// add copies one record in; fetched is the bytes of the fetch it comes
+// from, which sizes a new block.
+func (b *restoreBuf) add(key, value []byte, ts int64, fetched int) {
+	n := len(key) + len(value)
+	last := len(b.blocks) - 1
+	if last < 0 || cap(b.blocks[last])-len(b.blocks[last]) < n {
+		b.blocks = append(b.blocks, make([]byte, 0, max(n, min(fetched, restoreBlockBytes))))
+		last++
 	}
-	return u.fatal
+	blk := b.blocks[last]
+	r := bufRec{block: int32(last), off: int32(len(blk)), klen: int32(len(key)), vlen: int32(len(value)), ts: ts}
+	if key == nil {
+		r.klen = -1
+	}
+	if value == nil {
+		r.vlen = -1
+	}
+	blk = append(blk, key...)
+	b.blocks[last] = append(blk, value...)
+	b.recs = append(b.recs, r)
+}
+
+// changes returns the records as changes whose keys and values point into
+// the blocks (capped: appending to one cannot reach the next).
+func (b *restoreBuf) changes() []state.Change {
+	out := make([]state.Change, len(b.recs))
+	for i, r := range b.recs {
+		blk, off := b.blocks[r.block], int(r.off)
+		c := &out[i]
+		c.Timestamp = r.ts
+		if r.klen >= 0 {
+			end := off + int(r.klen)
+			c.Key = blk[off:end:end]
+			off = end
+		}
+		if r.vlen >= 0 {
+			end := off + int(r.vlen)
+			c.Value = blk[off:end:end]
+		}
+	}
+	return out
 }
 
 // chunkRecords estimates how many changelog records of s make a chunk,
 // from the sizes of recs (the fetch that starts it): no more than the
 // offsets left to the end of the changelog, as far as it is known.
 func chunkRecords(s *taskStore, recs []*kgo.Record) int {
-	if len(s.pending) > 0 || len(recs) == 0 {
+	if len(s.pending.recs) > 0 || len(recs) == 0 {
 		return 0
 	}
 	bytes := 0
@@ -326,27 +458,41 @@ var (
 	restoreBufferBytes = 32 << 20
 ) // variables for tests
 
-// apply applies the pending records of s, then records the position they
-// reach, and ends the restore of an active task's store that reached the
-// end of its changelog.
-func (r *changelogReader) apply(s *taskStore) error {
-	u := r.u
-	n := uint64(len(s.pending))
-	if err := s.def.kind.Restore(s.inner, s.pending); err != nil {
+// restoreJob is one chunk of a store's changelog to apply, up to offset
+// to (exclusive); bytes is what it counts in pendingBytes.
+type restoreJob struct {
+	s     *taskStore
+	buf   restoreBuf
+	to    int64
+	bytes int
+}
+
+// apply writes the chunk to its store, then the position it reaches:
+// written after the changes it covers, unsynced, so an interrupted
+// restore resumes from what survived. It runs on a goroutine of its own
+// and touches nothing but the store.
+func (j restoreJob) apply() error {
+	s := j.s
+	if err := s.def.kind.Restore(s.inner, j.buf.changes()); err != nil {
 		return fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 	}
-	r.drop(s)
-	s.restoredTo = s.pendingTo
-	// Written after the changes it covers, unsynced: an interrupted
-	// restore resumes from what survived.
 	if ps, ok := s.inner.(state.Positioned); ok {
-		if err := ps.SetPosition(s.restoredTo); err != nil {
+		if err := ps.SetPosition(j.to); err != nil {
 			return fmt.Errorf("task %s: restore store %q: record position: %w", s.t.id, s.def.name, err)
 		}
 	}
+	return nil
+}
+
+// applied records that chunk j was applied, and ends the restore of an
+// active task's store that reached the end of its changelog.
+func (r *changelogReader) applied(j restoreJob) {
+	u, s := r.u, j.s
+	n := uint64(len(j.buf.recs))
+	s.restoredTo = j.to
 	if s.t.standby {
 		r.standbyRestored += n
-		return nil
+		return
 	}
 	r.restored += n
 	s.t.restore.records += n
@@ -362,22 +508,24 @@ func (r *changelogReader) apply(s *taskStore) error {
 		u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
 			"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
 	}
-	return nil
 }
 
-// drop forgets the pending records of s, applied or not, so that the
-// fetched records they point into can be freed. A small slice is kept for
-// the next records (a standby that caught up reads a few at a time), a
-// chunk's is not: a store may stay idle for long.
+// drop forgets the pending records of s, unapplied (its restore stops),
+// and their blocks. A small slice of records is kept for the next ones (a
+// standby that caught up reads a few at a time), a chunk's is not: a store
+// may stay idle for long.
 func (r *changelogReader) drop(s *taskStore) {
 	r.pendingBytes -= s.pendingBytes
 	s.pendingBytes = 0
-	if cap(s.pending) > 1024 {
-		s.pending = nil
+	if s.ready {
+		s.ready = false
+		r.ready = slices.DeleteFunc(r.ready, func(o *taskStore) bool { return o == s })
+	}
+	if cap(s.pending.recs) > 1024 {
+		s.pending = restoreBuf{}
 		return
 	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
+	s.pending = restoreBuf{recs: s.pending.recs[:0]}
 }
 
 // restoringAny says whether a store of t is still being fed.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kgen-dev/kgen/internal/kafkatest"
 	"github.com/kgen-dev/kgen/runtime/state"
@@ -49,8 +51,19 @@ func (s *loggingStore) SetPosition(offset int64) error {
 // TestRestoreAppliesInChunks restores a changelog in chunks much smaller
 // than it: each chunk is one batch followed by the position it reaches,
 // the positions grow to the changelog's end, and the state restored is the
-// one logged (the counts go on from it).
+// one logged (the counts go on from it), whether the changelog's batches
+// are compressed or not (the keys and values a chunk copies come from the
+// fetched bytes or from buffers franz-go decompresses into).
 func TestRestoreAppliesInChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"uncompressed", kgo.NoCompression()}, {"lz4", kgo.Lz4Compression()}} {
+		t.Run(tc.name, func(t *testing.T) { testRestoreAppliesInChunks(t, tc.codec) })
+	}
+}
+
+func testRestoreAppliesInChunks(t *testing.T, codec kgo.CompressionCodec) {
 	stream.SetRestoreChunks(t, 4<<10, 16<<10)
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
@@ -71,7 +84,7 @@ func TestRestoreAppliesInChunks(t *testing.T) {
 		// read in several.
 		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
 			stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp(),
-			stream.ClientOpts(kgo.ProducerBatchMaxBytes(1<<10), kgo.FetchMaxPartitionBytes(512)))
+			stream.ClientOpts(kgo.ProducerBatchMaxBytes(1<<10), kgo.FetchMaxPartitionBytes(512), kgo.ProducerBatchCompression(codec)))
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -137,6 +150,72 @@ func TestRestoreAppliesInChunks(t *testing.T) {
 		if len(positions) == 0 || positions[len(positions)-1] != end.Offset {
 			t.Errorf("positions %v, want them to reach the changelog's end %d", positions, end.Offset)
 		}
+	}
+	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+		t.Fatalf("counts after the restore differ from the truth: %s", mapDiff(truth, got))
+	}
+}
+
+// overlapStore is a store whose batches take a while and count how many
+// stores are being written at once.
+type overlapStore struct {
+	state.Backend
+	now, most *atomic.Int32
+}
+
+func (s *overlapStore) ApplyBatch(changes []state.Change) error {
+	n := s.now.Add(1)
+	defer s.now.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(50 * time.Millisecond)
+	return s.Backend.(state.Restorer).ApplyBatch(changes)
+}
+
+func (s *overlapStore) Position() (int64, bool, error) {
+	return s.Backend.(state.Positioned).Position()
+}
+
+func (s *overlapStore) SetPosition(offset int64) error {
+	return s.Backend.(state.Positioned).SetPosition(offset)
+}
+
+// TestRestoreAppliesStoresSideBySide restores four small changelogs on one
+// unit, each read to its end by the first fetch: their chunks are ready
+// together and written at once, not one after the other, and the state
+// restored is the one logged.
+func TestRestoreAppliesStoresSideBySide(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
+	appID := "sidebyside-" + in
+	recs, truth := keyedRecords(in, 2000, 200, 7)
+	var now, most atomic.Int32
+	opener := func(dir string) (state.Backend, error) {
+		b, err := onDisk(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &overlapStore{Backend: b, now: &now, most: &most}, nil
+	}
+	run := func() *stream.App {
+		t.Helper()
+		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+			stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return app
+	}
+	produceAll(t, c.Client(t), recs[:1500])
+	run() // builds the changelogs
+	most.Store(0)
+	produceAll(t, c.Client(t), recs[1500:])
+	app := run() // a new state directory: restores, then counts on
+	if app.Stats().Restored == 0 {
+		t.Fatal("nothing restored")
+	}
+	if m := most.Load(); m < 2 {
+		t.Errorf("at most %d store written at once during the restore, want the four chunks side by side", m)
 	}
 	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
 		t.Fatalf("counts after the restore differ from the truth: %s", mapDiff(truth, got))

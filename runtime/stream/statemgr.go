@@ -87,9 +87,10 @@ type taskStore struct {
 	// pending are changelog records read but not applied yet, up to
 	// offset pendingTo (exclusive): a restore applies them in chunks
 	// (changelogReader.step).
-	pending      []state.Change
+	pending      restoreBuf
 	pendingBytes int
 	pendingTo    int64
+	ready        bool // in changelogReader.ready
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)

@@ -36,6 +36,7 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,7 +124,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	if a.Guarantee == protocol.ExactlyOnce && !restoring {
 		tr = track.NewTransactional()
 	}
-	held := &atomic.Int64{} // entries the restored stores hold
+	held := &heldCounts{byTask: map[stream.TaskID]int64{}} // entries the restored stores hold
 	topo, err := topology(a, tr, store, held)
 	if err != nil {
 		return res, err
@@ -282,7 +283,7 @@ func run(a *protocol.Args, backend string) (protocol.Result, error) {
 	return res, err
 }
 
-func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, held *atomic.Int64) (*stream.Topology, error) {
+func topology(a *protocol.Args, tr *track.Tracker, store stream.StoreOptions, held *heldCounts) (*stream.Topology, error) {
 	t := stream.NewTopology()
 	switch a.Workload {
 	case protocol.SourceOnly:
@@ -439,12 +440,35 @@ func (h *restoreWatch) WithGroup(name string) slog.Handler {
 	return &restoreWatch{next: h.next.WithGroup(name), w: h.w}
 }
 
+// heldCounts is what each task's store holds, counted once the restore is
+// timed. A task counted again (it moved to the other unit after the
+// restore, when that unit joined late) replaces its count: summed, a
+// store's entries counted twice failed a correct run.
+type heldCounts struct {
+	mu     sync.Mutex
+	byTask map[stream.TaskID]int64
+	total  atomic.Int64
+}
+
+func (h *heldCounts) set(task stream.TaskID, n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old, ok := h.byTask[task]; ok {
+		fmt.Fprintf(os.Stderr, "kgen: task %v counted again (%d entries, %d before)\n", task, n, old)
+	}
+	h.total.Add(n - h.byTask[task])
+	h.byTask[task] = n
+}
+
+// Load returns the entries counted, summed over the tasks.
+func (h *heldCounts) Load() int64 { return h.total.Load() }
+
 // holdCounter adds the number of entries its task's store holds to held
 // once the restore is timed (timed is closed). Not in Init, which runs when
 // its own task is restored: the unit's other tasks may still be restoring,
 // and the count would hold them up inside the timed restore.
 type holdCounter struct {
-	held  *atomic.Int64
+	held  *heldCounts
 	timed <-chan struct{}
 }
 
@@ -462,7 +486,7 @@ func (h *holdCounter) Init(ctx *stream.Context[[]byte, []byte]) error {
 	return nil
 }
 
-// count adds the entries of the task's store to held.
+// count records the entries of the task's store in held.
 func (h *holdCounter) count(ctx *stream.Context[[]byte, []byte]) error {
 	var n int64
 	var err error
@@ -488,7 +512,7 @@ func (h *holdCounter) count(ctx *stream.Context[[]byte, []byte]) error {
 			err = errors.Join(it.Err(), it.Close())
 		}
 	}
-	h.held.Add(n)
+	h.held.set(ctx.TaskID(), n)
 	return err
 }
 
