@@ -14,9 +14,7 @@ import (
 // (125,000 changes) from about 19 ms with slices.SortFunc and
 // compareSortKeys to under half of that.
 func sortKeys(changes []state.Change, keys []sortKey) {
-	if !mergeRuns(keys) {
-		quickSortKeys(keys, 2*bits.Len(uint(len(keys))))
-	}
+	quickSortKeys(keys, 2*bits.Len(uint(len(keys))))
 	for i := 0; i < len(keys); {
 		j := i + 1
 		for j < len(keys) && samePrefix(&keys[i], &keys[j]) {
@@ -110,75 +108,4 @@ func partitionKeys(k []sortKey) int {
 	}
 	k[0], k[j] = k[j], k[0]
 	return j
-}
-
-// minMergeRun is the average length of the ascending runs from which
-// mergeRuns merges them rather than leave keys to the quicksort.
-const minMergeRun = 64
-
-// mergeRuns sorts k by lessKey when it is made of few ascending runs (an
-// average run of minMergeRun keys or more), merging them pairwise: a
-// changelog written in sorted batches (a window store's keys in order
-// within each window, as the bench writes them) is then sorted in a few
-// linear passes, where the quicksort pays log n of them. It returns false,
-// k unchanged, when the runs are too short; finding that out costs at most
-// one pass, and usually much less.
-func mergeRuns(k []sortKey) bool {
-	n := len(k)
-	if n < 2*minMergeRun {
-		return false
-	}
-	limit := n / minMergeRun
-	starts := []int{0}
-	for i := 1; i < n; i++ {
-		if lessKey(&k[i], &k[i-1]) {
-			if len(starts) == limit {
-				return false
-			}
-			starts = append(starts, i)
-		}
-	}
-	if len(starts) == 1 {
-		return true
-	}
-	src, dst := k, make([]sortKey, n)
-	for len(starts) > 1 {
-		next := starts[:0:0]
-		for r := 0; r < len(starts); r += 2 {
-			lo := starts[r]
-			next = append(next, lo)
-			if r+1 == len(starts) {
-				copy(dst[lo:], src[lo:]) // an odd run out
-				break
-			}
-			mid, hi := starts[r+1], n
-			if r+2 < len(starts) {
-				hi = starts[r+2]
-			}
-			mergeKeys(dst[lo:hi], src[lo:mid], src[mid:hi])
-		}
-		starts = next
-		src, dst = dst, src
-	}
-	if &src[0] != &k[0] {
-		copy(k, src)
-	}
-	return true
-}
-
-// mergeKeys merges the sorted a and b into dst (len(a)+len(b) long).
-func mergeKeys(dst, a, b []sortKey) {
-	i, j, o := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		if lessKey(&b[j], &a[i]) {
-			dst[o] = b[j]
-			j++
-		} else {
-			dst[o] = a[i]
-			i++
-		}
-		o++
-	}
-	o += copy(dst[o:], a[i:])
-	copy(dst[o:], b[j:])
 }

@@ -15,8 +15,7 @@ import (
 // runs, so that sortKeys meets ties in the prefix and poor pivots.
 func randomChanges(rng *rand.Rand, n int) []state.Change {
 	changes := make([]state.Change, n)
-	order := rng.IntN(4) // random, ascending, descending, ascending runs
-	run := 1 + rng.IntN(300)
+	order := rng.IntN(3) // random, ascending, descending
 	for i := range changes {
 		k := binary.BigEndian.AppendUint64(nil, uint64(rng.IntN(3)))
 		k = fmt.Appendf(k, "key-%d", rng.IntN(50))
@@ -25,10 +24,6 @@ func randomChanges(rng *rand.Rand, n int) []state.Change {
 			k = binary.BigEndian.AppendUint64(k[:8], uint64(i))
 		case 2:
 			k = binary.BigEndian.AppendUint64(k[:8], uint64(n-i))
-		case 3:
-			// Windows of a window store, keys in order within each.
-			k = binary.BigEndian.AppendUint64(k[:8], uint64(i%run))
-			k = binary.BigEndian.AppendUint64(k, uint64(i/run))
 		default:
 			k = binary.BigEndian.AppendUint64(k, uint64(rng.IntN(4)))
 			if rng.IntN(2) == 0 {
@@ -62,48 +57,6 @@ func TestSortKeysIsCompareSortKeysOrder(t *testing.T) {
 						got[i].i, changes[got[i].i].Key, want[i].i, changes[want[i].i].Key)
 				}
 			}
-		}
-	}
-}
-
-// TestMergeRunsTakesRuns checks that keys made of long ascending runs are
-// merged (and sorted), and that short runs are left to the quicksort
-// untouched.
-func TestMergeRunsTakesRuns(t *testing.T) {
-	for _, tc := range []struct {
-		n, run int
-		merged bool
-	}{
-		{10_000, 10_000, true}, {10_000, 1250, true}, {10_001, 77, true}, {10_000, 70, true},
-		{10_000, 40, false}, {10_000, 2, false}, {100, 100, false},
-	} {
-		keys := make([]sortKey, tc.n)
-		for i := range keys {
-			keys[i] = sortKey{p0: uint64(i % tc.run), p1: uint64(i / tc.run), i: int32(i)}
-		}
-		orig := slices.Clone(keys)
-		if got := mergeRuns(keys); got != tc.merged {
-			t.Fatalf("%d keys in runs of %d: merged %v, want %v", tc.n, tc.run, got, tc.merged)
-		}
-		if !tc.merged {
-			if !slices.Equal(keys, orig) {
-				t.Fatalf("%d keys in runs of %d: changed, not merged", tc.n, tc.run)
-			}
-			continue
-		}
-		if !slices.IsSortedFunc(keys, func(a, b sortKey) int {
-			if lessKey(&a, &b) {
-				return -1
-			}
-			return 1
-		}) {
-			t.Fatalf("%d keys in runs of %d: not sorted", tc.n, tc.run)
-		}
-		slices.SortFunc(orig, func(a, b sortKey) int { return int(a.i - b.i) })
-		seen := slices.Clone(keys)
-		slices.SortFunc(seen, func(a, b sortKey) int { return int(a.i - b.i) })
-		if !slices.Equal(seen, orig) {
-			t.Fatalf("%d keys in runs of %d: keys lost or duplicated", tc.n, tc.run)
 		}
 	}
 }
