@@ -50,10 +50,41 @@ type Cache struct {
 
 var _ RangeDeleter = (*Cache)(nil)
 
+// cacheEntry is a cached key's value. The value is kept as a pointer and a
+// length rather than a slice, so that an entry is 24 bytes, not 48 (its
+// size class): it is a tenth of a join store's cache.
 type cacheEntry struct {
-	value   []byte // nil: deleted, or absent in the backend. Never modified in place.
-	ts      int64  // the time of the record that made the last write
+	val     unsafe.Pointer // the value's first byte; nil when empty or absent
+	ts      int64          // the time of the record that made the last write
+	n       uint32         // the value's length (a Kafka record's is far below 4 GiB)
+	present bool           // false: deleted, or absent in the backend
 	isDirty bool
+}
+
+// value is the entry's value, nil when absent. Never modified in place.
+func (e *cacheEntry) value() []byte {
+	if !e.present {
+		return nil
+	}
+	if e.val == nil {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(e.val), e.n)
+}
+
+// setValue makes v (nil: absent) the entry's value, without copying it.
+func (e *cacheEntry) setValue(v []byte) {
+	e.present, e.n, e.val = v != nil, uint32(len(v)), nil
+	if len(v) > 0 {
+		e.val = unsafe.Pointer(unsafe.SliceData(v))
+	}
+}
+
+// newCacheEntry is an entry holding v.
+func newCacheEntry(v []byte, ts int64, dirty bool) *cacheEntry {
+	e := &cacheEntry{ts: ts, isDirty: dirty}
+	e.setValue(v)
+	return e
 }
 
 // NewCache returns a cache of at most about limit entries over b (limit < 1
@@ -183,10 +214,11 @@ func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
 // the backend has to be read.
 func (c *Cache) peekCached(key []byte) (v []byte, ok, cached bool) {
 	if e, in := c.lookup(key); in {
-		if e.value == nil {
+		v := e.value()
+		if v == nil {
 			return nil, false, true
 		}
-		return append(make([]byte, 0, len(e.value)), e.value...), true, true
+		return append(make([]byte, 0, len(v)), v...), true, true
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
 		return nil, false, true
@@ -204,7 +236,7 @@ func (c *Cache) view(key []byte) ([]byte, bool, error) {
 
 func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
 	if e, ok := c.lookup(key); ok {
-		return e.value, e.value != nil, nil
+		return e.value(), e.present, nil
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
 		return nil, false, nil // dropped, not yet from the backend
@@ -213,7 +245,7 @@ func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c.add(string(key), &cacheEntry{value: v})
+	c.add(string(key), newCacheEntry(v, 0, false))
 	c.overflow()
 	return v, ok, nil
 }
@@ -270,7 +302,8 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 		return c.writeOrdered(key, owned, value, ts)
 	}
 	if e, ok := c.entries[string(key)]; ok {
-		e.value, e.ts = value, ts
+		e.setValue(value)
+		e.ts = ts
 		if !e.isDirty {
 			e.isDirty = true
 			c.dirty = append(c.dirty, string(key))
@@ -280,7 +313,7 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 		if len(k) != len(key) {
 			k = string(key)
 		}
-		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
+		c.add(k, newCacheEntry(value, ts, true))
 		c.dirty = append(c.dirty, k)
 	}
 	return c.overflow()
@@ -294,7 +327,7 @@ func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) e
 	if len(k) != len(key) {
 		k = string(key)
 	}
-	e := &cacheEntry{value: value, ts: ts, isDirty: true}
+	e := newCacheEntry(value, ts, true)
 	if _, old, replaced := c.sorted.ReplaceOrInsert(k, e); !replaced || !old.isDirty {
 		c.dirty = append(c.dirty, k)
 	}
@@ -480,7 +513,7 @@ func (c *Cache) takeDirty() []Change {
 	for _, k := range c.dirty {
 		e, _ := c.find(k)
 		e.isDirty = false
-		changes = append(changes, Change{Key: []byte(k), Value: e.value, Timestamp: e.ts})
+		changes = append(changes, Change{Key: []byte(k), Value: e.value(), Timestamp: e.ts})
 	}
 	c.dirty = c.dirty[:0]
 	return changes
@@ -519,7 +552,7 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	keys, values := m.keyBuf[:0], m.valueBuf[:0]
 	for k, e := range c.ordered().Ascend(lo, hi) {
 		keys = append(keys, k)
-		values = append(values, e.value)
+		values = append(values, e.value())
 	}
 	it, err := c.b.Range(from, to)
 	if err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/kgen-dev/kgen/runtime/serde"
 )
@@ -23,6 +24,33 @@ func TestJoinStoreCacheHasNoMap(t *testing.T) {
 		}
 		if c.size() == 0 {
 			t.Fatalf("RetainDuplicates %v: the put is not cached", dups)
+		}
+	}
+}
+
+// TestCacheEntrySize checks that an entry stays in the 24-byte size class
+// (the value as a pointer and a length) and that it still tells an empty
+// value from an absent one.
+func TestCacheEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(cacheEntry{}); n > 24 {
+		t.Fatalf("cacheEntry is %d bytes, want at most 24", n)
+	}
+	c := NewCache(NewMemory(), 100, nil)
+	if err := c.Put([]byte("empty"), []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete([]byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := c.Get([]byte("empty")); err != nil || !ok || v == nil || len(v) != 0 {
+		t.Fatalf("Get(empty) = %q (nil %v), %v, %v; want an empty value", v, v == nil, ok, err)
+	}
+	if v, ok, err := c.Get([]byte("gone")); err != nil || ok || v != nil {
+		t.Fatalf("Get(gone) = %q, %v, %v; want absent", v, ok, err)
+	}
+	for _, ch := range c.Dirty() {
+		if (ch.Value == nil) != (string(ch.Key) == "gone") {
+			t.Fatalf("change %q: value %q (nil %v)", ch.Key, ch.Value, ch.Value == nil)
 		}
 	}
 }
