@@ -37,10 +37,16 @@ type Cache struct {
 	// orderedOnly says entries is nil and sorted alone holds the entries
 	// (OrderedOnly).
 	orderedOnly bool
-	dirty       []string // keys in the order they became dirty
-	limit       int
-	onFull      func()
-	clock       RecordClock // nil: writes carry NoTimestamp
+	// hot is the entry of hotKey, the last key an OrderedOnly cache
+	// rewrote, until an entry leaves the tree: a join's store rewrites its
+	// sequence number at every put, which is then updated in place
+	// instead of walking the tree.
+	hot    *cacheEntry
+	hotKey string
+	dirty  []string // keys in the order they became dirty
+	limit  int
+	onFull func()
+	clock  RecordClock // nil: writes carry NoTimestamp
 	// spareIter is a closed Range iterator, kept for the next Range.
 	spareIter *mergedIter
 	// drops are the ranges dropped since the owner last took them
@@ -323,13 +329,26 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 // whether the key is new (nearly always) or not, at the price of a new
 // entry when it is not.
 func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) error {
+	if e := c.hot; e != nil && c.hotKey == string(key) {
+		e.setValue(value)
+		e.ts = ts
+		if !e.isDirty {
+			e.isDirty = true
+			c.dirty = append(c.dirty, c.hotKey)
+		}
+		return c.overflow()
+	}
 	k := owned
 	if len(k) != len(key) {
 		k = string(key)
 	}
 	e := newCacheEntry(value, ts, true)
-	if _, old, replaced := c.sorted.ReplaceOrInsert(k, e); !replaced || !old.isDirty {
+	_, old, replaced := c.sorted.ReplaceOrInsert(k, e)
+	if !replaced || !old.isDirty {
 		c.dirty = append(c.dirty, k)
+	}
+	if replaced {
+		c.hot, c.hotKey = e, k
 	}
 	return c.overflow()
 }
@@ -347,6 +366,7 @@ func (c *Cache) add(k string, e *cacheEntry) {
 }
 
 func (c *Cache) remove(k string) {
+	c.hot = nil
 	delete(c.entries, k)
 	if c.sorted != nil {
 		c.sorted.Delete(k)
@@ -354,6 +374,7 @@ func (c *Cache) remove(k string) {
 }
 
 func (c *Cache) removeAll() {
+	c.hot = nil
 	clear(c.entries)
 	if c.sorted != nil {
 		c.sorted.Clear(false)
@@ -416,6 +437,7 @@ func (c *Cache) overflow() error {
 
 // dropClean forgets the clean entries.
 func (c *Cache) dropClean() {
+	c.hot = nil
 	if !c.orderedOnly {
 		for k, e := range c.entries {
 			if !e.isDirty {
@@ -446,6 +468,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
+	c.hot = nil
 	tree := c.ordered()
 	dirty := false
 	if k, _, ok := tree.Min(); ok && (from == nil || k >= string(from)) {

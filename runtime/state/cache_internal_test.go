@@ -54,3 +54,32 @@ func TestCacheEntrySize(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderedOnlyRewriteInPlace checks that an OrderedOnly cache rewrites
+// the key it last rewrote (a join store's sequence number, at every put) in
+// place: no new entry, no walk down the tree.
+func TestOrderedOnlyRewriteInPlace(t *testing.T) {
+	c := NewCache(NewMemory(), 100, nil)
+	c.OrderedOnly()
+	key, v := []byte("seq"), []byte("1")
+	for _, k := range []string{"a", "seq", "z"} {
+		if err := c.Put([]byte(k), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.putOwned(key, v); err != nil { // replaced: now the hot key
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = c.putOwned(key, v) }); n != 0 {
+		t.Fatalf("a rewrite of the hot key allocates %v times, want 0", n)
+	}
+	if err := c.DeleteRange(nil, []byte("b")); err != nil { // forgets the hot entry
+		t.Fatal(err)
+	}
+	if err := c.putOwned(key, []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, _ := c.Get(key); !ok || string(got) != "2" {
+		t.Fatalf("Get(seq) = %q, %v; want 2", got, ok)
+	}
+}
