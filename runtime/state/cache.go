@@ -34,6 +34,15 @@ type Cache struct {
 	// scan the whole cache each time. Nil until the first Range or
 	// DeleteRange, so that a store only read by key pays nothing for it.
 	sorted *btreemap.BTreeMap[string, *cacheEntry]
+	// orderedOnly says entries is nil and sorted alone holds the entries
+	// (OrderedOnly).
+	orderedOnly bool
+	// hot is the entry of hotKey, the last key an OrderedOnly cache
+	// rewrote, until an entry leaves the tree: a join's store rewrites its
+	// sequence number at every put, which is then updated in place
+	// instead of walking the tree.
+	hot    *cacheEntry
+	hotKey string
 	dirty  []string // keys in the order they became dirty
 	limit  int
 	onFull func()
@@ -47,10 +56,41 @@ type Cache struct {
 
 var _ RangeDeleter = (*Cache)(nil)
 
+// cacheEntry is a cached key's value. The value is kept as a pointer and a
+// length rather than a slice, so that an entry is 24 bytes, not 48 (its
+// size class): it is a tenth of a join store's cache.
 type cacheEntry struct {
-	value   []byte // nil: deleted, or absent in the backend. Never modified in place.
-	ts      int64  // the time of the record that made the last write
+	val     unsafe.Pointer // the value's first byte; nil when empty or absent
+	ts      int64          // the time of the record that made the last write
+	n       uint32         // the value's length (a Kafka record's is far below 4 GiB)
+	present bool           // false: deleted, or absent in the backend
 	isDirty bool
+}
+
+// value is the entry's value, nil when absent. Never modified in place.
+func (e *cacheEntry) value() []byte {
+	if !e.present {
+		return nil
+	}
+	if e.val == nil {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(e.val), e.n)
+}
+
+// setValue makes v (nil: absent) the entry's value, without copying it.
+func (e *cacheEntry) setValue(v []byte) {
+	e.present, e.n, e.val = v != nil, uint32(len(v)), nil
+	if len(v) > 0 {
+		e.val = unsafe.Pointer(unsafe.SliceData(v))
+	}
+}
+
+// newCacheEntry is an entry holding v.
+func newCacheEntry(v []byte, ts int64, dirty bool) *cacheEntry {
+	e := &cacheEntry{ts: ts, isDirty: dirty}
+	e.setValue(v)
+	return e
 }
 
 // NewCache returns a cache of at most about limit entries over b (limit < 1
@@ -72,6 +112,41 @@ func NewCache(b Backend, limit int, onFull func()) *Cache {
 // the record that caused it, however late the commit comes. Without a
 // clock, writes carry NoTimestamp.
 func (c *Cache) SetClock(clock RecordClock) { c.clock = clock }
+
+// OrderedOnly makes the key tree the cache's only index, without the map:
+// for a store whose reads are ranges and whose writes are nearly all new
+// keys (a join's window store), where the map was some 47 bytes an entry,
+// a sixth of the cache's memory, for lookups the tree can do. A lookup by
+// key then costs a walk down the tree. Call it before the cache is used.
+func (c *Cache) OrderedOnly() {
+	c.lock()
+	defer c.unlock()
+	c.ordered()
+	c.entries, c.orderedOnly = nil, true
+}
+
+// lookup returns the entry of key.
+func (c *Cache) lookup(key []byte) (*cacheEntry, bool) {
+	return c.find(unsafe.String(unsafe.SliceData(key), len(key)))
+}
+
+// find is lookup of a string key, which it does not keep.
+func (c *Cache) find(k string) (*cacheEntry, bool) {
+	if c.orderedOnly {
+		_, e, ok := c.sorted.Get(k)
+		return e, ok
+	}
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+// size is the number of entries.
+func (c *Cache) size() int {
+	if c.orderedOnly {
+		return c.sorted.Len()
+	}
+	return len(c.entries)
+}
 
 // ShareReads makes the cache safe for readers on other goroutines (an
 // interactive query) while one goroutine, its owner, reads and writes it:
@@ -144,11 +219,12 @@ func (c *Cache) Peek(key []byte) ([]byte, bool, error) {
 // peekCached is what the cache alone says of key: cached is false when
 // the backend has to be read.
 func (c *Cache) peekCached(key []byte) (v []byte, ok, cached bool) {
-	if e, in := c.entries[string(key)]; in {
-		if e.value == nil {
+	if e, in := c.lookup(key); in {
+		v := e.value()
+		if v == nil {
 			return nil, false, true
 		}
-		return append(make([]byte, 0, len(e.value)), e.value...), true, true
+		return append(make([]byte, 0, len(v)), v...), true, true
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
 		return nil, false, true
@@ -165,8 +241,8 @@ func (c *Cache) view(key []byte) ([]byte, bool, error) {
 }
 
 func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
-	if e, ok := c.entries[string(key)]; ok {
-		return e.value, e.value != nil, nil
+	if e, ok := c.lookup(key); ok {
+		return e.value(), e.present, nil
 	}
 	if len(c.drops) > 0 && inRanges(c.drops, key) {
 		return nil, false, nil // dropped, not yet from the backend
@@ -175,7 +251,7 @@ func (c *Cache) viewLocked(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	c.add(string(key), &cacheEntry{value: v})
+	c.add(string(key), newCacheEntry(v, 0, false))
 	c.overflow()
 	return v, ok, nil
 }
@@ -228,8 +304,12 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 	if c.clock != nil {
 		ts = c.clock.RecordTime()
 	}
+	if c.orderedOnly {
+		return c.writeOrdered(key, owned, value, ts)
+	}
 	if e, ok := c.entries[string(key)]; ok {
-		e.value, e.ts = value, ts
+		e.setValue(value)
+		e.ts = ts
 		if !e.isDirty {
 			e.isDirty = true
 			c.dirty = append(c.dirty, string(key))
@@ -239,8 +319,36 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 		if len(k) != len(key) {
 			k = string(key)
 		}
-		c.add(k, &cacheEntry{value: value, ts: ts, isDirty: true})
+		c.add(k, newCacheEntry(value, ts, true))
 		c.dirty = append(c.dirty, k)
+	}
+	return c.overflow()
+}
+
+// writeOrdered is writeKey of an OrderedOnly cache: one walk down the tree
+// whether the key is new (nearly always) or not, at the price of a new
+// entry when it is not.
+func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) error {
+	if e := c.hot; e != nil && c.hotKey == string(key) {
+		e.setValue(value)
+		e.ts = ts
+		if !e.isDirty {
+			e.isDirty = true
+			c.dirty = append(c.dirty, c.hotKey)
+		}
+		return c.overflow()
+	}
+	k := owned
+	if len(k) != len(key) {
+		k = string(key)
+	}
+	e := newCacheEntry(value, ts, true)
+	_, old, replaced := c.sorted.ReplaceOrInsert(k, e)
+	if !replaced || !old.isDirty {
+		c.dirty = append(c.dirty, k)
+	}
+	if replaced {
+		c.hot, c.hotKey = e, k
 	}
 	return c.overflow()
 }
@@ -249,13 +357,16 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 const cacheDegree = 16
 
 func (c *Cache) add(k string, e *cacheEntry) {
-	c.entries[k] = e
+	if !c.orderedOnly {
+		c.entries[k] = e
+	}
 	if c.sorted != nil {
 		c.sorted.ReplaceOrInsert(k, e)
 	}
 }
 
 func (c *Cache) remove(k string) {
+	c.hot = nil
 	delete(c.entries, k)
 	if c.sorted != nil {
 		c.sorted.Delete(k)
@@ -263,6 +374,7 @@ func (c *Cache) remove(k string) {
 }
 
 func (c *Cache) removeAll() {
+	c.hot = nil
 	clear(c.entries)
 	if c.sorted != nil {
 		c.sorted.Clear(false)
@@ -298,16 +410,12 @@ func (c *Cache) ordered() *btreemap.BTreeMap[string, *cacheEntry] {
 // cost nothing to drop; then the owner is asked to take the dirty ones, or,
 // with no one to ask, they are written back.
 func (c *Cache) overflow() error {
-	if len(c.entries) <= c.limit {
+	if c.size() <= c.limit {
 		return nil
 	}
-	if len(c.dirty) < len(c.entries) {
-		for k, e := range c.entries {
-			if !e.isDirty {
-				c.remove(k)
-			}
-		}
-		if len(c.entries) <= c.limit {
+	if len(c.dirty) < c.size() {
+		c.dropClean()
+		if c.size() <= c.limit {
 			return nil
 		}
 	}
@@ -327,6 +435,28 @@ func (c *Cache) overflow() error {
 	return nil
 }
 
+// dropClean forgets the clean entries.
+func (c *Cache) dropClean() {
+	c.hot = nil
+	if !c.orderedOnly {
+		for k, e := range c.entries {
+			if !e.isDirty {
+				c.remove(k)
+			}
+		}
+		return
+	}
+	var clean []string
+	for k, e := range c.sorted.Ascend(btreemap.Min[string](), btreemap.Max[string]()) {
+		if !e.isDirty {
+			clean = append(clean, k)
+		}
+	}
+	for _, k := range clean {
+		c.sorted.Delete(k)
+	}
+}
+
 // DeleteRange implements RangeDeleter as a write held like the others: the
 // range's cached entries, dirty ones included, are forgotten, and the range
 // hides the backend's keys in it until the owner takes it (Drops) or it is
@@ -338,6 +468,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
+	c.hot = nil
 	tree := c.ordered()
 	dirty := false
 	if k, _, ok := tree.Min(); ok && (from == nil || k >= string(from)) {
@@ -356,11 +487,11 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	} else {
 		lo, hi := cacheBounds(from, to)
 		var gone []string
-		for k := range tree.Ascend(lo, hi) {
+		for k, e := range tree.Ascend(lo, hi) {
 			gone = append(gone, k)
+			dirty = dirty || e.isDirty
 		}
 		for _, k := range gone {
-			dirty = dirty || c.entries[k].isDirty
 			c.remove(k)
 		}
 	}
@@ -403,9 +534,9 @@ func (c *Cache) takeDirty() []Change {
 	}
 	changes := make([]Change, 0, len(c.dirty))
 	for _, k := range c.dirty {
-		e := c.entries[k]
+		e, _ := c.find(k)
 		e.isDirty = false
-		changes = append(changes, Change{Key: []byte(k), Value: e.value, Timestamp: e.ts})
+		changes = append(changes, Change{Key: []byte(k), Value: e.value(), Timestamp: e.ts})
 	}
 	c.dirty = c.dirty[:0]
 	return changes
@@ -444,7 +575,7 @@ func (c *Cache) Range(from, to []byte) (Iterator, error) {
 	keys, values := m.keyBuf[:0], m.valueBuf[:0]
 	for k, e := range c.ordered().Ascend(lo, hi) {
 		keys = append(keys, k)
-		values = append(values, e.value)
+		values = append(values, e.value())
 	}
 	it, err := c.b.Range(from, to)
 	if err != nil {

@@ -309,16 +309,19 @@ func TestDeleteRangesWithoutRangeDeleter(t *testing.T) {
 // commits (the owner applying Drops then Dirty to the backend) and aborts
 // (Discard) against a cache over a memory backend, and compares every read,
 // and the backend after each commit, with a map. With no owner the cache
-// writes back by itself when full, and nothing is aborted.
+// writes back by itself when full, and nothing is aborted. An OrderedOnly
+// cache (no map) must behave the same.
 func TestCacheModel(t *testing.T) {
-	for _, owned := range []bool{true, false} {
-		for seed := uint64(1); seed <= 20; seed++ {
-			t.Run(fmt.Sprintf("owned=%v/%d", owned, seed), func(t *testing.T) { cacheModel(t, owned, seed) })
+	for _, ordered := range []bool{false, true} {
+		for _, owned := range []bool{true, false} {
+			for seed := uint64(1); seed <= 20; seed++ {
+				t.Run(fmt.Sprintf("ordered=%v/owned=%v/%d", ordered, owned, seed), func(t *testing.T) { cacheModel(t, ordered, owned, seed) })
+			}
 		}
 	}
 }
 
-func cacheModel(t *testing.T, owned bool, seed uint64) {
+func cacheModel(t *testing.T, ordered, owned bool, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, seed))
 	keys := []string{"", "a", "a\x00", "ab", "b", "ba", "c", "\xff"}
 	key := func() string { return keys[r.IntN(len(keys))] }
@@ -334,6 +337,9 @@ func cacheModel(t *testing.T, owned bool, seed uint64) {
 		onFull = func() {}
 	}
 	c := state.NewCache(mem, 4, onFull)
+	if ordered {
+		c.OrderedOnly()
+	}
 	clock := &fakeClock{}
 	c.SetClock(clock)
 	current, committed := map[string]string{}, map[string]string{}
@@ -457,5 +463,32 @@ func TestCachePeek(t *testing.T) {
 	}
 	if _, ok, _ := c.Peek([]byte("c")); ok {
 		t.Fatal("Peek(c) found a key of a dropped range")
+	}
+}
+
+// TestCacheOrderedOnlyDirtyOrder checks that an OrderedOnly cache, whose
+// rewrite of a key replaces its entry, hands out each dirty key once, in
+// the order it became dirty, with its last value.
+func TestCacheOrderedOnlyDirtyOrder(t *testing.T) {
+	c := state.NewCache(state.NewMemory(), 100, func() {})
+	c.OrderedOnly()
+	for _, kv := range [][2]string{{"b", "1"}, {"a", "2"}, {"b", "3"}, {"c", "4"}} {
+		must(0, c.Put([]byte(kv[0]), []byte(kv[1])))
+	}
+	want := []state.Change{
+		{Key: []byte("b"), Value: []byte("3"), Timestamp: state.NoTimestamp},
+		{Key: []byte("a"), Value: []byte("2"), Timestamp: state.NoTimestamp},
+		{Key: []byte("c"), Value: []byte("4"), Timestamp: state.NoTimestamp},
+	}
+	if diff := cmp.Diff(want, c.Dirty()); diff != "" {
+		t.Fatalf("Dirty (-want +got):\n%s", diff)
+	}
+	must(0, c.Put([]byte("a"), []byte("5"))) // clean, rewritten: dirty again
+	want = []state.Change{{Key: []byte("a"), Value: []byte("5"), Timestamp: state.NoTimestamp}}
+	if diff := cmp.Diff(want, c.Dirty()); diff != "" {
+		t.Fatalf("Dirty after a clean key's rewrite (-want +got):\n%s", diff)
+	}
+	if v, ok := must2(c.Get([]byte("b"))); !ok || string(v) != "3" {
+		t.Fatalf("Get(b) = %q, %v; want 3, true", v, ok)
 	}
 }

@@ -93,6 +93,11 @@ type WindowStoreOptions struct {
 // Its kind is WindowKind(opt). See segments.go for the backend's layout.
 func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V], opt WindowStoreOptions, logger ChangeLogger) WindowStore[K, V] {
 	opt = opt.normalized()
+	if c, ok := b.(*Cache); ok && opt.RetainDuplicates {
+		// Every put is a new key, and reads are fetches (ranges): the
+		// cache's map would only cost memory.
+		c.OrderedOnly()
+	}
 	return &windowStore[K, V]{
 		segmented: newSegmented(name, b, opt.Retention, opt.SegmentInterval),
 		ks:        ks,
