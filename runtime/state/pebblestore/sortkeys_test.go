@@ -64,16 +64,8 @@ func TestSortKeysIsCompareSortKeysOrder(t *testing.T) {
 // BenchmarkSortKeys sorts a chunk shaped like a restored window store's:
 // one segment, 10,000 keys, window starts, in changelog (time) order.
 func BenchmarkSortKeys(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 125_000
-	changes := make([]state.Change, n)
-	for i := range changes {
-		k := binary.BigEndian.AppendUint64(nil, 7)
-		k = fmt.Appendf(k, "key-%d", rng.IntN(10000))
-		k = binary.BigEndian.AppendUint64(k, uint64(1_700_000_000_000+i/2000*60_000))
-		changes[i] = state.Change{Key: binary.BigEndian.AppendUint32(k, 0)}
-	}
-	keys := make([]sortKey, n)
+	changes := windowChunk()
+	keys := make([]sortKey, len(changes))
 	for _, sorter := range []string{"slices.SortFunc", "sortKeys"} {
 		b.Run(sorter, func(b *testing.B) {
 			for b.Loop() {
@@ -93,15 +85,7 @@ func BenchmarkSortKeys(b *testing.B) {
 // BenchmarkIngestChunk applies a restored chunk shaped like a window
 // store's (125,000 changes) to an empty store: sort, table, ingestion.
 func BenchmarkIngestChunk(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 125_000
-	changes := make([]state.Change, n)
-	for i := range changes {
-		k := binary.BigEndian.AppendUint64(nil, 7)
-		k = fmt.Appendf(k, "key-%d", rng.IntN(10000))
-		k = binary.BigEndian.AppendUint64(k, uint64(1_700_000_000_000+i/2000*60_000))
-		changes[i] = state.Change{Key: binary.BigEndian.AppendUint32(k, 0), Value: binary.BigEndian.AppendUint64(nil, uint64(i))}
-	}
+	changes := windowChunk()
 	for b.Loop() {
 		b.StopTimer()
 		st, err := Open(b.TempDir(), Options{})
@@ -116,4 +100,19 @@ func BenchmarkIngestChunk(b *testing.B) {
 		st.Close()
 		b.StartTimer()
 	}
+}
+
+// windowChunk is 125,000 changes shaped like a restored window store's
+// chunk: one segment, 10,000 keys in random order, window starts in
+// changelog (time) order, 8-byte values.
+func windowChunk() []state.Change {
+	rng := rand.New(rand.NewPCG(1, 2))
+	changes := make([]state.Change, 125_000)
+	for i := range changes {
+		k := binary.BigEndian.AppendUint64(nil, 7)
+		k = fmt.Appendf(k, "key-%d", rng.IntN(10000))
+		k = binary.BigEndian.AppendUint64(k, uint64(1_700_000_000_000+i/2000*60_000))
+		changes[i] = state.Change{Key: binary.BigEndian.AppendUint32(k, 0), Value: binary.BigEndian.AppendUint64(nil, uint64(i))}
+	}
+	return changes
 }
