@@ -216,8 +216,16 @@ func (a *App) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
 	defer release()
-	// Fresh metadata: changelogs this app just created must be visible at once.
-	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...), kgo.MetadataMinAge(100 * time.Millisecond)}, a.cfg.clientOpts...)...)
+	// Fresh metadata: changelogs this app just created must be visible at
+	// once. franz-go spaces its metadata requests by this age, and the
+	// first look at a new topic comes right after the app's first
+	// metadata: at 100 ms it was most of the wait for new changelogs.
+	// The admin client's requests are few (startup, end offsets), and the
+	// retries it makes are mostly of a new topic whose partitions are not
+	// served yet, a matter of milliseconds: its backoff starts at 10 ms,
+	// not franz-go's 250.
+	a.admClient, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.brokers...), kgo.MetadataMinAge(10 * time.Millisecond),
+		kgo.RetryBackoffFn(adminBackoff)}, a.cfg.clientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", a.cfg.appID, err)
 	}
@@ -632,6 +640,12 @@ func (a *App) changelogEnds(ctx context.Context, deadline time.Time, topics ...s
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// adminBackoff is the admin client's wait before its try-th retry: 10 ms,
+// doubling up to a second.
+func adminBackoff(tries int) time.Duration {
+	return min(10*time.Millisecond<<min(tries, 7), time.Second)
 }
 
 // markerWait bounds how long the restores of one assignment wait for

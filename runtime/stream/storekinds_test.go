@@ -438,3 +438,39 @@ func TestStateManagerHoldsDrops(t *testing.T) {
 		})
 	}
 }
+
+// TestChangelogCreationFailsForOneTopic checks that the changelogs created
+// together in one request are judged one by one: the one the broker refuses
+// (its name collides with an existing topic's, '.' against '_') stops Run
+// with an error naming it and the broker's reason, and the other is created
+// with its kind's configs.
+func TestChangelogCreationFailsForOneTopic(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "collide_" + in
+	refused, created := changelogTopic(appID, "kv"), changelogTopic(appID, "win")
+	clash := strings.Replace(refused, "collide_", "collide.", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Admin(t).CreateTopic(ctx, 2, -1, nil, clash); err != nil {
+		t.Fatalf("create %s: %v", clash, err)
+	}
+	t.Cleanup(func() { c.Admin(t).DeleteTopics(context.Background(), clash, refused, created) })
+	app, err := New(kindsTopology(in, out, newRetainedKind().kind, nil), Brokers(c.Seeds()...), AppID(appID),
+		StateDir(t.TempDir()), Logger(kindsLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = app.Run(ctx)
+	want := fmt.Sprintf("create changelog topic %q: INVALID_TOPIC_EXCEPTION", refused)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run: %v, want an error containing %q", err, want)
+	}
+	if strings.Contains(err.Error(), created) {
+		t.Fatalf("Run: %v, names %s, which could be created", err, created)
+	}
+	got := topicConfigs(t, c, created)
+	if p := got[created]["cleanup.policy"]; p != "compact,delete" {
+		t.Fatalf("%s: cleanup.policy=%q, want compact,delete", created, p)
+	}
+}
