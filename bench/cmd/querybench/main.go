@@ -65,6 +65,7 @@ func main() {
 		wrk        = flag.String("wrk", "wrk", "the wrk binary")
 		rate       = flag.Float64("rate", 0, "gets per second asked by hey (Debian's package) over -connections workers; 0: wrk as fast as it can")
 		hey        = flag.String("hey", "hey", "the hey binary (with -rate)")
+		allocProf  = flag.String("allocprofile", "", "write the allocations of the whole run (sampled, by where they were made) to this file")
 		mutexProf  = flag.String("mutexprofile", "", "write a mutex contention profile (where the lock holders let go) to this file")
 		processes  = flag.Bool("processes", false, "run each instance in a process of its own, as deployed, rather than both in this one")
 		child      = flag.String("child", "", "internal: run instance NAME of -child-app on -child-in and -child-out, print its address, stop at the end of stdin")
@@ -97,6 +98,15 @@ func main() {
 		defer func() {
 			pprof.StopCPUProfile()
 			f.Close()
+		}()
+	}
+	if *allocProf != "" {
+		defer func() {
+			f, err := os.Create(*allocProf)
+			if err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
 		}()
 	}
 	if *mutexProf != "" {
