@@ -139,12 +139,6 @@ func (m *taskManager) onLost(_ context.Context, _ *kgo.Client, lost map[string][
 // takes over the open stores of the task it replaces.
 func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, handoff map[TaskID]*task) {
 	u := m.u
-	if err := u.a.awaitChangelogs(ctx); err != nil {
-		if ctx.Err() == nil {
-			u.fatal = err
-		}
-		return
-	}
 	var created []*task
 	for topic, parts := range assigned {
 		sub, ok := u.a.topicSub[topic]
@@ -192,6 +186,17 @@ func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, h
 		}
 	}
 	m.reorder()
+	// The stores are opened above while the changelogs are being created
+	// (a new topic takes the broker tens of milliseconds to serve), and
+	// their restoration waits for them here. Without them the new tasks
+	// go, unstarted, as if never created.
+	if err := u.a.awaitChangelogs(ctx); err != nil {
+		m.drop(created, false)
+		if ctx.Err() == nil {
+			u.fatal = err
+		}
+		return
+	}
 	markersBy := time.Now().Add(markerWait)
 	for _, t := range created {
 		if err := u.cr.start(ctx, t, markersBy); err != nil {

@@ -70,6 +70,7 @@ type unit struct {
 
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
+	idle       bool // the last step processed nothing
 	lastReport time.Time
 	// joined is true from the first assignment until the unit's
 	// membership is lost; inRebalance counts rebalance callbacks running.
@@ -263,7 +264,12 @@ func (u *unit) run(ctx context.Context) (err error) {
 				u.cl.AllowRebalance()
 				return err
 			}
-			if ctx.Err() != nil || time.Since(start) > window || !u.tm.hasWork() {
+			// Records held back (an input waits for its fetch, as Kafka
+			// Streams' partition group) are no work: spinning on them
+			// took a core from franz-go, which decodes the fetch they
+			// wait for. The poll below blocks for it instead. (Not while
+			// changelogs are read: their reader is stepped here.)
+			if ctx.Err() != nil || time.Since(start) > window || !u.tm.hasWork() || u.idle && fetches.Empty() && !u.cr.active() {
 				break
 			}
 			fetches = u.cl.PollRecords(nil, u.pollBudget())
@@ -311,6 +317,7 @@ func (u *unit) step(fetches kgo.Fetches) error {
 	}
 	now := u.cfg.now()
 	processed, err := u.process(now)
+	u.idle = processed == 0
 	if err != nil {
 		return err
 	}
