@@ -156,7 +156,7 @@ func (m *memory) newSlot(buf []byte) uint32 {
 		m.tree.slabs[slot] = buf
 		return slot
 	}
-	if len(m.tree.slabs) == math.MaxUint32 {
+	if uint64(len(m.tree.slabs)) >= math.MaxUint32 {
 		panic("memory store: too many slabs")
 	}
 	m.tree.slabs = append(m.tree.slabs, buf)
