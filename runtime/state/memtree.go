@@ -37,6 +37,13 @@ type memTree struct {
 	// appends to them and fills slots, and empties a slot only when no
 	// clone can read it.
 	slabs [][]byte
+	// last is the leaf the last insert from the root reached, and lo and
+	// hi the keys bounding it (nil: none), until the tree's shape changes
+	// (a split, a delete, a clone). Keys arriving in ascending runs, as a
+	// partition's often do, mostly land in that leaf: two comparisons
+	// then find it instead of a search down from the root.
+	last   *memNode
+	lo, hi []byte
 }
 
 func newMemTree(degree int) *memTree {
@@ -132,6 +139,17 @@ func (t *memTree) set(key []byte, it memItem) (old memItem, replaced bool) {
 		t.length++
 		return memItem{}, false
 	}
+	if n := t.last; n != nil && len(n.items) < t.maxItems() &&
+		(t.lo == nil || bytes.Compare(key, t.lo) > 0) && (t.hi == nil || bytes.Compare(key, t.hi) < 0) {
+		i, found := t.find(n, key)
+		if found {
+			old, n.items[i] = n.items[i], it
+			return old, true
+		}
+		n.items = insertItem(n.items, i, it)
+		t.length++
+		return memItem{}, false
+	}
 	t.root = t.mutable(t.root)
 	if len(t.root.items) == t.maxItems() {
 		top := t.newNode(false)
@@ -141,6 +159,7 @@ func (t *memTree) set(key []byte, it memItem) (old memItem, replaced bool) {
 	}
 	// Down from the root, splitting each full child before entering it,
 	// so that a split always has room for the median in its parent.
+	var lo, hi []byte
 	n := t.root
 	for {
 		i, found := t.find(n, key)
@@ -151,6 +170,7 @@ func (t *memTree) set(key []byte, it memItem) (old memItem, replaced bool) {
 		if n.children == nil {
 			n.items = insertItem(n.items, i, it)
 			t.length++
+			t.last, t.lo, t.hi = n, lo, hi
 			return memItem{}, false
 		}
 		child := t.mutableChild(n, i)
@@ -165,6 +185,12 @@ func (t *memTree) set(key []byte, it memItem) (old memItem, replaced bool) {
 			}
 			child = n.children[i]
 		}
+		if i > 0 {
+			lo = t.key(n.items[i-1])
+		}
+		if i < len(n.items) {
+			hi = t.key(n.items[i])
+		}
 		n = child
 	}
 }
@@ -172,6 +198,7 @@ func (t *memTree) set(key []byte, it memItem) (old memItem, replaced bool) {
 // splitChild moves the upper half of n's full child i, which t owns, to a
 // new child after it, and its median up into n.
 func (t *memTree) splitChild(n *memNode, i int, child *memNode) {
+	t.last = nil
 	mid := t.degree - 1
 	right := t.newNode(child.children == nil)
 	right.items = append(right.items, child.items[mid+1:]...)
@@ -191,6 +218,7 @@ func (t *memTree) delete(key []byte) (old memItem, found bool) {
 	if t.root == nil {
 		return memItem{}, false
 	}
+	t.last = nil
 	t.root = t.mutable(t.root)
 	old, found = t.remove(t.root, key)
 	if len(t.root.items) == 0 {
@@ -294,6 +322,7 @@ func (t *memTree) grow(n *memNode, i int) {
 // clone returns a tree sharing t's nodes and slabs, for reading only: t
 // moves to a new generation, so it copies a shared node before writing it.
 func (t *memTree) clone() memTree {
+	t.last = nil
 	c := *t
 	t.gen++
 	return c

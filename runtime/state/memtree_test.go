@@ -102,8 +102,8 @@ func checkTree(t *testing.T, tr *memTree, model map[string]string) {
 	}
 }
 
-// TestMemTreeModel writes random keys to trees of several degrees,
-// replacing and deleting many, against a map, checking the trees' shape
+// TestMemTreeModel writes random keys and ascending runs to trees of
+// several degrees, replacing and deleting many, against a map, checking the trees' shape
 // and contents as they grow and shrink; clones taken along the way must
 // keep what their tree held then, whatever it does afterwards.
 func TestMemTreeModel(t *testing.T) {
@@ -118,8 +118,14 @@ func TestMemTreeModel(t *testing.T) {
 				}
 				var clones []clone
 				ops := 40 * space
+				run := 0 // half the keys continue an ascending run, as a partition's may
 				for i := range ops {
-					k := fmt.Sprintf("k%05d", r.IntN(space))
+					if r.IntN(2) == 0 {
+						run = r.IntN(space)
+					} else {
+						run = (run + 1 + r.IntN(3)) % space
+					}
+					k := fmt.Sprintf("k%05d", run)
 					// Grow for the first half, then shrink.
 					switch p := r.IntN(100); {
 					case i < ops/2 && p < 70, i >= ops/2 && p < 30:
