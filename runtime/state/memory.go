@@ -3,8 +3,9 @@ package state
 import (
 	"bytes"
 	"fmt"
-
-	"github.com/RaduBerinde/btreemap"
+	"math"
+	"slices"
+	"sync/atomic"
 )
 
 // memDegree is the B-tree degree: nodes hold up to 2*memDegree-1 entries.
@@ -15,25 +16,9 @@ const memDegree = 16
 // random keys 40% faster (fewer levels); random inserts cost the same.
 const memWideDegree = 64
 
-// memIterBatch is how many entries an in-memory iterator reads at a time.
-const memIterBatch = 32
-
 // memSlab is the size of the buffers a loading store packs its entries in;
 // an entry above memSlab/16 bytes gets a buffer of its own.
 const memSlab = 64 << 10
-
-// memTree maps each entry to nothing: an entry is one slice whose length
-// is the key's and whose capacity ends with the value (entryValue), so a
-// tree item is one slice header, with one pointer for the GC to follow,
-// instead of two. A stored key's capacity must not leave the store: it is
-// handed out cut to its length.
-type memTree = btreemap.BTreeMap[[]byte, struct{}]
-
-// entryValue returns the value of an entry stored in a memTree.
-func entryValue(k []byte) []byte { return k[len(k):cap(k)] }
-
-// entryKey returns an entry's key, cut to its length.
-func entryKey(k []byte) []byte { return k[:len(k):len(k)] }
 
 var (
 	_ Restorer     = (*memory)(nil)
@@ -43,18 +28,34 @@ var (
 // memory is the in-memory Backend: a copy-on-write B-tree whose stored key
 // and value bytes are never modified once written, so that iterators can
 // walk a cheap snapshot (a clone) while the store keeps changing.
+//
+// The entries live in slabs, by slot (memTree.slabs): a packing slab
+// holds many, any other entry has one of its own. A slot is emptied, for
+// a later slab, once its last entry is replaced or deleted and no
+// snapshot can read it.
 type memory struct {
 	tree   *memTree
 	degree int
+	// live counts the entries of each slot; free lists the empty slots.
+	live []int32
+	free []uint32
+	// dead are the slots whose entries went while snapshots of the slab
+	// table were open (snaps counts them): emptied once none is, or in
+	// a copy of the table, left to the snapshots, once they are many.
+	dead  []uint32
+	snaps *memSnaps
 	// While the store only grows by ApplyBatch (a restore, a global
 	// table's load), packing is set and the new entries are copied into
-	// slab, memSlab bytes shared by many entries: one allocation, and one
-	// object for the GC, instead of one each. An entry's bytes stay as
-	// long as anything in their slab does, so packing stops for good at
-	// the first entry replaced or deleted, or any other write: what the
-	// slabs can waste is bounded by what was packed.
-	packing bool
-	slab    []byte
+	// slab (the rest of the slab of slabSlot, from slabOff), memSlab
+	// bytes shared by many entries: one allocation, and one object for
+	// the GC, instead of one each. A slab stays as long as any of its
+	// entries does, so packing stops for good at the first entry replaced
+	// or deleted, or any other write: what the slabs can waste is bounded
+	// by what was packed.
+	packing  bool
+	slab     []byte
+	slabSlot uint32
+	slabOff  uint32
 }
 
 // NewMemory returns an ordered in-memory Backend. Its contents are lost on
@@ -69,18 +70,28 @@ func NewMemory() Backend { return newMemory(memDegree) }
 func NewMemoryWide() Backend { return newMemory(memWideDegree) }
 
 func newMemory(degree int) *memory {
-	return &memory{tree: btreemap.New[[]byte, struct{}](degree, bytes.Compare), degree: degree, packing: true}
+	return &memory{tree: newMemTree(degree), degree: degree, packing: true, snaps: new(memSnaps)}
 }
+
+// memSnaps counts the open snapshots of one slab table. An iterator
+// gives its share back when it is closed, maybe from another goroutine.
+type memSnaps struct{ open atomic.Int64 }
+
+// memDeadCopy is how many dead slots wait for snapshots before the slab
+// table is copied (if they are a quarter of it): a snapshot left open, or
+// never closed, then holds them, not the store, and copies cost at most a
+// few words per slot emptied.
+const memDeadCopy = 1024
 
 func (m *memory) Get(key []byte) ([]byte, bool, error) {
 	if m.tree == nil {
 		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
 	}
-	k, _, ok := m.tree.Get(key)
+	it, ok := m.tree.get(key)
 	if !ok {
 		return nil, false, nil
 	}
-	v := entryValue(k)
+	v := m.tree.value(it)
 	return append(make([]byte, 0, len(v)), v...), true, nil
 }
 
@@ -89,36 +100,106 @@ func (m *memory) view(key []byte) ([]byte, bool, error) {
 	if m.tree == nil {
 		return nil, false, fmt.Errorf("memory store: get: %w", ErrClosed)
 	}
-	k, _, ok := m.tree.Get(key)
+	it, ok := m.tree.get(key)
 	if !ok {
 		return nil, false, nil
 	}
-	return entryValue(k), true, nil
+	return m.tree.value(it), true, nil
 }
 
 func (m *memory) Put(key, value []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: put: %w", ErrClosed)
 	}
-	m.packing = false
-	m.put(key, value)
+	m.stopPacking()
+	return m.set(key, value)
+}
+
+// set stores copies of key and value, in a packing slab or in one
+// allocation of their own.
+func (m *memory) set(key, value []byte) error {
+	n := len(key) + len(value)
+	if uint64(n) > math.MaxUint32 {
+		return fmt.Errorf("memory store: an entry of %d bytes is too large", n)
+	}
+	var (
+		it  = memItem{klen: uint32(len(key)), vlen: uint32(len(value))}
+		buf []byte
+	)
+	if m.packing && n <= memSlab/16 {
+		if m.slab == nil || len(m.slab) < n {
+			m.slab = make([]byte, memSlab)
+			m.slabSlot, m.slabOff = m.newSlot(m.slab), 0
+		}
+		it.slot, it.off = m.slabSlot, m.slabOff
+		buf, m.slab = m.slab[:n:n], m.slab[n:]
+		m.slabOff += uint32(n)
+	} else {
+		buf = make([]byte, n)
+		it.slot = m.newSlot(buf)
+	}
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	m.live[it.slot]++
+	if old, replaced := m.tree.set(key, it); replaced {
+		m.stopPacking()
+		m.release(old.slot)
+	}
 	return nil
 }
 
-// put stores copies of key and value, both in one allocation.
-func (m *memory) put(key, value []byte) {
-	buf := make([]byte, len(key)+len(value))
-	copy(buf, key)
-	copy(buf[len(key):], value)
-	m.tree.ReplaceOrInsert(buf[:len(key)], struct{}{})
+// newSlot puts buf in an empty slot, or a new one.
+func (m *memory) newSlot(buf []byte) uint32 {
+	if n := len(m.free); n > 0 {
+		slot := m.free[n-1]
+		m.free = m.free[:n-1]
+		m.tree.slabs[slot] = buf
+		return slot
+	}
+	if uint64(len(m.tree.slabs)) >= math.MaxUint32 {
+		panic("memory store: too many slabs")
+	}
+	m.tree.slabs = append(m.tree.slabs, buf)
+	m.live = append(m.live, 0)
+	return uint32(len(m.tree.slabs) - 1)
 }
+
+// release drops an entry of slot, which is emptied with its last one (but
+// for the slab still being packed) once no snapshot can read it.
+func (m *memory) release(slot uint32) {
+	if m.live[slot]--; m.live[slot] > 0 || m.slab != nil && slot == m.slabSlot {
+		return
+	}
+	m.dead = append(m.dead, slot)
+	switch {
+	case m.snaps.open.Load() == 0:
+	case len(m.dead) >= memDeadCopy && len(m.dead) >= len(m.tree.slabs)/4:
+		// The snapshots keep the table as it is; the store goes on in
+		// a copy, which no snapshot reads yet.
+		m.tree.slabs = slices.Clone(m.tree.slabs)
+		m.snaps = new(memSnaps)
+	default:
+		return
+	}
+	for _, s := range m.dead {
+		m.tree.slabs[s] = nil
+		m.free = append(m.free, s)
+	}
+	m.dead = m.dead[:0]
+}
+
+// stopPacking ends packing, for good: every write but ApplyBatch's new
+// keys calls it.
+func (m *memory) stopPacking() { m.packing, m.slab = false, nil }
 
 func (m *memory) Delete(key []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: delete: %w", ErrClosed)
 	}
-	m.packing = false
-	m.tree.Delete(key)
+	m.stopPacking()
+	if old, found := m.tree.delete(key); found {
+		m.release(old.slot)
+	}
 	return nil
 }
 
@@ -126,13 +207,18 @@ func (m *memory) Range(from, to []byte) (Iterator, error) {
 	if m.tree == nil {
 		return nil, fmt.Errorf("memory store: range: %w", ErrClosed)
 	}
-	it := &memIter{snap: m.tree.Clone(), lo: btreemap.Min[[]byte](), hi: btreemap.Max[[]byte](), pos: -1}
+	it := &memIter{snap: m.tree.clone()}
+	it.c = memCursor{t: &it.snap, stack: it.frames[:0]}
 	if from != nil {
-		it.lo = btreemap.GE(bytes.Clone(from))
+		it.from = bytes.Clone(from)
 	}
 	if to != nil {
-		it.hi = btreemap.LT(bytes.Clone(to))
+		it.to = bytes.Clone(to)
 	}
+	// The snapshot reads slots that writes may empty: they wait for its
+	// Close (see memDeadCopy).
+	it.snaps = m.snaps
+	it.snaps.open.Add(1)
 	return it, nil
 }
 
@@ -140,7 +226,7 @@ func (m *memory) ApproximateCount() (int64, error) {
 	if m.tree == nil {
 		return 0, fmt.Errorf("memory store: count: %w", ErrClosed)
 	}
-	return int64(m.tree.Len()), nil
+	return int64(m.tree.length), nil
 }
 
 func (m *memory) Flush() error {
@@ -156,36 +242,37 @@ func (m *memory) Close() error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: close: %w", ErrClosed)
 	}
-	m.tree, m.slab = nil, nil
+	m.tree, m.slab, m.live, m.free, m.dead = nil, nil, nil, nil, nil
 	return nil
 }
 
 // DeleteRange implements RangeDeleter. The tree has no range cut, so the
 // keys of the range are found in one walk and deleted one by one: nothing is
-// logged or copied, and a whole-store drop replaces the tree at once.
-// Iterators keep their snapshot.
+// logged or copied, and a whole-store drop replaces the tree (and its
+// slabs) at once. Iterators keep their snapshot.
 func (m *memory) DeleteRange(from, to []byte) error {
 	if m.tree == nil {
 		return fmt.Errorf("memory store: delete range: %w", ErrClosed)
 	}
-	m.packing = false
+	m.stopPacking()
 	if from == nil && to == nil {
-		m.tree = btreemap.New[[]byte, struct{}](m.degree, bytes.Compare)
+		m.tree = newMemTree(m.degree)
+		m.live, m.free, m.dead, m.snaps = nil, nil, nil, new(memSnaps)
 		return nil
 	}
-	lo, hi := btreemap.Min[[]byte](), btreemap.Max[[]byte]()
-	if from != nil {
-		lo = btreemap.GE(from)
-	}
-	if to != nil {
-		hi = btreemap.LT(to)
-	}
 	var keys [][]byte
-	for k := range m.tree.Ascend(lo, hi) {
-		keys = append(keys, k) // stored keys are never modified: no copy
+	c := memCursor{t: m.tree}
+	for c.seek(from); c.valid(); c.next() {
+		k := m.tree.key(c.item())
+		if to != nil && bytes.Compare(k, to) >= 0 {
+			break
+		}
+		keys = append(keys, k) // stored bytes are never modified: no copy
 	}
 	for _, k := range keys {
-		m.tree.Delete(k)
+		if old, found := m.tree.delete(k); found {
+			m.release(old.slot)
+		}
 	}
 	return nil
 }
@@ -196,91 +283,67 @@ func (m *memory) ApplyBatch(changes []Change) error {
 		return fmt.Errorf("memory store: apply batch: %w", ErrClosed)
 	}
 	for _, c := range changes {
-		if c.Value == nil {
-			if _, _, found := m.tree.Delete(c.Key); found {
-				m.packing = false
+		if c.Value != nil {
+			if err := m.set(c.Key, c.Value); err != nil {
+				return err
 			}
-			continue
-		}
-		var buf []byte
-		switch n := len(c.Key) + len(c.Value); {
-		case m.packing && n <= memSlab/16:
-			if len(m.slab) < n {
-				m.slab = make([]byte, memSlab)
-			}
-			buf, m.slab = m.slab[:n:n], m.slab[n:]
-		default:
-			buf = make([]byte, n)
-		}
-		copy(buf, c.Key)
-		copy(buf[len(c.Key):], c.Value)
-		if _, _, replaced := m.tree.ReplaceOrInsert(buf[:len(c.Key)], struct{}{}); replaced {
-			m.packing = false
+		} else if old, found := m.tree.delete(c.Key); found {
+			m.stopPacking()
+			m.release(old.slot)
 		}
 	}
 	return nil
 }
 
-type memEntry struct{ key, value []byte }
-
-// memIter walks a snapshot in batches: each refill resumes after the last
-// key returned, so no goroutine or pull iterator is needed.
+// memIter walks a snapshot with a cursor.
 type memIter struct {
-	snap   *memTree
-	lo     btreemap.LowerBound[[]byte]
-	hi     btreemap.UpperBound[[]byte]
-	buf    []memEntry
-	pos    int
-	done   bool // the snapshot has no entries after buf
-	closed bool
+	snap     memTree
+	c        memCursor
+	frames   [6]memFrame // the cursor's path, unless the tree is deeper
+	from, to []byte
+	started  bool
+	done     bool      // past the last entry, or closed
+	snaps    *memSnaps // nil once closed
 }
 
 func (it *memIter) Next() bool {
-	if it.closed {
-		return false
-	}
-	it.pos++
-	if it.pos < len(it.buf) {
-		return true
-	}
 	if it.done {
-		it.buf, it.pos = it.buf[:0], 0
 		return false
 	}
-	it.buf, it.pos = it.buf[:0], 0
-	for k := range it.snap.Ascend(it.lo, it.hi) {
-		it.buf = append(it.buf, memEntry{entryKey(k), entryValue(k)})
-		if len(it.buf) == memIterBatch {
-			break
-		}
+	if it.started {
+		it.c.next()
+	} else {
+		it.started = true
+		it.c.seek(it.from)
 	}
-	if len(it.buf) < memIterBatch {
+	if !it.c.valid() || it.to != nil && bytes.Compare(it.c.t.key(it.c.item()), it.to) >= 0 {
 		it.done = true
-	}
-	if len(it.buf) == 0 {
 		return false
 	}
-	it.lo = btreemap.GT(it.buf[len(it.buf)-1].key)
 	return true
 }
 
 func (it *memIter) Key() []byte {
-	if it.pos < len(it.buf) {
-		return it.buf[it.pos].key
+	if !it.started || it.done {
+		return nil
 	}
-	return nil
+	return it.c.t.key(it.c.item())
 }
 
 func (it *memIter) Value() []byte {
-	if it.pos < len(it.buf) {
-		return it.buf[it.pos].value
+	if !it.started || it.done {
+		return nil
 	}
-	return nil
+	return it.c.t.value(it.c.item())
 }
 
 func (it *memIter) Err() error { return nil }
 
 func (it *memIter) Close() error {
-	it.closed, it.snap, it.buf = true, nil, nil
+	if it.snaps != nil {
+		it.snaps.open.Add(-1)
+		it.snaps = nil
+	}
+	it.done, it.c, it.snap = true, memCursor{}, memTree{}
 	return nil
 }

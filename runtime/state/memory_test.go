@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -149,5 +151,251 @@ func TestMemoryKeysCut(t *testing.T) {
 	}
 	if v, ok, err := m.Get([]byte("e")); err != nil || !ok || v == nil || len(v) != 0 {
 		t.Fatalf("get e = %q (nil %v), %v, %v; want an empty value", v, v == nil, ok, err)
+	}
+}
+
+// readAll returns what it walks, as key=value strings, and closes it.
+func readAll(t *testing.T, it Iterator) []string {
+	t.Helper()
+	var kvs []string
+	for it.Next() {
+		kvs = append(kvs, string(it.Key())+"="+string(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return kvs
+}
+
+// contents returns m's entries, as key=value strings.
+func contents(t *testing.T, m *memory) []string {
+	t.Helper()
+	it, err := m.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readAll(t, it)
+}
+
+// TestMemorySlotsAndSnapshots checks that a slot whose entries are all
+// gone is emptied and reused, but not while a snapshot that can read it is
+// open: an iterator keeps reading what the store held when it opened,
+// packed entries and entries of their own, through replacements, deletes
+// and new entries, and the slots wait for its Close.
+func TestMemorySlotsAndSnapshots(t *testing.T) {
+	m := NewMemory().(*memory)
+	var load []Change
+	for i := range 2000 {
+		load = append(load, Change{Key: fmt.Appendf(nil, "k%04d", i), Value: fmt.Appendf(nil, "load%d", i)})
+	}
+	if err := m.ApplyBatch(load); err != nil { // packed
+		t.Fatal(err)
+	}
+	for i := range 1000 { // entries of their own
+		if err := m.Put(fmt.Appendf(nil, "p%04d", i), fmt.Appendf(nil, "put%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 500 { // slots emptied at once: no snapshot is open
+		if err := m.Delete(fmt.Appendf(nil, "p%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.free) != 500 || len(m.dead) != 0 {
+		t.Fatalf("%d free slots and %d dead after 500 deletes, want 500 and 0", len(m.free), len(m.dead))
+	}
+	before := contents(t, m)
+	it, err := m.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := len(m.tree.slabs)
+	// Every entry replaced or deleted while the snapshot is open: the
+	// free slots are taken again, the emptied ones wait.
+	for i := range 2000 {
+		k := fmt.Appendf(nil, "k%04d", i)
+		if i%2 == 0 {
+			err = m.Delete(k)
+		} else {
+			err = m.Put(k, []byte("new"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 500; i < 1000; i++ {
+		if err := m.Put(fmt.Appendf(nil, "p%04d", i), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.free) != 0 || len(m.dead) == 0 {
+		t.Fatalf("%d free slots and %d dead with a snapshot open, want 0 and some", len(m.free), len(m.dead))
+	}
+	if got := readAll(t, it); !slices.Equal(got, before) {
+		t.Fatalf("the snapshot read %d entries that differ from the %d it opened on", len(got), len(before))
+	}
+	dead := len(m.dead)
+	if err := m.Delete([]byte("p0999")); err != nil { // the first release after the Close
+		t.Fatal(err)
+	}
+	if len(m.dead) != 0 || len(m.free) != dead+1 {
+		t.Fatalf("after the snapshot closed: %d dead, %d free; want 0 and %d", len(m.dead), len(m.free), dead+1)
+	}
+	for _, s := range m.free {
+		if m.tree.slabs[s] != nil {
+			t.Fatalf("free slot %d holds a slab", s)
+		}
+	}
+	slots = len(m.tree.slabs)
+	for i := range 100 {
+		if err := m.Put(fmt.Appendf(nil, "q%04d", i), []byte("q")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.tree.slabs) != slots || len(m.free) != dead+1-100 {
+		t.Fatalf("%d slots (was %d), %d free: the emptied slots were not taken again", len(m.tree.slabs), slots, len(m.free))
+	}
+	got := contents(t, m)
+	var want []string
+	for i := range 2000 {
+		if i%2 == 1 {
+			want = append(want, fmt.Sprintf("k%04d=new", i))
+		}
+	}
+	for i := 500; i < 999; i++ {
+		want = append(want, fmt.Sprintf("p%04d=new", i))
+	}
+	for i := range 100 {
+		want = append(want, fmt.Sprintf("q%04d=q", i))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the store holds %d entries, want %d", len(got), len(want))
+	}
+}
+
+// TestMemorySnapshotLeftOpen checks that an iterator never closed does
+// not keep every later emptied slot: once the dead slots are many, the
+// store goes on in a copy of its slab table and empties them there, while
+// the iterator still reads its snapshot.
+func TestMemorySnapshotLeftOpen(t *testing.T) {
+	m := NewMemory().(*memory)
+	for i := range 100 {
+		if err := m.Put(fmt.Appendf(nil, "k%03d", i), []byte("first")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := contents(t, m)
+	open, err := m.Range(nil, nil) // never closed here
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 * memDeadCopy {
+		if err := m.Put(fmt.Appendf(nil, "k%03d", i%100), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.dead) > memDeadCopy {
+			t.Fatalf("%d dead slots after %d replacements", len(m.dead), i+1)
+		}
+	}
+	if len(m.tree.slabs) > 2*memDeadCopy {
+		t.Fatalf("%d slots for 100 entries", len(m.tree.slabs))
+	}
+	if got := readAll(t, open); !slices.Equal(got, before) {
+		t.Fatal("the open snapshot's entries changed")
+	}
+}
+
+// TestMemoryConcurrentReaders runs readers beside a writer as a global
+// table's store is used (for -race): lookups under a shared lock, and
+// iterators opened under the write lock and read outside it, each closed
+// by its reader, while the writer replaces, deletes and adds entries
+// (emptying and reusing slots) under the write lock.
+func TestMemoryConcurrentReaders(t *testing.T) {
+	m := NewMemoryWide().(*memory)
+	var mu sync.RWMutex
+	const keys = 3000
+	value := func(round, i int) []byte { return fmt.Appendf(nil, "r%d-%d", round, i) }
+	batch := func(round int) []Change {
+		var cs []Change
+		for i := range keys {
+			switch {
+			case round > 0 && (i+round)%7 == 0:
+				cs = append(cs, Change{Key: fmt.Appendf(nil, "k%05d", i)})
+			default:
+				cs = append(cs, Change{Key: fmt.Appendf(nil, "k%05d", i), Value: value(round, i)})
+			}
+		}
+		return cs
+	}
+	if err := m.ApplyBatch(batch(0)); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 30
+	var round atomic.Int64 // the last round applied
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if r%2 == 0 { // lookups
+					k := fmt.Appendf(nil, "k%05d", (i*31+r)%keys)
+					mu.RLock()
+					now := round.Load()
+					v, ok, err := m.Get(k)
+					mu.RUnlock()
+					if err != nil || ok && !bytes.HasPrefix(v, fmt.Appendf(nil, "r%d-", now)) {
+						errs <- fmt.Errorf("get %s in round %d: %q, %v, %v", k, now, v, ok, err)
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				now := round.Load()
+				it, err := m.Range(nil, nil)
+				mu.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+				n := 0
+				for it.Next() {
+					if !bytes.HasPrefix(it.Value(), fmt.Appendf(nil, "r%d-", now)) {
+						errs <- fmt.Errorf("a snapshot of round %d read %s=%s", now, it.Key(), it.Value())
+						return
+					}
+					n++
+				}
+				it.Close() // outside the lock: the count is atomic
+				if n < keys*6/7-1 {
+					errs <- fmt.Errorf("a snapshot of round %d read %d entries", now, n)
+					return
+				}
+			}
+		})
+	}
+	for r := 1; r <= rounds; r++ {
+		b := batch(r)
+		mu.Lock()
+		err := m.ApplyBatch(b)
+		if err == nil && r%3 == 0 {
+			err = m.Put([]byte("k00001"), value(r, 1))
+		}
+		round.Store(int64(r))
+		mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
