@@ -161,3 +161,27 @@ func lastCountsOf(t *testing.T, recs []*kgo.Record) map[string]int64 {
 	}
 	return got
 }
+
+// A checkpoint that cannot be written stops the app with an error naming
+// the task and the stores whose positions it records: on a full disk it
+// may be the first write to fail, before any store's own.
+func TestCheckpointWriteFailureNamesTheStore(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	produceAll(t, c.Client(t), []*kgo.Record{{Topic: in, Key: []byte("k"), Value: []byte("v"), Partition: 0}})
+	appID := "ckfail-" + in
+	stateDir := t.TempDir()
+	// A non-empty directory where each task's checkpoint goes: the
+	// rename over it fails.
+	for _, task := range []string{"0_0", "0_1"} {
+		blocker := filepath.Join(stateDir, appID, task, ".checkpoint", "x")
+		if err := os.MkdirAll(blocker, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+		stream.StateDir(stateDir), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+	if err == nil || !strings.Contains(err.Error(), `checkpoint of store "counts"`) || !strings.Contains(err.Error(), "task 0_") {
+		t.Fatalf("Run: %v, want an error naming the task and store \"counts\"", err)
+	}
+}

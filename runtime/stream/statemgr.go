@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -505,7 +507,19 @@ func (m *stateManager) checkpoint() error {
 		return nil
 	}
 	if err := m.outside(func() error { return state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint) }); err != nil {
-		return fmt.Errorf("task %s: %w", m.id, err)
+		// Named by the stores whose positions it records: on a full disk
+		// this write may fail before any store's own does.
+		var names []string
+		for _, s := range m.order {
+			if s.changelog != "" {
+				names = append(names, strconv.Quote(s.def.name))
+			}
+		}
+		what := "store " + names[0]
+		if len(names) > 1 {
+			what = "stores " + strings.Join(names, ", ")
+		}
+		return fmt.Errorf("task %s: checkpoint of %s: %w", m.id, what, err)
 	}
 	return nil
 }
