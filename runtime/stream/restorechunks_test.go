@@ -513,3 +513,38 @@ func TestRestoreRevokedMidwayLosesNothing(t *testing.T) {
 	}
 	t.Logf("A resumed %v", resumed)
 }
+
+// TestAssignmentWakesThePoll restores a store on a unit whose first poll
+// may block for a minute: the assignment that gives it the task ends that
+// poll, so the restore (and the run, which exits once caught up) takes
+// moments, not the poll's minute. The inputs have nothing new: no record
+// would end the poll either.
+func TestAssignmentWakesThePoll(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 1, nil), c.CreateTopic(t, 1, nil)
+	appID := "wake-" + in
+	recs, truth := keyedRecords(in, 500, 100, 3)
+	produceAll(t, c.Client(t), recs)
+	run := func() (*stream.App, time.Duration) {
+		t.Helper()
+		began := time.Now()
+		app, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+			stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return app, time.Since(began)
+	}
+	run() // builds the changelog
+	stream.SetFirstPollWait(t, time.Minute)
+	app, took := run() // a new state directory: restores, nothing to count
+	if app.Stats().Restored == 0 {
+		t.Fatal("nothing restored")
+	}
+	if took > 20*time.Second {
+		t.Errorf("the run took %v: the restore waited for the unit's first poll to time out", took.Round(time.Millisecond))
+	}
+	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+		t.Fatalf("counts differ from the truth: %s", mapDiff(truth, got))
+	}
+}
