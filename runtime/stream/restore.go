@@ -377,7 +377,13 @@ func (a *applying) endPoll() {
 // store with pending records does when they hold too much together.
 func (r *changelogReader) poll(ctx context.Context) error {
 	u := r.u
-	fetches := r.cl.PollRecords(ctx, 100_000)
+	// Whole fetches: franz-go sends a broker its next fetch only once the
+	// last one is drained, and a cap of 100,000 records (before) left the
+	// tail of a larger fetch (four partitions' megabyte each of the
+	// bench's window changelog) to the next step, delaying the next fetch
+	// by a step. A fetch is bounded by franz-go's FetchMaxBytes, and what
+	// the stores hold by restoreBufferBytes after each poll.
+	fetches := r.cl.PollFetches(ctx)
 	var ferr error
 	fetches.EachError(func(topic string, p int32, err error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
