@@ -40,3 +40,11 @@ func SetFirstPollWait(t *testing.T, d time.Duration) {
 	firstPollWait = d
 	t.Cleanup(func() { firstPollWait = old })
 }
+
+// SetRestoreApplySlots sets how many restore chunks an App created during
+// the test writes at once.
+func SetRestoreApplySlots(t *testing.T, n int) {
+	old := restoreApplySlots
+	restoreApplySlots = func() int { return n }
+	t.Cleanup(func() { restoreApplySlots = old })
+}

@@ -548,3 +548,47 @@ func TestAssignmentWakesThePoll(t *testing.T) {
 		t.Fatalf("counts differ from the truth: %s", mapDiff(truth, got))
 	}
 }
+
+// TestRestoreWritesAtMostItsSlotsAtOnce restores eight changelogs on two
+// units, every one read whole by the first fetch, with room for three
+// chunks written at once in the App: never more are written together,
+// though all are ready together, yet side by side, and the state restored
+// is the one logged.
+func TestRestoreWritesAtMostItsSlotsAtOnce(t *testing.T) {
+	stream.SetRestoreApplySlots(t, 3)
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil)
+	appID := "slots-" + in
+	recs, truth := keyedRecords(in, 4000, 400, 11)
+	var now, most atomic.Int32
+	opener := func(dir string) (state.Backend, error) {
+		b, err := onDisk(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &overlapStore{Backend: b, now: &now, most: &most}, nil
+	}
+	run := func() *stream.App {
+		t.Helper()
+		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+			stream.StateDir(t.TempDir()), stream.Parallelism(2), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return app
+	}
+	produceAll(t, c.Client(t), recs[:3000])
+	run() // builds the changelogs
+	most.Store(0)
+	produceAll(t, c.Client(t), recs[3000:])
+	app := run() // a new state directory: restores, then counts on
+	if app.Stats().Restored == 0 {
+		t.Fatal("nothing restored")
+	}
+	if m := most.Load(); m > 3 || m < 2 {
+		t.Errorf("at most %d stores written at once during the restore, want 2 or 3 (side by side, within the App's 3 slots)", m)
+	}
+	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+		t.Fatalf("counts after the restore differ from the truth: %s", mapDiff(truth, got))
+	}
+}
