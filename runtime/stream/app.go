@@ -82,6 +82,10 @@ type App struct {
 	// queryGlobals publishes globals to queries, which run on other
 	// goroutines, once the tables are loaded; nil before.
 	queryGlobals atomic.Pointer[map[string]*globalStore]
+
+	// applySlots bounds the restore chunks written at once, by all units
+	// (restoreApplySlots).
+	applySlots chan struct{}
 }
 
 // New checks the topology and the options. It does not connect: Run does.
@@ -123,7 +127,7 @@ func New(t *Topology, opts ...Option) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new app: %w", err)
 	}
-	a := &App{topo: topo, cfg: cfg, topicSub: map[string]int{}}
+	a := &App{topo: topo, cfg: cfg, topicSub: map[string]int{}, applySlots: make(chan struct{}, restoreApplySlots())}
 	for _, s := range topo.subs {
 		for _, topic := range s.topics {
 			a.topicSub[topic] = s.id

@@ -1,6 +1,9 @@
 package stream
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // CommitWaitsOpenToQueries is how many waits of commits (a producer flush,
 // an offset or transaction commit) the App's current units ran with the
@@ -28,4 +31,20 @@ func SetRestoreChunks(t *testing.T, chunk, buffer int) {
 	oldChunk, oldBuffer := restoreChunkBytes, restoreBufferBytes
 	restoreChunkBytes, restoreBufferBytes = chunk, buffer
 	t.Cleanup(func() { restoreChunkBytes, restoreBufferBytes = oldChunk, oldBuffer })
+}
+
+// SetFirstPollWait sets how long a unit's first poll may block, for the
+// test's duration.
+func SetFirstPollWait(t *testing.T, d time.Duration) {
+	old := firstPollWait
+	firstPollWait = d
+	t.Cleanup(func() { firstPollWait = old })
+}
+
+// SetRestoreApplySlots sets how many restore chunks an App created during
+// the test writes at once.
+func SetRestoreApplySlots(t *testing.T, n int) {
+	old := restoreApplySlots
+	restoreApplySlots = func() int { return n }
+	t.Cleanup(func() { restoreApplySlots = old })
 }

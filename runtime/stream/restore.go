@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -226,8 +227,14 @@ func (r *changelogReader) stop(s *taskStore) {
 // on a goroutine of its own, reading on meanwhile: a chunk's table is
 // written and synced while the next records are fetched and gathered, and
 // the stores of a unit whose changelogs end together are written side by
-// side. step returns once every chunk it started is applied, so nothing
-// else of the unit sees a store while it is written.
+// side. A chunk that becomes ready while others are written starts at
+// once rather than at the next step: the partitions of a unit do not end
+// together (a fetch brings some of them further than others), and a
+// store's last chunk waiting for its neighbours' to be written left a core
+// idle at the end of every restore. step returns once every chunk it
+// started is applied, so nothing else of the unit sees a store while it is
+// written; what it holds unapplied stays bounded by restoreBufferBytes,
+// past which it stops reading.
 func (r *changelogReader) step() error {
 	if len(r.restoring) == 0 {
 		return nil
@@ -243,37 +250,30 @@ func (r *changelogReader) step() error {
 	if err != nil || len(r.ready) == 0 {
 		return errors.Join(err, u.fatal)
 	}
-	jobs := make([]restoreJob, len(r.ready))
-	for i, s := range r.ready {
-		jobs[i] = restoreJob{s: s, buf: s.pending, to: s.pendingTo, bytes: s.pendingBytes}
-		s.pending, s.pendingBytes, s.ready = restoreBuf{}, 0, false
+	var a applying
+	for {
+		seen := a.start(r)
+		// The fetches go on meanwhile, unless too much is held already.
+		if err != nil || r.pendingBytes >= restoreBufferBytes {
+			break
+		}
+		ctx, running := a.pollContext(seen)
+		if !running {
+			break
+		}
+		if ctx != nil {
+			err = r.poll(ctx)
+			a.endPoll()
+		}
 	}
-	clear(r.ready)
-	r.ready = r.ready[:0]
-	errs := make([]error, len(jobs))
-	ctx, cancel = context.WithCancel(context.Background())
-	var left atomic.Int32
-	left.Store(int32(len(jobs)))
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Go(func() {
-			errs[i] = jobs[i].apply()
-			if left.Add(-1) == 0 {
-				cancel() // ends the poll below
-			}
-		})
-	}
-	// The fetches go on meanwhile; what they bring waits for the next
-	// step, unless too much is held already.
-	for ctx.Err() == nil && err == nil && r.pendingBytes < restoreBufferBytes {
-		err = r.poll(ctx)
-	}
-	wg.Wait()
-	cancel()
-	for i, j := range jobs {
+	a.wg.Wait()
+	var errs []error
+	for _, j := range a.jobs {
 		r.pendingBytes -= j.bytes
-		if errs[i] == nil {
-			r.applied(j)
+		if j.err != nil {
+			errs = append(errs, j.err)
+		} else {
+			r.applied(j.restoreJob)
 		}
 		if s := j.s; s.pending.recs == nil && cap(j.buf.recs) <= 1024 {
 			// A small slice serves the next records (a standby that
@@ -284,13 +284,110 @@ func (r *changelogReader) step() error {
 	return errors.Join(err, errors.Join(errs...), u.fatal)
 }
 
+// applying is the chunks one step writes: started from the unit's
+// goroutine (start), each written on a goroutine of its own, which ends
+// the poll under way when it is done, so that the step can start a chunk
+// that waited for it, or stop reading once nothing is written.
+type applying struct {
+	wg   sync.WaitGroup
+	jobs []*appliedJob // in the order started; a store's in its order
+	last map[*taskStore]*appliedJob
+
+	mu       sync.Mutex
+	running  int                // jobs not done
+	finished int                // jobs done so far
+	cancel   context.CancelFunc // of the poll under way
+}
+
+type appliedJob struct {
+	restoreJob
+	err  error       // read once done is set
+	done atomic.Bool // set by the job's goroutine when it is written
+}
+
+// start starts the ready chunks that may be written now, and returns how
+// many jobs were done when it looked (for pollContext). A store's chunk
+// waits while the store's previous one is being written (one writer per
+// store, positions in order) or failed (its position would cover the
+// failed records), and an active task's store gets no chunk after the one
+// that ends its restore: records past the end are left to the step that
+// ends it, which drops them (stop) as before.
+func (a *applying) start(r *changelogReader) int {
+	a.mu.Lock()
+	seen := a.finished
+	a.mu.Unlock()
+	kept := r.ready[:0]
+	for _, s := range r.ready {
+		if prev := a.last[s]; prev != nil && (!prev.done.Load() || prev.err != nil || !s.t.standby && prev.to >= s.restoreEnd) {
+			kept = append(kept, s)
+			continue
+		}
+		j := &appliedJob{restoreJob: restoreJob{s: s, buf: s.pending, to: s.pendingTo, bytes: s.pendingBytes}}
+		s.pending, s.pendingBytes, s.ready = restoreBuf{}, 0, false
+		if a.last == nil {
+			a.last = map[*taskStore]*appliedJob{}
+		}
+		a.last[s] = j
+		a.jobs = append(a.jobs, j)
+		a.mu.Lock()
+		a.running++
+		a.mu.Unlock()
+		slots := r.u.a.applySlots
+		a.wg.Go(func() {
+			slots <- struct{}{}
+			j.err = j.apply()
+			<-slots
+			j.done.Store(true)
+			a.mu.Lock()
+			a.running--
+			a.finished++
+			if a.cancel != nil {
+				a.cancel() // the step may start a chunk that waited, or stop
+			}
+			a.mu.Unlock()
+		})
+	}
+	clear(r.ready[len(kept):])
+	r.ready = kept
+	return seen
+}
+
+// pollContext returns the context of the next poll, which ends when a job
+// is done: running false when no job is being written any more (the step
+// is over), ctx nil when one was done since start looked (start again).
+func (a *applying) pollContext(seen int) (ctx context.Context, running bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running == 0 {
+		return nil, false
+	}
+	if a.finished != seen {
+		return nil, true
+	}
+	ctx, a.cancel = context.WithCancel(context.Background())
+	return ctx, true
+}
+
+func (a *applying) endPoll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cancel()
+	a.cancel = nil
+}
+
 // poll reads the changelogs until ctx ends or records come, and adds the
 // records to their stores' pending ones. A store whose pending records
 // make a chunk, or reach the end of its changelog, joins r.ready; every
 // store with pending records does when they hold too much together.
 func (r *changelogReader) poll(ctx context.Context) error {
 	u := r.u
-	fetches := r.cl.PollRecords(ctx, 100_000)
+	// Whole fetches: franz-go sends a broker its next fetch only once the
+	// last one is drained, and a cap of 100,000 records (before) left the
+	// tail of a larger fetch (four partitions' megabyte each of the
+	// bench's window changelog) to the next step, delaying the next fetch
+	// by a step. A fetch is bounded by franz-go's FetchMaxBytes, and what
+	// the stores hold by restoreBufferBytes after each poll.
+	fetches := r.cl.PollFetches(ctx)
 	var ferr error
 	fetches.EachError(func(topic string, p int32, err error) {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
@@ -388,6 +485,19 @@ var (
 	restoreChunkBytes  = 8 << 20
 	restoreBufferBytes = 32 << 20
 ) // variables for tests
+
+// restoreApplySlots is how many restore chunks an App writes at once, its
+// units' together: one more than the processors Go runs on (a chunk's
+// table is synced and ingested, waiting on the disk, while the others
+// use them). Writing a chunk is work for a processor throughout (the
+// order of its keys, the table's blocks), and when every chunk of a
+// restore becomes ready at its end, as a window store's whole changelog
+// in one chunk per partition does, writing all of them at once only
+// shared the processors among more working sets, and held all of their
+// changes and keys at once, which the collector then scanned: with the
+// bench's eight partitions on two cores, three at a time restored window
+// stores some 10% faster than eight. A variable for tests.
+var restoreApplySlots = func() int { return runtime.GOMAXPROCS(0) + 1 }
 
 // restoreJob is one chunk of a store's changelog to apply, up to offset
 // to (exclusive); bytes is what it counts in pendingBytes.

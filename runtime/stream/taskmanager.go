@@ -208,6 +208,7 @@ func (m *taskManager) create(ctx context.Context, assigned map[string][]int32, h
 		u.log.Info("tasks assigned", "tasks", taskIDs(created))
 		u.reportState()
 		u.st.publish(u, true) // ownership shows in Stats at once
+		u.wake()
 	}
 }
 

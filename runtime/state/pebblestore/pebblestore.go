@@ -623,6 +623,12 @@ type sortKey struct {
 const sortPrefix = 24
 
 func newSortKey(key []byte, i int) sortKey {
+	if len(key) >= sortPrefix {
+		return sortKey{
+			p0: binary.BigEndian.Uint64(key), p1: binary.BigEndian.Uint64(key[8:]), p2: binary.BigEndian.Uint64(key[16:]),
+			i: int32(i),
+		}
+	}
 	var p [sortPrefix]byte
 	copy(p[:], key)
 	return sortKey{
@@ -729,14 +735,6 @@ func (w *ingestWritable) Abort() { _ = w.f.Close() }
 
 // ingestTable writes changes, sorted by key, to one table and ingests it.
 func (s *pebbleStore) ingestTable(changes []state.Change) error {
-	// Sorted by key, then by position, so the last change of a key is the
-	// last of its run. The keys' first bytes, as integers, decide most
-	// comparisons without reaching into the changes.
-	sorted := make([]sortKey, len(changes))
-	for i, c := range changes {
-		sorted[i] = newSortKey(c.Key, i)
-	}
-	sortKeys(changes, sorted)
 	path := s.wfs.PathJoin(s.dir, ingestFile)
 	f, err := s.wfs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
@@ -747,21 +745,29 @@ func (s *pebbleStore) ingestTable(changes []state.Change) error {
 		wo.Compression = ingestCompression
 	}
 	w := sstable.NewWriter(&ingestWritable{f: f, bw: bufio.NewWriterSize(f, ingestBufferBytes)}, wo)
-	for i, k := range sorted {
-		c := changes[k.i]
+	write := func(i int32) error {
+		if c := changes[i]; c.Value != nil {
+			return w.Set(c.Key, c.Value)
+		}
+		return w.Delete(changes[i].Key)
+	}
+	// In key order, then by position (orderChanges): each key is written
+	// once it is known that no later change of it follows, held the last
+	// one seen, not written yet.
+	held := int32(-1)
+	err = orderChanges(changes, func(i int32, samePrefix bool) error {
 		// Keys of different prefixes differ: only equal prefixes need
-		// the keys' bytes, which are cold by now.
-		if i+1 < len(sorted) && samePrefix(&k, &sorted[i+1]) && bytes.Equal(c.Key, changes[sorted[i+1].i].Key) {
-			continue // a later change of the key follows
+		// the keys' bytes.
+		if held >= 0 && !(samePrefix && bytes.Equal(changes[held].Key, changes[i].Key)) {
+			if err := write(held); err != nil {
+				return err
+			}
 		}
-		if c.Value == nil {
-			err = w.Delete(c.Key)
-		} else {
-			err = w.Set(c.Key, c.Value)
-		}
-		if err != nil {
-			break
-		}
+		held = i
+		return nil
+	})
+	if err == nil && held >= 0 {
+		err = write(held)
 	}
 	// Close syncs and closes the file, also after a failed write.
 	err = errors.Join(err, w.Close())
