@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -202,7 +203,8 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 	for _, c := range changes {
 		size += segPrefixLen + len(c.Key)
 	}
-	keys := make([]byte, 0, size)
+	keys := takeBytes(size)
+	defer releaseBytes(keys)
 	for _, c := range changes {
 		t, err := timeOf(c.Key)
 		if err != nil {
@@ -316,4 +318,23 @@ func readSeq(b Backend) (uint32, error) {
 		return 0, err
 	}
 	return binary.BigEndian.Uint32(v), nil
+}
+
+// segKeysPool holds the buffers of restored segmented keys (a window
+// restore's third largest allocation, garbage once the chunk is applied),
+// for the next chunk's.
+var segKeysPool sync.Pool // *[]byte
+
+// takeBytes returns an empty buffer of capacity n or more.
+func takeBytes(n int) []byte {
+	if p, ok := segKeysPool.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// releaseBytes gives b back; nothing may read it any more.
+func releaseBytes(b []byte) {
+	b = b[:0]
+	segKeysPool.Put(&b)
 }

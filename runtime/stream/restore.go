@@ -277,8 +277,10 @@ func (r *changelogReader) step() error {
 		}
 		if s := j.s; s.pending.recs == nil && cap(j.buf.recs) <= 1024 {
 			// A small slice serves the next records (a standby that
-			// caught up reads a few at a time); a chunk's is let go.
+			// caught up reads a few at a time); a chunk's is pooled.
 			s.pending.recs = j.buf.recs[:0]
+		} else {
+			j.buf.releaseRecs()
 		}
 	}
 	return errors.Join(err, errors.Join(errs...), u.fatal)
@@ -418,9 +420,8 @@ func (r *changelogReader) poll(ctx context.Context) error {
 			// how large its records are: growing a slice of 100,000s of
 			// records by doubling copied each of them twice on average.
 			// Doubled after that, not by append's quarter.
-			grown := make([]bufRec, len(b.recs), max(2*cap(b.recs), need, 1024, chunkRecords(s, p.Records)))
-			copy(grown, b.recs)
-			b.recs = grown
+			grown := takeRecs(max(2*cap(b.recs), need, 1024, chunkRecords(s, p.Records)))
+			b.recs = append(grown, b.recs...)
 		}
 		fetched := 0
 		for _, rec := range p.Records {
@@ -514,7 +515,11 @@ type restoreJob struct {
 // and touches nothing but the store.
 func (j restoreJob) apply() error {
 	s := j.s
-	if err := s.def.kind.Restore(s.inner, j.buf.changes()); err != nil {
+	changes := j.buf.changes()
+	err := s.def.kind.Restore(s.inner, changes)
+	releaseChanges(changes) // a store keeps copies of what it was given
+	j.buf.releaseBlocks()
+	if err != nil {
 		return fmt.Errorf("task %s: restore store %q: %w", s.t.id, s.def.name, err)
 	}
 	if ps, ok := s.inner.(state.Positioned); ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/kgen-dev/kgen/runtime/state"
 )
@@ -125,7 +126,8 @@ func orderChanges(changes []state.Change, emit func(i int32, samePrefix bool) er
 	if len(changes) == 0 {
 		return nil
 	}
-	keys := make([]sortKey, len(changes))
+	keys := takeSortKeys(len(changes))
+	defer sortKeysPool.Put(&keys)
 	var diff [3]uint64 // the bits in which some prefix differs from the first
 	ordered := true
 	keys[0] = newSortKey(changes[0].Key, 0)
@@ -201,7 +203,9 @@ func radixOrder(changes []state.Change, keys []sortKey, diff [3]uint64, width in
 		}
 	}
 	idxBits := uint(bits.Len(uint(len(keys) - 1)))
-	packed := make([]uint64, len(keys))
+	words := takeWords(len(keys))
+	defer wordsPool.Put(&words)
+	packed := words
 	for i := range keys {
 		k := &keys[i]
 		p := [3]uint64{k.p0, k.p1, k.p2}
@@ -221,7 +225,9 @@ func radixOrder(changes []state.Change, keys []sortKey, diff [3]uint64, width in
 				k >>= radixBits
 			}
 		}
-		src, dst := packed, make([]uint64, len(packed))
+		spare := takeWords(len(packed))
+		defer wordsPool.Put(&spare)
+		src, dst := packed, spare
 		for p := range counts {
 			c := &counts[p]
 			sum := int32(0)
@@ -259,4 +265,29 @@ func radixOrder(changes []state.Change, keys []sortKey, diff [3]uint64, width in
 		j = e
 	}
 	return nil
+}
+
+// The orders of restored chunks (a window restore's 32 bytes of keys and
+// 16 of radix words a change) are garbage once a chunk is written, and
+// were among a restore's largest allocations: they are pooled for the
+// next chunk's.
+var (
+	sortKeysPool sync.Pool // *[]sortKey
+	wordsPool    sync.Pool // *[]uint64
+)
+
+// takeSortKeys returns n sort keys, to be overwritten.
+func takeSortKeys(n int) []sortKey {
+	if p, ok := sortKeysPool.Get().(*[]sortKey); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]sortKey, n)
+}
+
+// takeWords returns n words, to be overwritten.
+func takeWords(n int) []uint64 {
+	if p, ok := wordsPool.Get().(*[]uint64); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]uint64, n)
 }
