@@ -188,10 +188,23 @@ func (s *overlapStore) SetPosition(offset int64) error {
 // together and written at once, not one after the other, and the state
 // restored is the one logged.
 func TestRestoreAppliesStoresSideBySide(t *testing.T) {
+	if most := restoreOverlapped(t, 4, 1, 2000, 200, 7); most < 2 {
+		t.Errorf("at most %d store written at once during the restore, want the four chunks side by side", most)
+	}
+}
+
+// restoreOverlapped counts the first three quarters of records over keys
+// keys (keyedRecords, seed) in a topic of partitions partitions, which
+// builds the changelogs, then restores them in a new state directory on
+// parallelism units, every one read whole by the first fetch, and counts
+// the rest. It checks the counts and returns how many stores were written
+// at once at most during the restore.
+func restoreOverlapped(t *testing.T, partitions, parallelism, records, keys int, seed uint64) int32 {
+	t.Helper()
 	c := kafkatest.New(t)
-	in, out := c.CreateTopic(t, 4, nil), c.CreateTopic(t, 4, nil)
-	appID := "sidebyside-" + in
-	recs, truth := keyedRecords(in, 2000, 200, 7)
+	in, out := c.CreateTopic(t, int32(partitions), nil), c.CreateTopic(t, int32(partitions), nil)
+	appID := "overlap-" + in
+	recs, truth := keyedRecords(in, records, keys, seed)
 	var now, most atomic.Int32
 	opener := func(dir string) (state.Backend, error) {
 		b, err := onDisk(dir)
@@ -203,26 +216,25 @@ func TestRestoreAppliesStoresSideBySide(t *testing.T) {
 	run := func() *stream.App {
 		t.Helper()
 		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
-			stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+			stream.StateDir(t.TempDir()), stream.Parallelism(parallelism), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 		return app
 	}
-	produceAll(t, c.Client(t), recs[:1500])
+	built := records * 3 / 4
+	produceAll(t, c.Client(t), recs[:built])
 	run() // builds the changelogs
 	most.Store(0)
-	produceAll(t, c.Client(t), recs[1500:])
+	produceAll(t, c.Client(t), recs[built:])
 	app := run() // a new state directory: restores, then counts on
 	if app.Stats().Restored == 0 {
 		t.Fatal("nothing restored")
 	}
-	if m := most.Load(); m < 2 {
-		t.Errorf("at most %d store written at once during the restore, want the four chunks side by side", m)
-	}
 	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
 		t.Fatalf("counts after the restore differ from the truth: %s", mapDiff(truth, got))
 	}
+	return most.Load()
 }
 
 // spanStore is a Pebble store that records when each of its batches began
@@ -556,39 +568,7 @@ func TestAssignmentWakesThePoll(t *testing.T) {
 // is the one logged.
 func TestRestoreWritesAtMostItsSlotsAtOnce(t *testing.T) {
 	stream.SetRestoreApplySlots(t, 3)
-	c := kafkatest.New(t)
-	in, out := c.CreateTopic(t, 8, nil), c.CreateTopic(t, 8, nil)
-	appID := "slots-" + in
-	recs, truth := keyedRecords(in, 4000, 400, 11)
-	var now, most atomic.Int32
-	opener := func(dir string) (state.Backend, error) {
-		b, err := onDisk(dir)
-		if err != nil {
-			return nil, err
-		}
-		return &overlapStore{Backend: b, now: &now, most: &most}, nil
-	}
-	run := func() *stream.App {
-		t.Helper()
-		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
-			stream.StateDir(t.TempDir()), stream.Parallelism(2), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		return app
-	}
-	produceAll(t, c.Client(t), recs[:3000])
-	run() // builds the changelogs
-	most.Store(0)
-	produceAll(t, c.Client(t), recs[3000:])
-	app := run() // a new state directory: restores, then counts on
-	if app.Stats().Restored == 0 {
-		t.Fatal("nothing restored")
-	}
-	if m := most.Load(); m > 3 || m < 2 {
+	if m := restoreOverlapped(t, 8, 2, 4000, 400, 11); m > 3 || m < 2 {
 		t.Errorf("at most %d stores written at once during the restore, want 2 or 3 (side by side, within the App's 3 slots)", m)
-	}
-	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
-		t.Fatalf("counts after the restore differ from the truth: %s", mapDiff(truth, got))
 	}
 }
