@@ -2,7 +2,14 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/kgen-dev/kgen/runtime/state"
+	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
 )
 
 // TestRestoreBufKeepsRecords adds records of every shape to a restoreBuf
@@ -55,4 +62,84 @@ func TestRestoreBufKeepsRecords(t *testing.T) {
 			t.Errorf("change %d: key or value not capped (%d/%d, %d/%d)", i, len(c.Key), cap(c.Key), len(c.Value), cap(c.Value))
 		}
 	}
+}
+
+// TestRestoredStoresKeepNoPooledBytes restores a chunk of over a megabyte
+// (so its blocks are of the pooled size) into each backend, for a
+// key-value and a window store, gives the chunk's buffers back as the
+// restore does, scribbles over its blocks as their next user would, and
+// reads the store again: a store that kept the restored bytes rather than
+// copies of them would now hold the scribbles.
+func TestRestoredStoresKeepNoPooledBytes(t *testing.T) {
+	kinds := []*state.StoreKind{state.KeyValue, state.WindowKind(state.WindowStoreOptions{WindowSize: time.Minute, Retention: time.Hour})}
+	backends := map[string]func(t *testing.T) state.Backend{
+		"memory": func(*testing.T) state.Backend { return state.NewMemory() },
+		"pebble": func(t *testing.T) state.Backend {
+			b, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+	}
+	for name, open := range backends {
+		for _, kind := range kinds {
+			t.Run(name+"/"+kind.Name, func(t *testing.T) {
+				b := open(t)
+				defer b.Close()
+				var buf restoreBuf
+				base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+				for i := range 3000 {
+					key := fmt.Appendf(nil, "key-%05d", i)
+					if kind != state.KeyValue {
+						// The window's start and a sequence number, as Kafka
+						// Streams' window changelog keys.
+						key = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(key, uint64(base+int64(i)*1000)), 0)
+					}
+					buf.add(key, bytes.Repeat([]byte{byte('a' + i%26)}, 400), base+int64(i)*1000, restoreBlockBytes)
+				}
+				blocks := slices.Clone(buf.blocks)
+				if len(blocks) < 2 || cap(blocks[0]) != restoreBlockBytes {
+					t.Fatalf("%d blocks, the first of %d bytes: want pooled-size blocks", len(blocks), cap(blocks[0]))
+				}
+				changes := buf.changes()
+				if err := kind.Restore(b, changes); err != nil {
+					t.Fatal(err)
+				}
+				want := dumpBackend(t, b)
+				if len(want) < 3000 {
+					t.Fatalf("%d entries restored, want 3000 or more", len(want))
+				}
+				releaseChanges(changes)
+				buf.releaseBlocks()
+				for _, blk := range blocks {
+					blk = blk[:cap(blk)]
+					for i := range blk {
+						blk[i] = 0xee
+					}
+				}
+				if got := dumpBackend(t, b); !slices.EqualFunc(got, want, func(a, b [2]string) bool { return a == b }) {
+					t.Fatal("the store's entries changed when the restored chunk's buffers were reused")
+				}
+			})
+		}
+	}
+}
+
+// dumpBackend is every entry of b, in key order.
+func dumpBackend(t *testing.T, b state.Backend) [][2]string {
+	t.Helper()
+	it, err := b.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out [][2]string
+	for it.Next() {
+		out = append(out, [2]string{string(it.Key()), string(it.Value())})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
