@@ -203,8 +203,8 @@ func restoreSegmented(b Backend, changes []Change, retention, interval int64, ti
 	for _, c := range changes {
 		size += segPrefixLen + len(c.Key)
 	}
-	keys := takeBytes(size)
-	defer releaseBytes(keys)
+	keys := takeSegKeys(size)
+	defer releaseSegKeys(keys)
 	for _, c := range changes {
 		t, err := timeOf(c.Key)
 		if err != nil {
@@ -325,16 +325,16 @@ func readSeq(b Backend) (uint32, error) {
 // for the next chunk's.
 var segKeysPool sync.Pool // *[]byte
 
-// takeBytes returns an empty buffer of capacity n or more.
-func takeBytes(n int) []byte {
+// takeSegKeys returns an empty buffer of capacity n or more.
+func takeSegKeys(n int) []byte {
 	if p, ok := segKeysPool.Get().(*[]byte); ok && cap(*p) >= n {
 		return (*p)[:0]
 	}
 	return make([]byte, 0, n)
 }
 
-// releaseBytes gives b back; nothing may read it any more.
-func releaseBytes(b []byte) {
+// releaseSegKeys gives b back; nothing may read it any more.
+func releaseSegKeys(b []byte) {
 	b = b[:0]
 	segKeysPool.Put(&b)
 }

@@ -292,12 +292,11 @@ func (r *changelogReader) step() error {
 // that waited for it, or stop reading once nothing is written.
 type applying struct {
 	wg   sync.WaitGroup
-	jobs []*appliedJob // in the order started; a store's in its order
+	jobs []*appliedJob // in the order started, a store's in its order; the step's goroutine only
 	last map[*taskStore]*appliedJob
 
 	mu       sync.Mutex
-	running  int                // jobs not done
-	finished int                // jobs done so far
+	finished int                // jobs done so far (those not done: len(jobs) - finished)
 	cancel   context.CancelFunc // of the poll under way
 }
 
@@ -331,9 +330,6 @@ func (a *applying) start(r *changelogReader) int {
 		}
 		a.last[s] = j
 		a.jobs = append(a.jobs, j)
-		a.mu.Lock()
-		a.running++
-		a.mu.Unlock()
 		slots := r.u.a.applySlots
 		a.wg.Go(func() {
 			slots <- struct{}{}
@@ -341,7 +337,6 @@ func (a *applying) start(r *changelogReader) int {
 			<-slots
 			j.done.Store(true)
 			a.mu.Lock()
-			a.running--
 			a.finished++
 			if a.cancel != nil {
 				a.cancel() // the step may start a chunk that waited, or stop
@@ -360,7 +355,7 @@ func (a *applying) start(r *changelogReader) int {
 func (a *applying) pollContext(seen int) (ctx context.Context, running bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.running == 0 {
+	if a.finished == len(a.jobs) {
 		return nil, false
 	}
 	if a.finished != seen {

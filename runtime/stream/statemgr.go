@@ -483,6 +483,7 @@ func (m *stateManager) aborted() {
 // it has nothing held.
 func (m *stateManager) checkpoint() error {
 	hint := state.Checkpoint{Offsets: map[string]map[int32]int64{}, TopicIDs: map[string]state.TopicID{}}
+	var recorded []string // the stores whose positions the checkpoint holds, quoted
 	for _, s := range m.order {
 		if s.inner == nil {
 			continue
@@ -494,6 +495,7 @@ func (m *stateManager) checkpoint() error {
 					return fmt.Errorf("task %s: store %q: record position: %w", m.id, s.def.name, err)
 				}
 				hint.Offsets[s.changelog] = map[int32]int64{s.partition: s.restoredTo}
+				recorded = append(recorded, strconv.Quote(s.def.name))
 				if id, ok := m.topicIDs[s.changelog]; ok {
 					hint.TopicIDs[s.changelog] = id
 				}
@@ -509,15 +511,9 @@ func (m *stateManager) checkpoint() error {
 	if err := m.outside(func() error { return state.WriteCheckpoint(filepath.Join(m.dir, checkpointFile), hint) }); err != nil {
 		// Named by the stores whose positions it records: on a full disk
 		// this write may fail before any store's own does.
-		var names []string
-		for _, s := range m.order {
-			if s.changelog != "" {
-				names = append(names, strconv.Quote(s.def.name))
-			}
-		}
-		what := "store " + names[0]
-		if len(names) > 1 {
-			what = "stores " + strings.Join(names, ", ")
+		what := "store " + recorded[0]
+		if len(recorded) > 1 {
+			what = "stores " + strings.Join(recorded, ", ")
 		}
 		return fmt.Errorf("task %s: checkpoint of %s: %w", m.id, what, err)
 	}
