@@ -42,6 +42,11 @@ func TestAppInputEndingInTransactionMarker(t *testing.T) {
 			if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
+			// The commit returns before a real broker has written the
+			// partition's marker: until then a read_committed fetch sees the
+			// input empty and ended at the open transaction's start, and the
+			// task rightly takes the other input's records first.
+			awaitStable(t, ctx, c, left, 11) // ten records and the marker
 			recs = nil
 			for i := 10; i < 20; i++ {
 				recs = append(recs, &kgo.Record{Topic: right, Value: []byte(fmt.Sprint(i)), Timestamp: base.Add(time.Duration(i) * time.Second)})
@@ -88,5 +93,25 @@ func TestAppInputEndingInTransactionMarker(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// awaitStable waits until partition 0 of topic is stable (its last stable
+// offset, what a read_committed reader sees) up to end.
+func awaitStable(t *testing.T, ctx context.Context, c *kafkatest.Cluster, topic string, end int64) {
+	t.Helper()
+	adm := c.Admin(t)
+	for {
+		offs, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			if o, ok := offs.Lookup(topic, 0); ok && o.Err == nil && o.Offset >= end {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s/0 not stable up to %d: %v", topic, end, err)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
