@@ -61,17 +61,19 @@ func (b *restoreBuf) changes() []state.Change {
 	out := takeChanges(len(b.recs))
 	for i, r := range b.recs {
 		blk, off := b.blocks[r.block], int(r.off)
-		c := &out[i]
-		c.Timestamp = r.ts
+		// Every field written: a nil key or value must be nil whatever
+		// the (pooled) slice held.
+		var key, value []byte
 		if r.klen >= 0 {
 			end := off + int(r.klen)
-			c.Key = blk[off:end:end]
+			key = blk[off:end:end]
 			off = end
 		}
 		if r.vlen >= 0 {
 			end := off + int(r.vlen)
-			c.Value = blk[off:end:end]
+			value = blk[off:end:end]
 		}
+		out[i] = state.Change{Key: key, Value: value, Timestamp: r.ts}
 	}
 	return out
 }
@@ -116,11 +118,12 @@ func takeChanges(n int) []state.Change {
 	return make([]state.Change, n)
 }
 
-// releaseChanges gives changes back, cleared so that the pool does not
-// keep their blocks alive.
+// releaseChanges gives changes back, cleared to their capacity so that the
+// pool keeps nothing alive: a kind's Restore may append to them in place
+// (a window store's sequence number).
 func releaseChanges(c []state.Change) {
-	clear(c)
 	c = c[:0]
+	clear(c[:cap(c)])
 	changesPool.Put(&c)
 }
 
