@@ -238,15 +238,23 @@ func restoreOverlapped(t *testing.T, partitions, parallelism, records, keys int,
 }
 
 // spanStore is a Pebble store that records when each of its batches began
-// and ended, and holds the first batch of the stores slow names for a
-// while.
+// and ended, and holds the first batch of the stores slow names until a
+// batch of another store begins (others closed), or at most slowHold: so
+// that a restore writing the others meanwhile is seen doing it however
+// long their reading takes, and one that waits for the slow store is seen
+// waiting.
 type spanStore struct {
 	state.Backend
-	dir   string
-	slow  func(dir string) bool
-	spans *sync.Map // dir -> []span
-	mu    *sync.Mutex
+	dir    string
+	slow   func(dir string) bool
+	spans  *sync.Map // dir -> []span
+	mu     *sync.Mutex
+	others chan struct{}
+	once   *sync.Once
 }
+
+// slowHold bounds how long a slow spanStore holds its first batch.
+const slowHold = 20 * time.Second
 
 type span struct{ from, to time.Time }
 
@@ -256,8 +264,14 @@ func (s *spanStore) ApplyBatch(changes []state.Change) error {
 	v, _ := s.spans.Load(s.dir)
 	first := v == nil
 	s.mu.Unlock()
-	if first && s.slow(s.dir) {
-		time.Sleep(time.Second)
+	switch {
+	case !s.slow(s.dir):
+		s.once.Do(func() { close(s.others) })
+	case first:
+		select {
+		case <-s.others:
+		case <-time.After(slowHold):
+		}
 	}
 	err := s.Backend.(state.Restorer).ApplyBatch(changes)
 	s.mu.Lock()
@@ -278,8 +292,8 @@ func (s *spanStore) SetPosition(offset int64) error {
 
 // TestRestoreStartsAChunkWhileOthersAreWritten restores two changelogs on
 // one unit: partition 0's is short and read whole by the first fetch, and
-// its chunk takes a second to write; partition 1's is read in many small
-// fetches meanwhile. The chunk that ends partition 1 is written as soon as
+// its chunk's write is held until another store's begins (at most 20 s);
+// partition 1's is read in many small fetches meanwhile. The chunk that ends partition 1 is written as soon as
 // it is read, while partition 0's is still being written, not after it
 // (when the unit's next step would have started it), and the state
 // restored is the one logged.
@@ -301,6 +315,8 @@ func TestRestoreStartsAChunkWhileOthersAreWritten(t *testing.T) {
 	produceAll(t, c.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), recs[:900])
 	var spans sync.Map
 	var mu sync.Mutex
+	var once sync.Once
+	others := make(chan struct{})
 	slow := func(dir string) bool { return strings.Contains(dir, "0_0") }
 	run := func(restoring bool) *stream.App {
 		t.Helper()
@@ -312,7 +328,7 @@ func TestRestoreStartsAChunkWhileOthersAreWritten(t *testing.T) {
 			if !restoring {
 				return b, nil
 			}
-			return &spanStore{Backend: b, dir: dir, slow: slow, spans: &spans, mu: &mu}, nil
+			return &spanStore{Backend: b, dir: dir, slow: slow, spans: &spans, mu: &mu, others: others, once: &once}, nil
 		}
 		// Small fetches: partition 1's changelog takes many.
 		app, err := runApp(t, countTopology(in, out, opener), stream.Brokers(c.Seeds()...), stream.AppID(appID),
@@ -343,7 +359,7 @@ func TestRestoreStartsAChunkWhileOthersAreWritten(t *testing.T) {
 		t.Fatalf("batches seen: slow %v, other %v", slowSpan, last)
 	}
 	if !last.from.Before(slowSpan.to) {
-		t.Errorf("partition 1's chunk began %v after partition 0's (a second long) ended, want it written meanwhile",
+		t.Errorf("partition 1's chunk began %v after partition 0's (held until another began, at most 20 s) ended, want it written meanwhile",
 			last.from.Sub(slowSpan.to))
 	}
 	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
