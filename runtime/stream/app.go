@@ -734,7 +734,13 @@ type Stats struct {
 	ProcessTime   time.Duration // total time tasks spent processing records
 	Restored      uint64        // changelog records applied while restoring
 	EnforcedSteps uint64        // records processed past an empty input waited out (MaxTaskIdle, FetchGrace)
-	Tasks         map[TaskID]TaskStats
+	// InputPauses counts the times an input partition of a task of
+	// several inputs was paused because it held more than a megabyte of
+	// records waiting for the others, and PackedPeak is the most bytes one
+	// such input held (flow.go).
+	InputPauses uint64
+	PackedPeak  int64
+	Tasks       map[TaskID]TaskStats
 	// Standbys are the standby tasks this instance keeps warm, and
 	// StandbyRestored the changelog records they applied.
 	Standbys        []TaskID
@@ -804,6 +810,8 @@ func (a *App) Stats() Stats {
 		s.ProcessTime += us.ProcessTime
 		s.Restored += us.Restored
 		s.EnforcedSteps += us.EnforcedSteps
+		s.InputPauses += us.InputPauses
+		s.PackedPeak = max(s.PackedPeak, us.PackedPeak)
 		s.Standbys = append(s.Standbys, us.Standbys...)
 		s.StandbyRestored += us.StandbyRestored
 		s.StandbyLag += us.StandbyLag

@@ -17,6 +17,9 @@ type input interface {
 	// push appends fetched records, in offset order.
 	push(recs []*kgo.Record)
 	buffered() int
+	// packedBytes is the size of the records the input holds packed
+	// (packed.go).
+	packedBytes() int
 	// peek decodes the head record if needed and returns its timestamp in
 	// epoch milliseconds. ok is false when nothing is buffered.
 	peek() (ts int64, ok bool, err error)
@@ -84,6 +87,7 @@ func (s *sourceNode[K, V]) topic() string      { return s.topicName }
 func (s *sourceNode[K, V]) state() *inputState { return &s.st }
 func (s *sourceNode[K, V]) buffered() int      { return len(s.buf) - s.first + s.packed.len() }
 func (s *sourceNode[K, V]) head() *kgo.Record  { return s.buf[s.first] }
+func (s *sourceNode[K, V]) packedBytes() int   { return s.packed.size() }
 
 func (s *sourceNode[K, V]) push(recs []*kgo.Record) {
 	if s.first > 0 && s.first >= len(s.buf)/2 {

@@ -80,6 +80,8 @@ type packedState struct {
 type packedQueue struct {
 	chunks []*packedChunk
 	n      int // records packed and not yet taken
+	// bytes is the capacity of the chunks' data: what the queue holds.
+	bytes int
 	// lastSize is a little more than the last full chunk's bytes.
 	lastSize int
 	// ctx is the Context of the records packed (franz-go gives every
@@ -88,6 +90,9 @@ type packedQueue struct {
 }
 
 func (q *packedQueue) len() int { return q.n }
+
+// size is the bytes the packed records take.
+func (q *packedQueue) size() int { return q.bytes }
 
 func appendPackedBytes(dst, b []byte) []byte {
 	if b == nil {
@@ -108,6 +113,7 @@ func (q *packedQueue) push(recs []*kgo.Record) {
 			// Sized as the last chunk ended, so that it seldom grows.
 			q.chunks = append(q.chunks, &packedChunk{data: make([]byte, 0, max(q.lastSize, 4<<10))})
 			c = q.chunks[len(q.chunks)-1]
+			q.bytes += cap(c.data)
 		}
 		q.ctx = r.Context
 		ts := r.Timestamp.UnixNano()
@@ -132,6 +138,7 @@ func (q *packedQueue) push(recs []*kgo.Record) {
 			d = append(d, h.Key...)
 			d = appendPackedBytes(d, h.Value)
 		}
+		q.bytes += cap(d) - cap(c.data)
 		c.data = d
 		if c.n == packedChunkRecords-1 {
 			q.lastSize = len(d) + len(d)/16
@@ -153,6 +160,7 @@ func (q *packedQueue) take(dst []*kgo.Record, n int, topic string, partition int
 		dst = append(dst, &recs[i])
 		q.n--
 		if c.taken == c.n {
+			q.bytes -= cap(c.data)
 			q.chunks[0] = nil
 			q.chunks = q.chunks[1:]
 		}

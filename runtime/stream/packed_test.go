@@ -49,9 +49,19 @@ func TestPackedQueueRoundTrip(t *testing.T) {
 		q.push(batch)
 		i += n
 		got = q.take(got, 300, "in", 3)
+		held := 0
+		for _, c := range q.chunks {
+			held += cap(c.data)
+		}
+		if q.size() != held || (q.len() > 0) != (held > 0) {
+			t.Fatalf("after %d records pushed: size %d, chunks hold %d bytes for %d records", i, q.size(), held, q.len())
+		}
 	}
 	for q.len() > 0 {
 		got = q.take(got, packedRun, "in", 3)
+	}
+	if q.size() != 0 {
+		t.Fatalf("size %d with nothing packed", q.size())
 	}
 	if len(got) != len(fetched) {
 		t.Fatalf("got %d records back, want %d", len(got), len(fetched))

@@ -31,7 +31,8 @@ func (f *fakeInput) push(recs []*kgo.Record) {
 		f.st.fetchedTo = r.Offset + 1
 	}
 }
-func (f *fakeInput) buffered() int { return len(f.ts) }
+func (f *fakeInput) buffered() int    { return len(f.ts) }
+func (f *fakeInput) packedBytes() int { return 0 }
 func (f *fakeInput) peek() (int64, bool, error) {
 	if len(f.ts) == 0 {
 		return 0, false, nil

@@ -68,6 +68,13 @@ type unit struct {
 	// window, 50 ms away.
 	queriesWaiting atomic.Int32
 
+	// paused are the input partitions flowControl paused (flow.go);
+	// pauses counts how often it paused one, and packedPeak is the most
+	// bytes it saw one input hold packed.
+	paused     map[topicPartition]struct{}
+	pauses     uint64
+	packedPeak int
+
 	fatal      error // set by a rebalance callback, returned by the loop
 	closed     bool
 	idle       bool // the last step processed nothing
@@ -279,6 +286,7 @@ func (u *unit) run(ctx context.Context) (err error) {
 				u.cl.AllowRebalance()
 				return err
 			}
+			u.flowControl()
 			// Records held back (an input waits for its fetch, as Kafka
 			// Streams' partition group) are no work: spinning on them
 			// took a core from franz-go, which decodes the fetch they

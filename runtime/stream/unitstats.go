@@ -55,6 +55,7 @@ func (s *unitStats) publish(u *unit, force bool) {
 		p.Standbys = append(p.Standbys, id)
 	}
 	p.StandbyLag = u.sb.lag()
+	p.InputPauses, p.PackedPeak = u.pauses, int64(u.packedPeak)
 	p.TasksCreated, p.TasksClosed = s.created, s.closed
 	p.CommitLatency = u.cm.latency.snapshot()
 	procLat, punctLat, e2eLat := s.processLat, s.punctuateLat, s.endToEndLat
