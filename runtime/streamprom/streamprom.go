@@ -45,6 +45,8 @@ var (
 	descProcessTime  = prometheus.NewDesc("kgen_process_seconds_total", "Time tasks spent processing records; divide by kgen_records_processed_total for the mean latency.", appLabels, nil)
 	descRestored     = prometheus.NewDesc("kgen_restored_records_total", "Changelog records applied while restoring stores.", appLabels, nil)
 	descEnforced     = prometheus.NewDesc("kgen_enforced_processing_total", "Records processed while another input of their task was empty past its wait (MaxTaskIdle, FetchGrace).", appLabels, nil)
+	descInputPauses  = prometheus.NewDesc("kgen_input_pauses_total", "Times an input partition of a task of several inputs was paused for holding more than a megabyte of records waiting for the others.", appLabels, nil)
+	descPackedPeak   = prometheus.NewDesc("kgen_input_packed_peak_bytes", "Most bytes one input of a task of several inputs held packed while waiting for the others.", appLabels, nil)
 	descGeneration   = prometheus.NewDesc("kgen_group_generation", "Newest consumer group generation the app's members joined; it grows with every rebalance.", appLabels, nil)
 	descStandbys     = prometheus.NewDesc("kgen_standby_tasks", "Standby tasks this instance keeps warm.", appLabels, nil)
 	descStandbyLag   = prometheus.NewDesc("kgen_standby_lag_records", "Changelog records the standby tasks have yet to apply.", appLabels, nil)
@@ -73,7 +75,7 @@ var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDropped, descDeadLettered, descPunctuations, descCommits,
-		descCommitTime, descProcessTime, descRestored, descEnforced, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descTaskDropped, descProcRecords,
+		descCommitTime, descProcessTime, descRestored, descEnforced, descInputPauses, descPackedPeak, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descTaskDropped, descProcRecords,
 		descTasksCreated, descTasksClosed, descRestoreRemaining, descTaskRemaining, descProcessLatency, descCommitLatency, descPunctLatency, descE2ELatency} {
 		ch <- d
 	}
@@ -109,6 +111,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descProcessTime, s.ProcessTime.Seconds(), app)
 	counter(descRestored, float64(s.Restored), app)
 	counter(descEnforced, float64(s.EnforcedSteps), app)
+	counter(descInputPauses, float64(s.InputPauses), app)
+	gauge(descPackedPeak, float64(s.PackedPeak), app)
 	gauge(descGeneration, float64(s.Generation), app)
 	gauge(descStandbys, float64(len(s.Standbys)), app)
 	gauge(descStandbyLag, float64(s.StandbyLag), app)
