@@ -37,12 +37,12 @@ type Cache struct {
 	// orderedOnly says entries is nil and sorted alone holds the entries
 	// (OrderedOnly).
 	orderedOnly bool
-	// hot is the entry of hotKey, the last key an OrderedOnly cache
-	// rewrote, until an entry leaves the tree: a join's store rewrites its
-	// sequence number at every put, which is then updated in place
-	// instead of walking the tree.
-	hot    *cacheEntry
-	hotKey string
+	// hot are the entries of the last two keys an OrderedOnly cache
+	// rewrote, the latest first, until an entry leaves the tree: a join's
+	// window store rewrites its sequence number and its observed time at
+	// nearly every put, and reads the observed time, which then take no
+	// walk down the tree. With one slot the two keys evicted each other.
+	hot    [2]hotEntry
 	dirty  []string // keys in the order they became dirty
 	limit  int
 	onFull func()
@@ -55,6 +55,26 @@ type Cache struct {
 }
 
 var _ RangeDeleter = (*Cache)(nil)
+
+// hotEntry is a key of an OrderedOnly cache's tree and its entry there;
+// e nil: none.
+type hotEntry struct {
+	key string
+	e   *cacheEntry
+}
+
+// hotFind is key's hot slot, or nil.
+func (c *Cache) hotFind(key []byte) *hotEntry {
+	for i := range c.hot {
+		if h := &c.hot[i]; h.e != nil && h.key == string(key) {
+			return h
+		}
+	}
+	return nil
+}
+
+// forgetHot empties the hot slots: an entry left the tree.
+func (c *Cache) forgetHot() { c.hot = [2]hotEntry{} }
 
 // cacheEntry is a cached key's value. The value is kept as a pointer and a
 // length rather than a slice, so that an entry is 24 bytes, not 48 (its
@@ -133,6 +153,9 @@ func (c *Cache) lookup(key []byte) (*cacheEntry, bool) {
 // find is lookup of a string key, which it does not keep.
 func (c *Cache) find(k string) (*cacheEntry, bool) {
 	if c.orderedOnly {
+		if h := c.hotFind([]byte(k)); h != nil {
+			return h.e, true
+		}
 		_, e, ok := c.sorted.Get(k)
 		return e, ok
 	}
@@ -329,12 +352,13 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 // whether the key is new (nearly always) or not, at the price of a new
 // entry when it is not.
 func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) error {
-	if e := c.hot; e != nil && c.hotKey == string(key) {
+	if h := c.hotFind(key); h != nil {
+		e := h.e
 		e.setValue(value)
 		e.ts = ts
 		if !e.isDirty {
 			e.isDirty = true
-			c.dirty = append(c.dirty, c.hotKey)
+			c.dirty = append(c.dirty, h.key)
 		}
 		return c.overflow()
 	}
@@ -348,7 +372,7 @@ func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) e
 		c.dirty = append(c.dirty, k)
 	}
 	if replaced {
-		c.hot, c.hotKey = e, k
+		c.hot[1], c.hot[0] = c.hot[0], hotEntry{k, e}
 	}
 	return c.overflow()
 }
@@ -366,7 +390,7 @@ func (c *Cache) add(k string, e *cacheEntry) {
 }
 
 func (c *Cache) remove(k string) {
-	c.hot = nil
+	c.forgetHot()
 	delete(c.entries, k)
 	if c.sorted != nil {
 		c.sorted.Delete(k)
@@ -374,7 +398,7 @@ func (c *Cache) remove(k string) {
 }
 
 func (c *Cache) removeAll() {
-	c.hot = nil
+	c.forgetHot()
 	clear(c.entries)
 	if c.sorted != nil {
 		c.sorted.Clear(false)
@@ -437,7 +461,7 @@ func (c *Cache) overflow() error {
 
 // dropClean forgets the clean entries.
 func (c *Cache) dropClean() {
-	c.hot = nil
+	c.forgetHot()
 	if !c.orderedOnly {
 		for k, e := range c.entries {
 			if !e.isDirty {
@@ -468,7 +492,7 @@ func (c *Cache) DeleteRange(from, to []byte) error {
 	}
 	c.lock()
 	defer c.unlock()
-	c.hot = nil
+	c.forgetHot()
 	tree := c.ordered()
 	dirty := false
 	if k, _, ok := tree.Min(); ok && (from == nil || k >= string(from)) {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
@@ -56,30 +57,72 @@ func TestCacheEntrySize(t *testing.T) {
 }
 
 // TestOrderedOnlyRewriteInPlace checks that an OrderedOnly cache rewrites
-// the key it last rewrote (a join store's sequence number, at every put) in
-// place: no new entry, no walk down the tree.
+// the two keys it last rewrote (a join store's sequence number and observed
+// time, at nearly every put, in turn) in place: no new entry, no walk down
+// the tree; and that reads of them and writes after an entry left the tree
+// see the latest value.
 func TestOrderedOnlyRewriteInPlace(t *testing.T) {
 	c := NewCache(NewMemory(), 100, nil)
 	c.OrderedOnly()
-	key, v := []byte("seq"), []byte("1")
-	for _, k := range []string{"a", "seq", "z"} {
+	seq, obs, v := []byte("seq"), []byte("obs"), []byte("1")
+	for _, k := range []string{"a", "obs", "seq", "z"} {
 		if err := c.Put([]byte(k), v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.putOwned(key, v); err != nil { // replaced: now the hot key
+	for _, k := range [][]byte{seq, obs} { // replaced: now the hot keys
+		if err := c.putOwned(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		_ = c.putOwned(seq, []byte(fmt.Sprint(i%10)))
+		_ = c.putOwned(obs, v)
+	}); n > 1 { // the value's string, not the cache's
+		t.Fatalf("rewrites of the two hot keys in turn allocate %v times, want at most the value's 1", n)
+	}
+	if got, ok, _ := c.Get(seq); !ok || string(got) != fmt.Sprint(i%10) {
+		t.Fatalf("Get(seq) = %q, %v; want %d", got, ok, i%10)
+	}
+	// A third key pushes the oldest out of the slots; each still reads
+	// and rewrites right.
+	third := []byte("a")
+	for round := range 3 {
+		for j, k := range [][]byte{seq, obs, third} {
+			if err := c.putOwned(k, []byte(fmt.Sprint(round*10+j))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j, k := range [][]byte{seq, obs, third} {
+			if got, ok, _ := c.Get(k); !ok || string(got) != fmt.Sprint(round*10+j) {
+				t.Fatalf("round %d: Get(%s) = %q, %v; want %d", round, k, got, ok, round*10+j)
+			}
+		}
+	}
+	if err := c.DeleteRange(nil, []byte("b")); err != nil { // forgets the hot entries
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = c.putOwned(key, v) }); n != 0 {
-		t.Fatalf("a rewrite of the hot key allocates %v times, want 0", n)
+	if _, ok, _ := c.Get(third); ok {
+		t.Fatal("a dropped hot key is still read")
 	}
-	if err := c.DeleteRange(nil, []byte("b")); err != nil { // forgets the hot entry
+	if err := c.putOwned(seq, []byte("2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.putOwned(key, []byte("2")); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok, _ := c.Get(key); !ok || string(got) != "2" {
+	if got, ok, _ := c.Get(seq); !ok || string(got) != "2" {
 		t.Fatalf("Get(seq) = %q, %v; want 2", got, ok)
+	}
+	// The dirty entries Dirty hands out are the latest values, once each.
+	changes := c.Dirty()
+	seen := map[string]string{}
+	for _, ch := range changes {
+		if _, dup := seen[string(ch.Key)]; dup {
+			t.Fatalf("Dirty returned %s twice", ch.Key)
+		}
+		seen[string(ch.Key)] = string(ch.Value)
+	}
+	if seen["seq"] != "2" || seen["obs"] != "21" || seen["z"] != "1" {
+		t.Fatalf("dirty values %v; want seq 2, obs 21, z 1", seen)
 	}
 }
