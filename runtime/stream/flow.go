@@ -40,11 +40,20 @@ type topicPartition struct {
 // partitions whose task went are resumed too (franz-go keeps a partition
 // paused across assignments).
 func (u *unit) flowControl() {
-	more := u.moreToFetch()
+	// Whether another input has records left to fetch: asked only when
+	// something is paused or about to be, as most steps have nothing to
+	// decide.
+	known, more := false, false
+	moreToFetch := func() bool {
+		if !known {
+			known, more = true, u.moreToFetch()
+		}
+		return more
+	}
 	var pause, resume map[string][]int32
 	for tp := range u.paused {
 		in := u.tm.inputs[tp.topic][tp.partition]
-		if in == nil || !more || in.packedBytes() < resumeBelowPacked {
+		if in == nil || in.packedBytes() < resumeBelowPacked || !moreToFetch() {
 			if resume == nil {
 				resume = map[string][]int32{}
 			}
@@ -59,11 +68,11 @@ func (u *unit) flowControl() {
 		for _, in := range t.inputs {
 			b := in.packedBytes()
 			u.packedPeak = max(u.packedPeak, b)
-			if b <= pauseAbovePacked || !more {
+			if b <= pauseAbovePacked {
 				continue
 			}
 			tp := topicPartition{in.topic(), in.state().partition}
-			if _, ok := u.paused[tp]; ok {
+			if _, ok := u.paused[tp]; ok || !moreToFetch() {
 				continue
 			}
 			if u.paused == nil {
