@@ -10,21 +10,30 @@ import (
 )
 
 // TestUnitClientMemoryBounds checks that a unit's client gets kgen's
-// memory bounds, and that ClientOpts, applied after them, override them.
+// memory bounds, smaller fetches where a task reads several topics, and
+// that ClientOpts, applied after them, override them.
 func TestUnitClientMemoryBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
+		join          bool
 		opts          []kgo.Opt
 		records       int64
 		fetch, fetchP int32
 	}{
-		{"defaults", nil, produceBufferRecords, fetchMaxBytes, 1 << 20},
-		{"overridden", []kgo.Opt{kgo.MaxBufferedRecords(50_000), kgo.FetchMaxBytes(50 << 20)}, 50_000, 50 << 20, 1 << 20},
+		{"defaults", false, nil, produceBufferRecords, fetchMaxBytes, 1 << 20},
+		{"overridden", false, []kgo.Opt{kgo.MaxBufferedRecords(50_000), kgo.FetchMaxBytes(50 << 20)}, 50_000, 50 << 20, 1 << 20},
+		{"a task of two topics", true, nil, produceBufferRecords, joinFetchMaxBytes, joinFetchMaxPartitionBytes},
+		{"a task of two topics, overridden", true, []kgo.Opt{kgo.FetchMaxBytes(50 << 20), kgo.FetchMaxPartitionBytes(1 << 20)}, produceBufferRecords, 50 << 20, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topo := NewTopology()
 			AddSource(topo, "in", "in", serde.Bytes{}, serde.Bytes{})
-			AddSink(topo, "out", "out", serde.Bytes{}, serde.Bytes{}, "in")
+			parents := []string{"in"}
+			if tc.join {
+				AddSource(topo, "other", "other", serde.Bytes{}, serde.Bytes{})
+				parents = append(parents, "other")
+			}
+			AddSink(topo, "out", "out", serde.Bytes{}, serde.Bytes{}, parents...)
 			a, err := New(topo, Brokers("127.0.0.1:1"), AppID("memory-bounds"), StateDir(t.TempDir()),
 				InstanceID("i"), Logger(slog.New(slog.DiscardHandler)), ClientOpts(tc.opts...))
 			if err != nil {

@@ -268,7 +268,8 @@ func Logger(l *slog.Logger) Option {
 // until acknowledged (kgo.MaxBufferedRecords; franz-go's default is 50,000)
 // and one fetch response is at most 3 MiB (kgo.FetchMaxBytes; Kafka's and
 // franz-go's default is 50 MiB, and kgo.FetchMaxPartitionBytes above it is
-// lowered to it). Raise the first where acknowledgements are slow: a unit
+// lowered to it); where a task reads several topics (a join), 1.5 MiB, and
+// 512 KiB of one partition (kgo.FetchMaxPartitionBytes). Raise the first where acknowledgements are slow: a unit
 // cannot produce faster than about that many records per acknowledgement.
 func ClientOpts(opts ...kgo.Opt) Option {
 	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
@@ -289,10 +290,26 @@ const (
 	// topic beside its source) holds no more than one reading three. At
 	// 2 MiB source-only slowed.
 	fetchMaxBytes = 3 << 20
+	// A unit of a topology where a task reads several topics (a join)
+	// fetches half as much, and at most 512 KiB of a partition, not
+	// Kafka's 1 MiB: its tasks hold back one input's records until the
+	// others' times catch up, so what is fetched waits longer, and a
+	// fetched record costs several times its bytes until it is polled
+	// (franz-go's decoded kgo.Record, some 170 bytes). The stream-stream
+	// join's peak RSS fell from about 156 to 137 MiB for the same CPU per
+	// record; the stream-table join's from about 124 to 106 MiB, for a few
+	// per cent more CPU (runtime/DESIGN.md, "Memory").
+	joinFetchMaxBytes          = 3 << 19
+	joinFetchMaxPartitionBytes = 512 << 10
 )
 
-// unitMemoryOpts are the client options of a unit that bound its memory.
-func unitMemoryOpts() []kgo.Opt {
+// unitMemoryOpts are the client options of a unit that bound its memory;
+// joins says a task of the topology reads several topics.
+func unitMemoryOpts(joins bool) []kgo.Opt {
+	if joins {
+		return []kgo.Opt{kgo.MaxBufferedRecords(produceBufferRecords),
+			kgo.FetchMaxBytes(joinFetchMaxBytes), kgo.FetchMaxPartitionBytes(joinFetchMaxPartitionBytes)}
+	}
 	return []kgo.Opt{kgo.MaxBufferedRecords(produceBufferRecords), kgo.FetchMaxBytes(fetchMaxBytes)}
 }
 

@@ -125,6 +125,17 @@ type subtopology struct {
 
 // logged says some store of the sub-topology has a changelog: its tasks'
 // state can be restored elsewhere, and standbys of them kept warm.
+// joins says some task reads several topics (a join, or a merge of
+// co-partitioned topics): see unitMemoryOpts.
+func (t *Topology) joins() bool {
+	for _, s := range t.subs {
+		if len(s.topics) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *subtopology) logged() bool {
 	for _, st := range s.stores {
 		if st.opts.Changelog {

@@ -113,7 +113,7 @@ func newUnit(a *App, idx int) (*unit, error) {
 	if a.cfg.guarantee == ExactlyOnce {
 		isolation = kgo.ReadCommitted()
 	}
-	opts := append(unitMemoryOpts(), []kgo.Opt{
+	opts := append(unitMemoryOpts(a.topo.joins()), []kgo.Opt{
 		// Read when the producer first meets a partition, after
 		// prepareTopics: ClientOpts may override it.
 		kgo.ProducerBatchMaxBytesFn(a.batchMaxBytes),
