@@ -70,7 +70,7 @@ func TestRegisterFlags(t *testing.T) {
 		"KGEN_STATIC_MEMBERSHIP": "1", "KGEN_TLS": "true", "KGEN_ON_PROCESS_ERROR": "dead-letter=dlq",
 		"KGEN_LOG_FORMAT": "json", "KGEN_LOG_SUMMARY_INTERVAL": "30s", "KGEN_ADVERTISED_ADDRESS": "pod-0.app:8080",
 	}, "-parallelism", "4", "-sasl-mechanism", "plain", "-sasl-user", "u", "-sasl-password-file", "/run/secret",
-		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug")
+		"-instance-id", "pod-0", "-on-deserialize-error", "continue", "-log-level", "debug", "-heap-floor", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRegisterFlagsDefaults(t *testing.T) {
 	want := appmain.Config{
 		Parallelism: 1, Guarantee: "at-least-once", OnDeserializeError: "fail", OnProcessError: "fail",
 		OnProduceError: "fail", LogLevel: "info", LogFormat: "text", ClientLogLevel: "warn", LogSummaryInterval: 2 * time.Minute,
-		CacheRecords: &cache, ReplicationFactor: -1,
+		CacheRecords: &cache, ReplicationFactor: -1, HeapFloorMiB: appmain.DefaultHeapFloorMiB,
 	}
 	if diff := cmp.Diff(want, cfg, ignoreUnexported); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

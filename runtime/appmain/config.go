@@ -124,6 +124,12 @@ type Config struct {
 
 	MetricsAddr string // address of the /metrics (Prometheus), /healthz and /readyz endpoints; empty for none
 
+	// HeapFloorMiB is the heap floor (SetHeapFloor) of an instance that
+	// serves store queries (an application with queryable stores and a
+	// MetricsAddr); 0 sets none. RegisterFlags defaults it to
+	// DefaultHeapFloorMiB.
+	HeapFloorMiB int
+
 	// OpsTLSCertFile and OpsTLSKeyFile (PEM, both or neither) make the ops
 	// endpoints serve HTTPS. OpsToken, when set, is the bearer token every
 	// /v1/ request (the store queries) must carry. An application with
@@ -255,6 +261,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	def("reset", &boolValue{p: &c.Reset}, "reset the application instead of running it: delete its internal topics, move its input offsets to the earliest (or -reset-to-time) and wipe this instance's local state; refused while any instance runs")
 	def("reset-to-time", str(&c.ResetToTime, checkTime), "with -reset, move the input offsets to the first record at or after this `time` (RFC 3339) instead of the earliest")
 	def("metrics-addr", str(&c.MetricsAddr, checkAddr), "`address` of the /metrics (Prometheus), /healthz and /readyz endpoints, e.g. :9090; empty for none")
+	if c.HeapFloorMiB == 0 {
+		c.HeapFloorMiB = DefaultHeapFloorMiB
+	}
+	def("heap-floor", &intValue{p: &c.HeapFloorMiB, min: 0, max: 1 << 20}, "`MiB` of Go heap below which the garbage collector does not run, while the instance serves store queries: a query allocates some 5 KB and the live heap is small, so without it the collector runs many times a second and sets the queries' tail; the heap may hold up to this much garbage; 0 for none")
 	def("ops-tls-cert", str(&c.OpsTLSCertFile, nil), "PEM `file` of the ops endpoints' certificate, with -ops-tls-key: serve them over HTTPS")
 	def("ops-tls-key", str(&c.OpsTLSKeyFile, nil), "PEM `file` of the ops endpoints' key, with -ops-tls-cert")
 	def("ops-token", str(&c.OpsToken, nil), "bearer `token` the store query endpoints (/v1/) require; prefer the variable, since flags show in ps")

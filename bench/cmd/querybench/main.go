@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kgen-dev/kgen/runtime/appmain"
 	"github.com/kgen-dev/kgen/runtime/serde"
 	"github.com/kgen-dev/kgen/runtime/state"
 	"github.com/kgen-dev/kgen/runtime/state/pebblestore"
@@ -77,7 +78,10 @@ func main() {
 	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
 	flag.Float64Var(&inputRate, "input-rate", 0, "records a second produced to the input while the windows run, the app working on them live (0: the app works through the -records backlog as fast as it can)")
 	flag.BoolVar(&queryable, "queryable", true, "mark the store StoreOptions.Queryable (queries read it while the app processes); false: queries wait for the unit's processing lock")
+	heapFloor := flag.Int("heap-floor", appmain.DefaultHeapFloorMiB, "MiB of Go heap below which the collector does not run (appmain.SetHeapFloor), as a generated main serving store queries keeps by default (-heap-floor); 0: none")
 	flag.Parse()
+	// Each instance's process (with -processes) parses the same flag.
+	appmain.SetHeapFloor(*heapFloor)
 	if *child != "" {
 		if err := runChild(strings.Split(*brokers, ","), *childApp, *childIn, *childOut, *child, *store); err != nil {
 			fmt.Fprintln(os.Stderr, "querybench child:", err)
@@ -404,7 +408,8 @@ func isLocal(addr, key string) (bool, error) {
 // -child) and returns its address once it serves.
 func startChild(seeds []string, appID, in, out, name, store string) (string, func(), error) {
 	cmd := exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
-		"-brokers", strings.Join(seeds, ","), "-store", store, "-queryable="+strconv.FormatBool(queryable))
+		"-brokers", strings.Join(seeds, ","), "-store", store, "-queryable="+strconv.FormatBool(queryable),
+		"-heap-floor", flag.Lookup("heap-floor").Value.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err
