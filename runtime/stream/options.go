@@ -269,8 +269,9 @@ func Logger(l *slog.Logger) Option {
 // and one fetch response is at most 3 MiB (kgo.FetchMaxBytes; Kafka's and
 // franz-go's default is 50 MiB, and kgo.FetchMaxPartitionBytes above it is
 // lowered to it); where a task reads several topics (a join), 1.5 MiB, and
-// 512 KiB of one partition (kgo.FetchMaxPartitionBytes). Raise the first where acknowledgements are slow: a unit
-// cannot produce faster than about that many records per acknowledgement.
+// 512 KiB of one partition (kgo.FetchMaxPartitionBytes). Raise the first
+// where acknowledgements are slow: a unit cannot produce faster than about
+// that many records per acknowledgement.
 func ClientOpts(opts ...kgo.Opt) Option {
 	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
 }
