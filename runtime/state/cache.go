@@ -63,10 +63,10 @@ type hotEntry struct {
 	e   *cacheEntry
 }
 
-// hotFind is key's hot slot, or nil.
-func (c *Cache) hotFind(key []byte) *hotEntry {
+// hotFind is key's hot slot, or nil. It does not keep key.
+func (c *Cache) hotFind(key string) *hotEntry {
 	for i := range c.hot {
-		if h := &c.hot[i]; h.e != nil && h.key == string(key) {
+		if h := &c.hot[i]; h.e != nil && h.key == key {
 			return h
 		}
 	}
@@ -153,7 +153,7 @@ func (c *Cache) lookup(key []byte) (*cacheEntry, bool) {
 // find is lookup of a string key, which it does not keep.
 func (c *Cache) find(k string) (*cacheEntry, bool) {
 	if c.orderedOnly {
-		if h := c.hotFind([]byte(k)); h != nil {
+		if h := c.hotFind(k); h != nil {
 			return h.e, true
 		}
 		_, e, ok := c.sorted.Get(k)
@@ -352,7 +352,8 @@ func (c *Cache) writeKey(key []byte, owned string, value []byte) error {
 // whether the key is new (nearly always) or not, at the price of a new
 // entry when it is not.
 func (c *Cache) writeOrdered(key []byte, owned string, value []byte, ts int64) error {
-	if h := c.hotFind(key); h != nil {
+	// A view of key, not a copy: hotFind only compares it.
+	if h := c.hotFind(unsafe.String(unsafe.SliceData(key), len(key))); h != nil {
 		e := h.e
 		e.setValue(value)
 		e.ts = ts
