@@ -538,10 +538,14 @@ func (a *App) batchMaxBytes(topic string) int32 {
 }
 
 // prepareChangelogs checks the changelog topics that exist and creates the
-// others, then waits for their partitions to have leaders. It must not
-// touch a.partitions: the units read it meanwhile.
+// others, then waits for their partitions to have leaders, retrying what
+// may pass by itself (a topic created meanwhile, checked on the next
+// attempt). It must not touch a.partitions: the units read it meanwhile.
 func (a *App) prepareChangelogs(ctx context.Context, want map[string]int32) error {
-	return a.ensureInternalTopics(ctx, "changelog", want, a.changelogNeeds())
+	_, err := retryStartup(ctx, a.cfg, "changelog topics", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.ensureInternalTopics(ctx, "changelog", want, a.changelogNeeds())
+	})
+	return err
 }
 
 // endOffsets lists the end offsets (or, if committed, the last stable

@@ -96,7 +96,14 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 		}
 		missing = append(missing, name)
 	}
-	errs = append(errs, a.createTopics(ctx, kind, missing, want, needs)...)
+	appeared, cerrs := a.createTopics(ctx, kind, missing, want, needs)
+	errs = append(errs, cerrs...)
+	if len(errs) == 0 && len(appeared) > 0 {
+		// Created meanwhile by someone else (another instance, or a
+		// broker's metadata that had not caught up with them): checked,
+		// as any existing topic, on the next attempt.
+		return &transientError{fmt.Errorf("%s topics %v exist now but were not listed: checking them again", kind, appeared)}
+	}
 	if len(errs) == 0 {
 		a.awaitLeaders(ctx, missing, want)
 	}
@@ -133,10 +140,11 @@ func (a *App) ensureInternalTopics(ctx context.Context, kind string, want map[st
 // partitions and configs: the controller commits them together, where a
 // request per topic cost a round of the controller's log each (~35 ms on a
 // local broker, before the app's first output). A topic that exists by now
-// (another instance created it) is not an error.
-func (a *App) createTopics(ctx context.Context, kind string, names []string, want map[string]int32, needs func(topic string) topicNeeds) []error {
+// (another instance created it, or the listing missed it) is not an error:
+// it is returned in appeared, to be checked as an existing one.
+func (a *App) createTopics(ctx context.Context, kind string, names []string, want map[string]int32, needs func(topic string) topicNeeds) (appeared []string, errs []error) {
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 15000
@@ -152,12 +160,15 @@ func (a *App) createTopics(ctx context.Context, kind string, names []string, wan
 	}
 	resp, err := req.RequestWith(ctx, a.admClient)
 	if err != nil {
-		return []error{fmt.Errorf("create %s topics %v: %w", kind, names, err)}
+		return nil, []error{fmt.Errorf("create %s topics %v: %w", kind, names, err)}
 	}
-	var errs []error
 	for _, t := range resp.Topics {
 		err := kerr.ErrorForCode(t.ErrorCode)
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			appeared = append(appeared, t.Topic)
+			continue
+		}
+		if err != nil {
 			if t.ErrorMessage != nil {
 				err = fmt.Errorf("%w: %s", err, *t.ErrorMessage)
 			}
@@ -166,7 +177,7 @@ func (a *App) createTopics(ctx context.Context, kind string, names []string, wan
 		}
 		a.cfg.logger.Info("created "+kind+" topic", "topic", t.Topic, "partitions", want[t.Topic])
 	}
-	return errs
+	return appeared, errs
 }
 
 // awaitLeaders waits, briefly, until the brokers' metadata shows every

@@ -474,3 +474,36 @@ func TestChangelogCreationFailsForOneTopic(t *testing.T) {
 		t.Fatalf("%s: cleanup.policy=%q, want compact,delete", created, p)
 	}
 }
+
+// TestCreateTopicsReportsATopicThatAppeared: a topic listed as missing that
+// exists by the time it is created (another instance made it, or the
+// listing's broker had not caught up) is reported, not taken as created
+// with the app's configs: ensureInternalTopics then checks it on its next
+// attempt, as TestChangelogThatDoesNotFitItsKind's broker-times case needs
+// when the listing misses the topic the test just made.
+func TestCreateTopicsReportsATopicThatAppeared(t *testing.T) {
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "appeared-" + in
+	topic, fresh := changelogTopic(appID, "win"), changelogTopic(appID, "kv")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Admin(t).CreateTopic(ctx, 2, -1, nil, topic); err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	t.Cleanup(func() { c.Admin(t).DeleteTopics(context.Background(), topic, fresh) })
+	a, err := New(kindsTopology(in, out, newRetainedKind().kind, nil), Brokers(c.Seeds()...), AppID(appID),
+		StateDir(t.TempDir()), Logger(kindsLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.admClient, err = kgo.NewClient(kgo.SeedBrokers(c.Seeds()...)); err != nil {
+		t.Fatal(err)
+	}
+	defer a.admClient.Close()
+	want := map[string]int32{topic: 2, fresh: 2}
+	appeared, errs := a.createTopics(ctx, "changelog", []string{topic, fresh}, want, a.changelogNeeds())
+	if len(errs) > 0 || len(appeared) != 1 || appeared[0] != topic {
+		t.Fatalf("createTopics: appeared %v, errors %v; want %s appeared and no error", appeared, errs, topic)
+	}
+}
