@@ -737,6 +737,7 @@ type Stats struct {
 	CommitTime    time.Duration // total time spent committing
 	ProcessTime   time.Duration // total time tasks spent processing records
 	Restored      uint64        // changelog records applied while restoring
+	RestoreStalls uint64        // active restores that stood still 15 s and read their changelog again (each logged)
 	EnforcedSteps uint64        // records processed past an empty input waited out (MaxTaskIdle, FetchGrace)
 	// InputPauses counts the times an input partition of a task of
 	// several inputs was paused because it held more than a megabyte of
@@ -813,6 +814,7 @@ func (a *App) Stats() Stats {
 		s.CommitTime += us.CommitTime
 		s.ProcessTime += us.ProcessTime
 		s.Restored += us.Restored
+		s.RestoreStalls += us.RestoreStalls
 		s.EnforcedSteps += us.EnforcedSteps
 		s.InputPauses += us.InputPauses
 		s.PackedPeak = max(s.PackedPeak, us.PackedPeak)

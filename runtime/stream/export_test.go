@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,4 +48,25 @@ func SetRestoreApplySlots(t *testing.T, n int) {
 	old := restoreApplySlots
 	restoreApplySlots = func() int { return n }
 	t.Cleanup(func() { restoreApplySlots = old })
+}
+
+// SetRestoreStallAfter sets how long an active restore may stand still
+// before its changelog is read again, for the test's duration.
+func SetRestoreStallAfter(t *testing.T, d time.Duration) {
+	old := restoreStallAfter
+	restoreStallAfter = d
+	t.Cleanup(func() { restoreStallAfter = old })
+}
+
+// PauseRestoreOnce makes the next restore that reads partition of topic
+// stop fetching it as it starts, as a client that dropped it would.
+func PauseRestoreOnce(t *testing.T, topic string, partition int32) {
+	var once sync.Once
+	testPauseRestore = func(tp string, p int32) (paused bool) {
+		if tp == topic && p == partition {
+			once.Do(func() { paused = true })
+		}
+		return paused
+	}
+	t.Cleanup(func() { testPauseRestore = nil })
 }

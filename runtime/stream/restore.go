@@ -29,6 +29,8 @@ type changelogReader struct {
 
 	restored        uint64 // records applied to active tasks' stores
 	standbyRestored uint64
+	stalls          uint64       // restores read again after restoreStallAfter without moving
+	stallCheck      time.Time    // when step last looked for them
 	pendingBytes    int          // the stores' pendingBytes, summed
 	ready           []*taskStore // stores with a chunk to apply
 }
@@ -72,8 +74,21 @@ func (r *changelogReader) start(ctx context.Context, t *task, markersBy time.Tim
 		return fmt.Errorf("task %s: restore client: %w", t.id, err)
 	}
 	r.cl.AddConsumePartitions(consume)
+	if testPauseRestore != nil {
+		for topic, ps := range consume {
+			for p := range ps {
+				if testPauseRestore(topic, p) {
+					r.cl.PauseFetchPartitions(map[string][]int32{topic: {p}})
+				}
+			}
+		}
+	}
 	return nil
 }
+
+// testPauseRestore, set by a test, says which changelog partitions a
+// restore's client stops fetching as it starts (a client that dropped one).
+var testPauseRestore func(topic string, partition int32) bool
 
 // follow starts reading a standby's changelogs from its position; it never
 // stops until the standby closes.
@@ -179,6 +194,7 @@ func (r *changelogReader) read(s *taskStore, consume map[string]map[int32]kgo.Of
 		r.restoring[s.changelog] = map[int32]*taskStore{}
 	}
 	r.restoring[s.changelog][s.partition] = s
+	s.moved = time.Now()
 	if consume[s.changelog] == nil {
 		consume[s.changelog] = map[int32]kgo.Offset{}
 	}
@@ -240,6 +256,10 @@ func (r *changelogReader) step() error {
 		return nil
 	}
 	u := r.u
+	if time.Since(r.stallCheck) >= time.Second {
+		r.stallCheck = time.Now()
+		r.unstick()
+	}
 	wait := time.Millisecond
 	if len(r.ready) == 0 && !u.tm.hasWork() && u.tm.anyActiveRestoring() {
 		wait = 20 * time.Millisecond
@@ -431,6 +451,7 @@ func (r *changelogReader) poll(ctx context.Context) error {
 			}
 		}
 		s.pendingTo = p.Records[len(p.Records)-1].Offset + 1
+		s.moved = time.Now()
 		// At the changelog's end a chunk is applied even with no record
 		// (transaction markers only): its position ends the restore.
 		if !s.ready && (s.pendingTo >= s.restoreEnd || s.pendingBytes >= restoreChunkBytes) {
@@ -531,6 +552,7 @@ func (r *changelogReader) applied(j restoreJob) {
 	u, s := r.u, j.s
 	n := uint64(len(j.buf.recs))
 	s.restoredTo = j.to
+	s.moved = time.Now()
 	if s.t.standby {
 		r.standbyRestored += n
 		return
@@ -548,6 +570,39 @@ func (r *changelogReader) applied(j restoreJob) {
 		elapsed := time.Since(s.t.restore.began)
 		u.log.Info("restoring task", "task", s.t.id.String(), "restored", s.t.restore.records, "remaining", remaining,
 			"records_per_s", int64(float64(s.t.restore.records)/elapsed.Seconds()))
+	}
+}
+
+// restoreStallAfter is how long an active task's restore may go without
+// reading or applying a record before unstick reads its changelog again.
+var restoreStallAfter = 15 * time.Second // a variable for tests
+
+// unstick reads again, from the store's position, the changelog of every
+// active task's store whose restore has not moved for restoreStallAfter
+// though its end is ahead: the records up to that end are committed, so
+// a fetch always has some to give, unless the broker is away (reading
+// again costs nothing then) or the client stopped asking for the
+// partition (once in CI, a race run on kfake: two of eight tasks given
+// at once restored nothing for 90 s while the others were done in
+// milliseconds). It says so, with what the store had reached.
+func (r *changelogReader) unstick() {
+	for _, ps := range r.restoring {
+		for _, s := range ps {
+			if s.t.standby || time.Since(s.moved) < restoreStallAfter || s.restoredTo >= s.restoreEnd {
+				continue
+			}
+			r.u.log.Warn("changelog restore made no progress; reading the changelog again from the store's position",
+				"task", s.t.id.String(), "store", s.def.name, "topic", s.changelog, "partition", s.partition,
+				"position", s.restoredTo, "read_to", s.pendingTo, "end", s.restoreEnd,
+				"idle", time.Since(s.moved).Round(time.Millisecond))
+			r.stalls++
+			r.drop(s)
+			tp := map[string][]int32{s.changelog: {s.partition}}
+			r.cl.RemoveConsumePartitions(tp)
+			r.cl.ResumeFetchPartitions(tp) // the reader pauses nothing; a test does
+			r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{s.changelog: {s.partition: kgo.NewOffset().At(s.restoredTo)}})
+			s.moved = time.Now()
+		}
 	}
 }
 

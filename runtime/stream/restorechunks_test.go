@@ -594,3 +594,43 @@ func TestRestoreWritesAtMostItsSlotsAtOnce(t *testing.T) {
 		t.Errorf("at most %d stores written at once during the restore, want 2 or 3 (side by side, within the App's 3 slots)", m)
 	}
 }
+
+// TestStalledRestoreIsReadAgain has the restore client stop fetching one
+// changelog partition, as one that dropped it would: once the store's
+// restore has stood still for the stall time, the reader reads that
+// changelog again from the store's position, counts it, and the restore
+// ends with every count right (the counts go on from the restored ones).
+// Without it the run would wait for the partition forever.
+func TestStalledRestoreIsReadAgain(t *testing.T) {
+	stream.SetRestoreStallAfter(t, 2*time.Second)
+	c := kafkatest.New(t)
+	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
+	appID := "stalled-" + in
+	recs, truth := keyedRecords(in, 3000, 500, 13)
+	cl := c.Client(t)
+	run := func() *stream.App {
+		t.Helper()
+		app, err := runApp(t, countTopology(in, out, onDisk), stream.Brokers(c.Seeds()...), stream.AppID(appID),
+			stream.StateDir(t.TempDir()), stream.Parallelism(1), stream.Logger(testLogger(t)), stream.ExitWhenCaughtUp())
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return app
+	}
+	produceAll(t, cl, recs[:2000])
+	if st := run().Stats(); st.RestoreStalls != 0 {
+		t.Fatalf("%d restore stalls with nothing to restore", st.RestoreStalls)
+	}
+	produceAll(t, cl, recs[2000:])
+	stream.PauseRestoreOnce(t, appID+"-counts-changelog", 1)
+	st := run().Stats() // a new state directory: restores both stores
+	if st.RestoreStalls != 1 {
+		t.Errorf("%d restore stalls, want 1 (the paused partition's)", st.RestoreStalls)
+	}
+	if st.Restored == 0 {
+		t.Error("nothing restored")
+	}
+	if got := lastCounts(t, c, out); !mapsEqual(truth, got) {
+		t.Fatalf("counts differ from the truth: %s", mapDiff(truth, got))
+	}
+}

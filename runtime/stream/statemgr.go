@@ -93,6 +93,10 @@ type taskStore struct {
 	pendingBytes int
 	pendingTo    int64
 	ready        bool // in changelogReader.ready
+	// moved is when the store's restore last read or applied records
+	// (or began): changelogReader.unstick reads a changelog again once
+	// an active restore has not moved for restoreStallAfter.
+	moved time.Time
 	// produced is one past the largest changelog offset acknowledged.
 	produced offsetMax
 	ack      func(*kgo.Record, error)

@@ -49,6 +49,7 @@ func (s *unitStats) publish(u *unit, force bool) {
 	addDropped(&p.Dropped, s.totals.Dropped)
 	p.Commits, p.Aborts, p.CommitTime = u.cm.commits, u.cm.aborts, u.cm.dur
 	p.Restored, p.StandbyRestored, p.ProcessTime = u.cr.restored, u.cr.standbyRestored, s.procDur
+	p.RestoreStalls = u.cr.stalls
 	p.Skipped += u.rc.skipped.Load()
 	p.DeadLettered += u.rc.deadLettered.Load()
 	for id := range u.sb.tasks {

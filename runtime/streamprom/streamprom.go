@@ -35,27 +35,28 @@ var (
 	taskLabels = []string{"app", "task"}
 	procLabels = []string{"app", "task", "processor"}
 
-	descProcessed    = prometheus.NewDesc("kgen_records_processed_total", "Records processed.", appLabels, nil)
-	descSkipped      = prometheus.NewDesc("kgen_records_skipped_total", "Records that failed and were skipped by the LogAndContinue policy.", appLabels, nil)
-	descDropped      = prometheus.NewDesc("kgen_records_dropped_total", "Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window, expired-version), as Kafka Streams' dropped-records.", []string{"app", "reason"}, nil)
-	descDeadLettered = prometheus.NewDesc("kgen_records_dead_lettered_total", "Records sent to a dead-letter topic.", appLabels, nil)
-	descPunctuations = prometheus.NewDesc("kgen_punctuations_total", "Punctuations fired.", appLabels, nil)
-	descCommits      = prometheus.NewDesc("kgen_commits_total", "Commits (transactions under exactly-once).", appLabels, nil)
-	descCommitTime   = prometheus.NewDesc("kgen_commit_seconds_total", "Time spent committing.", appLabels, nil)
-	descProcessTime  = prometheus.NewDesc("kgen_process_seconds_total", "Time tasks spent processing records; divide by kgen_records_processed_total for the mean latency.", appLabels, nil)
-	descRestored     = prometheus.NewDesc("kgen_restored_records_total", "Changelog records applied while restoring stores.", appLabels, nil)
-	descEnforced     = prometheus.NewDesc("kgen_enforced_processing_total", "Records processed while another input of their task was empty past its wait (MaxTaskIdle, FetchGrace).", appLabels, nil)
-	descInputPauses  = prometheus.NewDesc("kgen_input_pauses_total", "Times an input partition of a task of several inputs was paused for holding more than a megabyte of records waiting for the others.", appLabels, nil)
-	descPackedPeak   = prometheus.NewDesc("kgen_input_packed_peak_bytes", "Most bytes one input of a task of several inputs held packed while waiting for the others.", appLabels, nil)
-	descGeneration   = prometheus.NewDesc("kgen_group_generation", "Newest consumer group generation the app's members joined; it grows with every rebalance.", appLabels, nil)
-	descStandbys     = prometheus.NewDesc("kgen_standby_tasks", "Standby tasks this instance keeps warm.", appLabels, nil)
-	descStandbyLag   = prometheus.NewDesc("kgen_standby_lag_records", "Changelog records the standby tasks have yet to apply.", appLabels, nil)
-	descState        = prometheus.NewDesc("kgen_app_state", "1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).", []string{"app", "state"}, nil)
-	descTaskRecords  = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
-	descTaskLag      = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
-	descTaskRestore  = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
-	descTaskDropped  = prometheus.NewDesc("kgen_task_records_dropped_total", "Records dropped per task and reason, since the task was assigned to this instance (only reasons that happened).", []string{"app", "task", "reason"}, nil)
-	descProcRecords  = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
+	descProcessed     = prometheus.NewDesc("kgen_records_processed_total", "Records processed.", appLabels, nil)
+	descSkipped       = prometheus.NewDesc("kgen_records_skipped_total", "Records that failed and were skipped by the LogAndContinue policy.", appLabels, nil)
+	descDropped       = prometheus.NewDesc("kgen_records_dropped_total", "Records dropped by an operator or a source, by reason (null-key, null-value, late-record, expired-window, expired-version), as Kafka Streams' dropped-records.", []string{"app", "reason"}, nil)
+	descDeadLettered  = prometheus.NewDesc("kgen_records_dead_lettered_total", "Records sent to a dead-letter topic.", appLabels, nil)
+	descPunctuations  = prometheus.NewDesc("kgen_punctuations_total", "Punctuations fired.", appLabels, nil)
+	descCommits       = prometheus.NewDesc("kgen_commits_total", "Commits (transactions under exactly-once).", appLabels, nil)
+	descCommitTime    = prometheus.NewDesc("kgen_commit_seconds_total", "Time spent committing.", appLabels, nil)
+	descProcessTime   = prometheus.NewDesc("kgen_process_seconds_total", "Time tasks spent processing records; divide by kgen_records_processed_total for the mean latency.", appLabels, nil)
+	descRestored      = prometheus.NewDesc("kgen_restored_records_total", "Changelog records applied while restoring stores.", appLabels, nil)
+	descEnforced      = prometheus.NewDesc("kgen_enforced_processing_total", "Records processed while another input of their task was empty past its wait (MaxTaskIdle, FetchGrace).", appLabels, nil)
+	descRestoreStalls = prometheus.NewDesc("kgen_restore_stalls_total", "Active restores that stood still 15 s and read their changelog again.", appLabels, nil)
+	descInputPauses   = prometheus.NewDesc("kgen_input_pauses_total", "Times an input partition of a task of several inputs was paused for holding more than a megabyte of records waiting for the others.", appLabels, nil)
+	descPackedPeak    = prometheus.NewDesc("kgen_input_packed_peak_bytes", "Most bytes one input of a task of several inputs held packed while waiting for the others.", appLabels, nil)
+	descGeneration    = prometheus.NewDesc("kgen_group_generation", "Newest consumer group generation the app's members joined; it grows with every rebalance.", appLabels, nil)
+	descStandbys      = prometheus.NewDesc("kgen_standby_tasks", "Standby tasks this instance keeps warm.", appLabels, nil)
+	descStandbyLag    = prometheus.NewDesc("kgen_standby_lag_records", "Changelog records the standby tasks have yet to apply.", appLabels, nil)
+	descState         = prometheus.NewDesc("kgen_app_state", "1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).", []string{"app", "state"}, nil)
+	descTaskRecords   = prometheus.NewDesc("kgen_task_records_processed_total", "Records processed per task, since the task was assigned to this instance.", taskLabels, nil)
+	descTaskLag       = prometheus.NewDesc("kgen_task_lag_records", "Records known to exist past what the task processed (consumer lag).", taskLabels, nil)
+	descTaskRestore   = prometheus.NewDesc("kgen_task_restoring", "1 while the task restores its stores.", taskLabels, nil)
+	descTaskDropped   = prometheus.NewDesc("kgen_task_records_dropped_total", "Records dropped per task and reason, since the task was assigned to this instance (only reasons that happened).", []string{"app", "task", "reason"}, nil)
+	descProcRecords   = prometheus.NewDesc("kgen_processor_records_total", "Records each processor handled without error.", procLabels, nil)
 
 	descTasksCreated     = prometheus.NewDesc("kgen_tasks_created_total", "Active tasks created on this instance.", appLabels, nil)
 	descTasksClosed      = prometheus.NewDesc("kgen_tasks_closed_total", "Active tasks closed on this instance.", appLabels, nil)
@@ -75,7 +76,7 @@ var states = []stream.State{stream.Created, stream.Rebalancing, stream.Running, 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descProcessed, descSkipped, descDropped, descDeadLettered, descPunctuations, descCommits,
-		descCommitTime, descProcessTime, descRestored, descEnforced, descInputPauses, descPackedPeak, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descTaskDropped, descProcRecords,
+		descCommitTime, descProcessTime, descRestored, descRestoreStalls, descEnforced, descInputPauses, descPackedPeak, descGeneration, descStandbys, descStandbyLag, descState, descTaskRecords, descTaskLag, descTaskRestore, descTaskDropped, descProcRecords,
 		descTasksCreated, descTasksClosed, descRestoreRemaining, descTaskRemaining, descProcessLatency, descCommitLatency, descPunctLatency, descE2ELatency} {
 		ch <- d
 	}
@@ -111,6 +112,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descProcessTime, s.ProcessTime.Seconds(), app)
 	counter(descRestored, float64(s.Restored), app)
 	counter(descEnforced, float64(s.EnforcedSteps), app)
+	counter(descRestoreStalls, float64(s.RestoreStalls), app)
 	counter(descInputPauses, float64(s.InputPauses), app)
 	gauge(descPackedPeak, float64(s.PackedPeak), app)
 	gauge(descGeneration, float64(s.Generation), app)

@@ -48,8 +48,8 @@ kgen_task_lag_records{app="wc",task="0_1"} 7
 		"kgen_commit_seconds_total", "kgen_group_generation", "kgen_processor_records_total", "kgen_records_processed_total", "kgen_task_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 38 {
-		t.Fatalf("collected %d metrics, want 38: 26 per app (5 of them dropped records by reason), 6 states, 4 for the task, 1 per processor", n)
+	if n := testutil.CollectAndCount(streamprom.NewCollector(app)); n != 39 {
+		t.Fatalf("collected %d metrics, want 39: 27 per app (5 of them dropped records by reason), 6 states, 4 for the task, 1 per processor", n)
 	}
 	wantState := `
 # HELP kgen_app_state 1 for the app's current state, 0 for every other state (one series per state, as Kafka Streams' client-state).
