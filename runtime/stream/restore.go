@@ -583,7 +583,7 @@ var restoreStallAfter = 15 * time.Second // a variable for tests
 // a fetch always has some to give, unless the broker is away (reading
 // again costs nothing then) or the client stopped asking for the
 // partition (once in CI, a race run on kfake: two of eight tasks given
-// at once restored nothing for 90 s while the others were done in
+// at once restored nothing for 90 s while the other six were ready in
 // milliseconds). It says so, with what the store had reached.
 func (r *changelogReader) unstick() {
 	for _, ps := range r.restoring {
