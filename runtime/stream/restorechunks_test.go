@@ -376,7 +376,7 @@ type slowStore struct {
 
 func (s *slowStore) ApplyBatch(changes []state.Change) error {
 	if s.slow.Load() {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 	}
 	return s.Backend.(state.Restorer).ApplyBatch(changes)
 }
@@ -438,15 +438,17 @@ func (h restoreEvents) WithGroup(name string) slog.Handler {
 
 // TestRestoreRevokedMidwayLosesNothing revokes a task in the middle of its
 // restore, with records read and not applied, and gives it back: instance
-// A restores two stores slowly, a chunk of 4 KiB a step each and as much
-// again read ahead (what it may hold, 12 KiB, stops it there); instance B
+// A restores two stores slowly, a chunk of 2 KiB a step each and as much
+// again read ahead (what it may hold, 6 KiB, stops it there), half a
+// second a chunk, so that B's join and the rebalance it brings (seconds
+// on a busy machine) end well before A's restore would; instance B
 // joins once A applied some of each, and takes one of the tasks (A drops
 // what it read of it and did not apply); B catches up and leaves; A takes
 // the task back and resumes its restore from the position its store
 // reached, then counts more records. Every count comes out right: nothing
 // was lost or applied twice on the way.
 func TestRestoreRevokedMidwayLosesNothing(t *testing.T) {
-	stream.SetRestoreChunks(t, 4<<10, 12<<10)
+	stream.SetRestoreChunks(t, 2<<10, 6<<10)
 	c := kafkatest.New(t)
 	in, out := c.CreateTopic(t, 2, nil), c.CreateTopic(t, 2, nil)
 	appID := "revokedmidway-" + in
