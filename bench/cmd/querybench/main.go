@@ -14,6 +14,13 @@
 // The input is loaded first and must outlast every window: the tool says
 // so when the app caught up during one (then raise -records).
 //
+// A last window asks a bare net/http server (-control, on by default) that
+// answers every get with the bytes of a local get's answer and does
+// nothing else, in the instances' process (or a process of its own with
+// -processes), while the app processes as in the other windows: the tail
+// any HTTP server in Go shows on this machine under that processing, to
+// read the query windows against.
+//
 // Two other forms: -rate N asks with hey (also Debian's) at N gets a second
 // instead of wrk as fast as it can, and -input-rate R lets the app catch up
 // with the loaded records and then produces R records a second while the
@@ -73,6 +80,8 @@ func main() {
 		childApp   = flag.String("child-app", "", "internal")
 		childIn    = flag.String("child-in", "", "internal")
 		childOut   = flag.String("child-out", "", "internal")
+		control    = flag.Bool("control", true, "end with a window that asks a bare net/http server answering a local get's bytes (in the instances' process, or its own with -processes), while the app processes as before")
+		childBody  = flag.String("child-control", "", "internal: run the control server answering this body, print its address, stop at the end of stdin")
 	)
 	flag.StringVar(&traceFile, "trace", "", "write an execution trace of the first local-gets window to this file (instances in this process)")
 	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run (both instances when in this process) to this file")
@@ -82,6 +91,13 @@ func main() {
 	flag.Parse()
 	// Each instance's process (with -processes) parses the same flag.
 	appmain.SetHeapFloor(*heapFloor)
+	if *childBody != "" {
+		if err := runControlChild(*childBody); err != nil {
+			fmt.Fprintln(os.Stderr, "querybench control:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *child != "" {
 		if err := runChild(strings.Split(*brokers, ","), *childApp, *childIn, *childOut, *child, *store); err != nil {
 			fmt.Fprintln(os.Stderr, "querybench child:", err)
@@ -133,6 +149,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "querybench: %s not found (apt-get install wrk hey): %v\n", loadBin, err)
 		os.Exit(1)
 	}
+	withControl = *control
 	if err := run(strings.Split(*brokers, ","), *records, *keys, *valueSize, int32(*partitions), *window, loadName, load, *store, *processes); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1) // no profile is written on failure
@@ -141,6 +158,9 @@ func main() {
 
 // queryable is the store's StoreOptions.Queryable (-queryable).
 var queryable bool
+
+// withControl is -control.
+var withControl bool
 
 // traceFile is -trace.
 var traceFile string
@@ -221,7 +241,7 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 			if err != nil {
 				break
 			}
-			if code, _ := get(a, key); code != http.StatusOK {
+			if code, _, _ := get(a, key); code != http.StatusOK {
 				continue
 			}
 			if here && local == "" {
@@ -270,9 +290,22 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 		}()
 		fmt.Printf("input produced at %.0f records/s while the windows run\n\n", inputRate)
 	}
+	windows := []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
+		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}}
+	if withControl {
+		_, body, err := get(a, local)
+		if err != nil {
+			return err
+		}
+		addr, stop, err := startControl(body, processes)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		windows = append(windows, struct{ name, addr, key string }{"bare server (control)", addr, local})
+	}
 	fmt.Printf("%-22s %12s %10s %10s %16s\n", "window", "requests/s", "p50", "p99", "records/s (a+b)")
-	for _, w := range []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
-		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}} {
+	for _, w := range windows {
 		before, t := processed(), time.Now()
 		var res wrkResult
 		if w.key == "" {
@@ -407,9 +440,14 @@ func isLocal(addr, key string) (bool, error) {
 // startChild runs an instance in a process of its own (this program with
 // -child) and returns its address once it serves.
 func startChild(seeds []string, appID, in, out, name, store string) (string, func(), error) {
-	cmd := exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
+	return startProcess(exec.Command(os.Args[0], "-child", name, "-child-app", appID, "-child-in", in, "-child-out", out,
 		"-brokers", strings.Join(seeds, ","), "-store", store, "-queryable="+strconv.FormatBool(queryable),
-		"-heap-floor", flag.Lookup("heap-floor").Value.String())
+		"-heap-floor", flag.Lookup("heap-floor").Value.String()), "instance "+name)
+}
+
+// startProcess starts cmd, a child that prints "ready ADDR" once it serves
+// and stops when its stdin ends, and returns ADDR.
+func startProcess(cmd *exec.Cmd, what string) (string, func(), error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err
@@ -427,7 +465,7 @@ func startChild(seeds []string, appID, in, out, name, store string) (string, fun
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 	if err != nil || !ok {
 		stop()
-		return "", nil, fmt.Errorf("instance %s did not start: %q %v", name, line, err)
+		return "", nil, fmt.Errorf("%s did not start: %q %v", what, line, err)
 	}
 	return addr, stop, nil
 }
@@ -469,14 +507,52 @@ func (c *counter) Process(ctx *stream.Context[string, int64], r stream.Record[st
 	return nil
 }
 
-func get(addr, key string) (int, error) {
+func get(addr, key string) (int, []byte, error) {
 	resp, err := http.Get("http://" + addr + "/v1/stores/counts/keys/" + key)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// startControl serves body as a local get's answer from a bare net/http
+// server, in this process or (processes) in a child of its own.
+func startControl(body []byte, processes bool) (string, func(), error) {
+	if processes {
+		return startProcess(exec.Command(os.Args[0], "-child-control", string(body)), "the control server")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: controlHandler(body)}
+	go srv.Serve(l)
+	return l.Addr().String(), func() { srv.Close() }, nil
+}
+
+// controlHandler answers every request with body, as JSON, and does
+// nothing else.
+func controlHandler(body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+}
+
+// runControlChild is the control server's process: it prints "ready ADDR"
+// and serves until its stdin ends.
+func runControlChild(body string) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: controlHandler([]byte(body))}
+	go srv.Serve(l)
+	fmt.Printf("ready %s\n", l.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	return srv.Close()
 }
 
 type wrkResult struct {
