@@ -293,9 +293,12 @@ func run(seeds []string, records, keys, valueSize int, partitions int32, window 
 	windows := []struct{ name, addr, key string }{{"no queries", "", ""}, {"local gets (a)", a, local},
 		{"forwarded gets (a→b)", a, remote}, {"no queries again", "", ""}, {"local gets (b)", b, remote}}
 	if withControl {
-		_, body, err := get(a, local)
+		code, body, err := get(a, local)
 		if err != nil {
 			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("the local get for the control answered %d: %s", code, body)
 		}
 		addr, stop, err := startControl(body, processes)
 		if err != nil {
@@ -523,36 +526,35 @@ func startControl(body []byte, processes bool) (string, func(), error) {
 	if processes {
 		return startProcess(exec.Command(os.Args[0], "-child-control", string(body)), "the control server")
 	}
+	return serveControl(body)
+}
+
+// serveControl serves body, as JSON, to every request on a loopback port,
+// and does nothing else.
+func serveControl(body []byte) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: controlHandler(body)}
-	go srv.Serve(l)
-	return l.Addr().String(), func() { srv.Close() }, nil
-}
-
-// controlHandler answers every request with body, as JSON, and does
-// nothing else.
-func controlHandler(body []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
-	})
+	})}
+	go srv.Serve(l)
+	return l.Addr().String(), func() { srv.Close() }, nil
 }
 
 // runControlChild is the control server's process: it prints "ready ADDR"
 // and serves until its stdin ends.
 func runControlChild(body string) error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := serveControl([]byte(body))
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: controlHandler([]byte(body))}
-	go srv.Serve(l)
-	fmt.Printf("ready %s\n", l.Addr())
+	fmt.Printf("ready %s\n", addr)
 	io.Copy(io.Discard, os.Stdin)
-	return srv.Close()
+	stop()
+	return nil
 }
 
 type wrkResult struct {
